@@ -1,0 +1,1 @@
+"""Pydantic models for everything read from disk: manifests, prompt front matter, recovery, simulation."""

@@ -1,0 +1,48 @@
+"""The packet manifest: `packet.yaml`, or the front matter of Prompt Runner's `prompt_runner_packet.md`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from awp_pipelines.model.base import StrictModel
+from awp_pipelines.model.control import AgentControlConfig
+from awp_pipelines.model.execution import ExecutionSettings
+from awp_pipelines.model.recovery import RecoveryConfig
+
+
+class RepoSpec(StrictModel):
+    path: str = Field(description="Repository folder, relative to the packet root.")
+    default: bool = Field(False, description="The default repo for verifier entries without a repo.")
+
+
+class NamedRepoSpec(RepoSpec):
+    name: str = Field(description="Repo name used by targets and verifier entries.")
+
+
+class Manifest(ExecutionSettings):
+    name: str = Field(min_length=1, description="Packet name; the Dagster asset group and job are named for it.")
+    description: str | None = Field(None, description="What the packet does (native packet.yaml).")
+    profile: str | None = Field(None, description="Home profile to layer under the packet "
+                                "(~/.config/awp/profiles/NAME.md); absent is a warning.")
+    prompt_template: str | None = Field(None, description="Default template for `awp prompt new`.")
+    prompt_dir: str = Field("prompts", description="Folder of NN_slug.prompt.md files.")
+    repos: dict[str, RepoSpec] | list[NamedRepoSpec] = Field(
+        default_factory=dict, description="Repositories: {name: {path, default}} or a list with names.")
+    phases: dict[str, str] = Field(default_factory=dict, description="Phase number → title.")
+    recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="Recovery budgets.")
+    agent_control: AgentControlConfig = Field(default_factory=AgentControlConfig,
+                                              description="Agent-driven iteration control.")
+
+    @field_validator("phases", mode="before")
+    @classmethod
+    def _phase_keys_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    def repo_map(self) -> dict[str, RepoSpec]:
+        if isinstance(self.repos, dict):
+            return dict(self.repos)
+        return {r.name: RepoSpec(path=r.path, default=r.default) for r in self.repos}

@@ -1,0 +1,48 @@
+"""Prompt Runner's `simulate:` blocks: scripted attempts for the built-in simulated provider."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from awp_pipelines.model.base import StrictModel
+
+SimulatedErrorKind = Literal[
+    "provider_capacity",
+    "provider_rate_limit",
+    "provider_auth_claim",
+    "provider_config_claim",
+    "provider_runtime_claim",
+    "protocol_error",
+    "transport_disconnect",
+    "transport_timeout",
+    "approval_denied",
+    "guardrail_blocked",
+    "user_cancelled",
+]
+
+
+class SimulatedWrite(StrictModel):
+    path: str = Field(description="File to write, relative to the repo (default: the prompt's first target).")
+    text: str = Field("", description="Content written.")
+    append: bool = Field(False, description="Append instead of replacing.")
+    repo: str | None = Field(None, description="Repo name; default the prompt's first target.")
+
+
+class SimulatedError(StrictModel):
+    kind: SimulatedErrorKind = Field(description="Failure class the simulated provider reports.")
+    message: str = Field("", description="Provider message.")
+
+
+class SimulatedStep(StrictModel):
+    messages: list[str] = Field(default_factory=list, description="Assistant messages emitted.")
+    writes: list[SimulatedWrite] = Field(default_factory=list, description="File side effects, in order.")
+    error: SimulatedError | None = Field(None, description="Ends the step with this provider failure.")
+
+
+class SimulateSpec(StrictModel):
+    """attempts[0] drives the first attempt; later entries drive retry, fallback or repair attempts."""
+
+    attempts: list[SimulatedStep] = Field(default_factory=list, description="One step per attempt.")
+    resume: SimulatedStep | None = Field(None, description="Drives a session resume after a transport failure.")

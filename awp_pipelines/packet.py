@@ -1,0 +1,181 @@
+"""Load a packet folder: the manifest plus ordered prompts, with Prompt Runner 0.12.1's semantics."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from awp_pipelines.errors import PacketError
+from awp_pipelines.model.manifest import Manifest, RepoSpec
+from awp_pipelines.model.prompt import PromptFrontMatter
+from awp_pipelines.model.recovery import RecoveryConfig, deep_merge
+from awp_pipelines.validation import validate_doc
+from awp_pipelines.yamlsrc import YamlDoc, parse_yaml, split_front_matter
+
+NATIVE_MANIFEST = "packet.yaml"
+PROMPT_RUNNER_MANIFEST = "prompt_runner_packet.md"
+PROMPT_SUFFIX = ".prompt.md"
+CHECKLIST_SUFFIX = ".prompt.checklist.md"
+_PREFIX = re.compile(r"^(\d+)[_-](.+)$")
+# Files without a numeric prefix sort after every numbered prompt (Prompt Runner pads prefixes to 6).
+_UNNUMBERED = 10**6
+
+
+def normalize_id(value: str | int) -> str:
+    """'1', 1 and '001' are all prompt '01'; non-numeric ids are kept as written."""
+    text = str(value).strip()
+    return f"{int(text):02d}" if text.isdigit() else text
+
+
+@dataclass(frozen=True)
+class Repo:
+    name: str
+    path: Path
+    default: bool
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    number: int
+    slug: str
+    file: Path
+    front: PromptFrontMatter
+    body: str
+    body_line: int
+    recovery: RecoveryConfig
+    raw: dict[str, Any] = field(repr=False, hash=False, compare=False)
+    doc: YamlDoc = field(repr=False, hash=False, compare=False)
+    filename_id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.front.name or self.slug.replace("_", " ").replace("-", " ").capitalize()
+
+    @property
+    def declared_depends_on(self) -> list[str] | None:
+        deps = self.front.depends_on
+        if deps is None:
+            return None
+        items = deps if isinstance(deps, list) else [deps]
+        return [normalize_id(d) for d in items]
+
+
+@dataclass(frozen=True)
+class Packet:
+    root: Path
+    manifest_file: Path
+    manifest: Manifest
+    body: str
+    prompts: list[Prompt]
+    raw: dict[str, Any] = field(repr=False, hash=False, compare=False)
+    doc: YamlDoc = field(repr=False, hash=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def prompt_dir(self) -> Path:
+        return self.root / self.manifest.prompt_dir
+
+    @property
+    def repos(self) -> dict[str, Repo]:
+        specs: dict[str, RepoSpec] = self.manifest.repo_map()
+        return {name: Repo(name, (self.root / spec.path).resolve(), spec.default) for name, spec in specs.items()}
+
+    @property
+    def default_repo(self) -> str | None:
+        repos = self.repos
+        for name, repo in repos.items():
+            if repo.default:
+                return name
+        return next(iter(repos), None)
+
+    def prompt(self, prompt_id: str) -> Prompt:
+        wanted = normalize_id(prompt_id)
+        for p in self.prompts:
+            if p.id == wanted:
+                return p
+        raise KeyError(prompt_id)
+
+    def dependencies(self, prompt: Prompt) -> list[str]:
+        """`depends_on` when given, else the previous prompt in order (a linear packet)."""
+        declared = prompt.declared_depends_on
+        if declared is not None:
+            return declared
+        index = self.prompts.index(prompt)
+        return [self.prompts[index - 1].id] if index > 0 else []
+
+
+def find_manifest(root: Path) -> Path:
+    for name in (NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST):
+        if (root / name).is_file():
+            return root / name
+    raise PacketError(root, "no packet manifest found",
+                      hint=f"create {NATIVE_MANIFEST} (or Prompt Runner's {PROMPT_RUNNER_MANIFEST}); "
+                      "`awp packet new` writes one")
+
+
+def load_packet(path: Path | str) -> Packet:
+    given = Path(path)
+    if not given.exists():
+        raise PacketError(given, "no such packet folder", hint="pass the folder that holds the manifest")
+    root = (given.parent if given.is_file() else given).resolve()
+    manifest_file = find_manifest(root) if given.is_dir() else given.resolve()
+    if manifest_file.name == NATIVE_MANIFEST:
+        doc = parse_yaml(_read(manifest_file), manifest_file)
+        if doc.data is None:
+            doc.data = {}
+        body = ""
+    else:
+        fm = split_front_matter(_read(manifest_file), manifest_file)
+        doc, body = fm.doc, fm.body
+    if not isinstance(doc.data, dict):
+        raise PacketError(manifest_file, "the manifest must be a YAML mapping of keys", line=1)
+    manifest = validate_doc(Manifest, doc)
+    _check_repos(manifest, doc)
+    prompts = _load_prompts(root / manifest.prompt_dir, doc.data.get("recovery") or {})
+    return Packet(root, manifest_file, manifest, body, prompts, doc.data, doc)
+
+
+def _check_repos(manifest: Manifest, doc: YamlDoc) -> None:
+    specs = manifest.repo_map()
+    defaults = [name for name, spec in specs.items() if spec.default]
+    if len(defaults) > 1:
+        raise PacketError(doc.file, f"more than one default repo: {', '.join(defaults)}", key="repos",
+                          line=doc.line_of(("repos",)), hint="mark exactly one repo `default: true`")
+
+
+def _load_prompts(prompt_dir: Path, packet_recovery: dict[str, Any]) -> list[Prompt]:
+    if not prompt_dir.is_dir():
+        return []
+    files = [f for f in prompt_dir.iterdir()
+             if f.is_file() and f.name.endswith(PROMPT_SUFFIX) and not f.name.endswith(CHECKLIST_SUFFIX)]
+    prompts = [_load_prompt(f, packet_recovery) for f in files]
+    return sorted(prompts, key=lambda p: (p.number, p.file.name))
+
+
+def _load_prompt(file: Path, packet_recovery: dict[str, Any]) -> Prompt:
+    fm = split_front_matter(_read(file), file)
+    front = validate_doc(PromptFrontMatter, fm.doc)
+    stem = file.name[: -len(PROMPT_SUFFIX)]
+    match = _PREFIX.match(stem)
+    number, slug = (int(match.group(1)), match.group(2)) if match else (_UNNUMBERED, stem)
+    filename_id = normalize_id(match.group(1)) if match else None
+    prompt_id = normalize_id(front.id) if front.id is not None else (filename_id or stem)
+    merged = deep_merge(packet_recovery, fm.doc.data.get("recovery") or {})
+    recovery = validate_doc(RecoveryConfig, fm.doc, data=merged)
+    return Prompt(prompt_id, number, slug, file, front, fm.body, fm.body_line, recovery,
+                  fm.doc.data, fm.doc, filename_id)
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PacketError(file, "not UTF-8 text", hint="save the file as UTF-8") from None
+    except OSError as err:
+        raise PacketError(file, f"cannot read: {err.strerror}") from None

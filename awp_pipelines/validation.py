@@ -1,0 +1,104 @@
+"""Turn a pydantic ValidationError into one PacketError: file, line, key, what is wrong, allowed values."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from awp_pipelines.errors import PacketError
+from awp_pipelines.yamlsrc import YamlDoc
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_doc(model: type[M], doc: YamlDoc, data: Any = None) -> M:
+    try:
+        return model.model_validate(doc.data if data is None else data)
+    except ValidationError as err:
+        raise to_packet_error(err, model, doc) from None
+
+
+def to_packet_error(err: ValidationError, model: type[BaseModel], doc: YamlDoc) -> PacketError:
+    first = _most_specific(err.errors())
+    loc = _data_path(first["loc"], doc.data)
+    key = ".".join(str(p) for p in loc) or None
+    line = doc.line_of(loc)
+    if first["type"] == "extra_forbidden":
+        allowed = _allowed_keys(model, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else None
+        listing = ", ".join(allowed)
+        return PacketError(doc.file, f"unknown key; allowed keys here: {listing}", key=key, line=line, hint=hint)
+    message = first["msg"]
+    if first["type"] == "literal_error":
+        expected = first.get("ctx", {}).get("expected")
+        message = f"invalid value {first.get('input')!r}; allowed: {expected}"
+    return PacketError(doc.file, message, key=key, line=line)
+
+
+def _most_specific(errors: list[Any]) -> Any:
+    """Union branches each report an error; prefer an unknown key, then the deepest location."""
+    extra = [e for e in errors if e["type"] == "extra_forbidden"]
+    return extra[0] if extra else max(errors, key=lambda e: len(e["loc"]))
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
+    """Drop the union-member labels pydantic adds (`str`, `TargetSpec`, ...) by walking the data."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            path.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            path.append(part)
+        elif isinstance(node, dict | list):
+            if isinstance(node, dict) and not path and part not in node:
+                path.append(part)
+                break
+            continue
+        else:
+            break
+    # An unknown key is not in the model but is in the data: keep it as the last element.
+    if loc and loc[-1] not in path and isinstance(node, dict) and loc[-1] in node:
+        path.append(loc[-1])
+    return tuple(path)
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    models = [m for m in _models_in(current)]
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    for candidate in _models_in(annotation):
+        if isinstance(part, str) and part in candidate.model_fields:
+            return candidate.model_fields[part].annotation
+    for arg in _flatten(annotation):
+        origin = typing.get_origin(arg)
+        if origin in (list, tuple) and isinstance(part, int):
+            return typing.get_args(arg)[0]
+        if origin is dict:
+            return typing.get_args(arg)[1]
+    return None
+
+
+def _flatten(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return [a for arg in typing.get_args(annotation) for a in _flatten(arg)]
+    return [annotation]
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    return [a for a in _flatten(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
