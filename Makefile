@@ -1,0 +1,26 @@
+# The project's front door: `make test` (what CI runs), `make demo`, `make lint`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+# Stamp newer than pyproject.toml = the venv has this version of the dependencies.
+STAMP := $(VENV)/.installed
+
+.PHONY: install test demo lint
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+test: install
+	bash tests/run_tests.sh
+
+demo: install
+	$(VENV)/bin/awp run assets/demo
+
+lint: install
+	$(VENV)/bin/ruff check .

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# THE test command (`make test`, .ci/run): install if needed, start a throwaway PostgreSQL, run pytest.
+#
+#   bash tests/run_tests.sh [pytest args...]     e.g. bash tests/run_tests.sh -k deployment -x
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+# 1. The venv: same logic as `make install` (quick no-op when the stamp is newer than pyproject.toml).
+if command -v make >/dev/null 2>&1; then
+  make --no-print-directory -s install
+elif [ ! -x .venv/bin/python ] || [ ! .venv/.installed -nt pyproject.toml ]; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+  touch .venv/.installed
+fi
+
+# 2. PostgreSQL, always stopped and removed on the way out.
+# Under /tmp, not $TMPDIR: the server's user (awp-pg when root) must reach it, and the socket path stays short.
+pg_dir=$(mktemp -d /tmp/awp-test-pg.XXXXXX)
+cleanup() {
+  bash "$root/tests/pg.sh" stop "$pg_dir" || true
+  rm -rf "$pg_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+AWP_TEST_PG_URL=$(bash tests/pg.sh start "$pg_dir")
+export AWP_TEST_PG_URL
+
+# 3. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.
+rc=0
+.venv/bin/python -m pytest -q -n 2 "$@" </dev/null || rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "run_tests.sh: FAILED: pytest collected no tests (exit 5); a run with no tests is not a pass." >&2
+  exit 1
+fi
+exit "$rc"
