@@ -25,8 +25,10 @@ def validate_doc(model: type[M], doc: YamlDoc, data: Any = None) -> M:
 def to_packet_error(err: ValidationError, model: type[BaseModel], doc: YamlDoc) -> PacketError:
     first = _most_specific(err.errors())
     loc = _data_path(first["loc"], doc.data)
-    key = ".".join(str(p) for p in loc) or None
     line = doc.line_of(loc)
+    if first["type"] == "missing":
+        loc = (*loc, first["loc"][-1])
+    key = ".".join(str(p) for p in loc) or None
     if first["type"] == "extra_forbidden":
         allowed = _allowed_keys(model, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
@@ -51,22 +53,11 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
     path: list[Any] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
             node = node[part]
             path.append(part)
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-            path.append(part)
-        elif isinstance(node, dict | list):
-            if isinstance(node, dict) and not path and part not in node:
-                path.append(part)
-                break
-            continue
-        else:
-            break
-    # An unknown key is not in the model but is in the data: keep it as the last element.
-    if loc and loc[-1] not in path and isinstance(node, dict) and loc[-1] in node:
-        path.append(loc[-1])
     return tuple(path)
 
 

@@ -1,0 +1,206 @@
+"""One Attempt: run the agent once on a fixed target, verify the contract, commit. No Dagster here.
+
+The verifier decides completion, never the provider: provider error + contract pass is complete.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from awp_pipelines.committer import CommitError, commit_targets
+from awp_pipelines.events import EventSink
+from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.model.simulate import SimulateSpec
+from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.plan import PromptPlan
+from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
+from awp_pipelines.redact import redact
+from awp_pipelines.verifiers.context import VerifyContext
+from awp_pipelines.verifiers.engine import run_contract
+from awp_pipelines.verifiers.report import VerifierReport
+from awp_pipelines.workspace import snapshot
+
+AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
+_BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER")
+
+
+class AttemptTarget(BaseModel):
+    """Fixed for the Attempt's whole life: provider, account and model never switch mid-Attempt."""
+
+    provider: str
+    provider_kind: str
+    account: str | None = None
+    model: str
+    effort: str | None = None
+    reason: str = Field(description="Why this target was selected.")
+
+
+class AttemptIdentity(BaseModel):
+    attempt_id: str
+    agent_run: str
+    number: int = Field(description="1-based, counted from stored history of the AgentRun.")
+    packet: str
+    packet_run: str
+    prompt: str
+    mode: str
+    parent_run: str | None = None
+    dagster_run: str | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class CommitInfo(BaseModel):
+    repo: str
+    status: str
+    sha: str | None = None
+
+
+class AttemptRecord(BaseModel):
+    """The immutable provenance of one Attempt (materialization / observation metadata)."""
+
+    identity: AttemptIdentity
+    target: AttemptTarget
+    role: str
+    prompt_name: str
+    workspace: dict[str, str] = Field(description="Target repo name → path.")
+    cwd: str
+    checkpoint: dict[str, str | None] = Field(description="Target repo → HEAD before the Attempt.")
+    started_at: str
+    ended_at: str
+    duration_s: float
+    result: AttemptResult
+    failure: FailureEnvelope | None = None
+    provider_failure: FailureEnvelope | None = Field(None, description="Provider error even when the "
+                                                     "verifier overrode it.")
+    session_id: str | None = None
+    resumes: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    messages: int = 0
+    verifier: VerifierReport | None = None
+    commits: list[CommitInfo] = Field(default_factory=list)
+    events_file: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.result == "completed"
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    packet: Packet
+    prompt: Prompt
+    plan: PromptPlan
+    identity: AttemptIdentity
+    target: AttemptTarget
+    commit: bool = True
+    simulate: SimulateSpec | None = None
+    repair_text: str | None = None
+    secret_env: Mapping[str, str] | None = None
+
+
+def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Built from scratch: no git push credentials, nothing secret but the account's own credential."""
+    env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    env.update(extra or {})
+    return env
+
+
+def prompt_text(spec: AttemptSpec) -> str:
+    text = spec.prompt.body
+    if spec.repair_text:
+        text += ("\n\n## Repair Instructions\n\nContinue from the current state of the workspace. Fix only the "
+                 "unmet items below; do not redo finished work.\n\n" + spec.repair_text)
+    return text
+
+
+def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
+    started, clock = _now(), time.monotonic()
+    repos = spec.packet.repos
+    targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    checkpoint = {name: state.head for name, state in snapshot(targets).items()}
+    request = ProviderRequest(
+        prompt_text=prompt_text(spec), cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
+        default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
+        env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
+        timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
+        session_id=None, simulate=spec.simulate)
+    outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    report = _verify(spec)
+    result, failure = _decide(outcome, report)
+    commits: list[CommitInfo] = []
+    if result == "completed" and spec.commit:
+        try:
+            commits = _commit(spec, targets)
+        except CommitError as err:
+            result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
+    usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
+                  cost_usd=outcome.usage.cost_usd)
+    return AttemptRecord(
+        identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
+        workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
+        failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
+        usage=usage, messages=outcome.messages, verifier=report,
+        commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None)
+
+
+def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,
+                     budget: int) -> tuple[ProviderOutcome, int]:
+    """Recoverable transport failures resume the same provider session, up to `resume_attempts`."""
+    outcome = adapter.run(request, sink)
+    resumes = 0
+    while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
+        resumes += 1
+        sink.emit("resume_started", {"resume": resumes, "after": outcome.failure.failure_class})
+        resumed = ProviderRequest(**{**request.__dict__, "session_id": outcome.session_id,
+                                     "prompt_text": "Continue", "mode": "resume"})
+        outcome = adapter.resume(resumed, sink)
+    return outcome, resumes
+
+
+def _verify(spec: AttemptSpec) -> VerifierReport | None:
+    contract = spec.prompt.front.verify
+    if contract is None or contract.is_empty():
+        return None
+    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
+    return run_contract(contract, ctx)
+
+
+def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+    if report is not None and report.faults:
+        fault = report.faults[0]
+        cls = fault.fault or "verifier_fault"
+        return "verifier_fault", FailureEnvelope.for_class(cls, f"{fault.label}: {' '.join(fault.details[:3])}")
+    if report is not None and report.passed:
+        return "completed", None
+    if outcome.failure is not None:
+        return "provider_failed", outcome.failure
+    if report is None:
+        return "completed", None
+    return "verification_failed", None
+
+
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path]) -> list[CommitInfo]:
+    ident, target = spec.identity, spec.target
+    trailers = {"AWP-Packet": ident.packet, "AWP-Prompt": ident.prompt, "AWP-Agent-Run": ident.agent_run,
+                "AWP-Attempt": ident.attempt_id, "AWP-Provider": target.provider,
+                "AWP-Account": target.account or "none", "AWP-Model": target.model}
+    results = commit_targets(targets, redact(spec.plan.commit_message), trailers)
+    return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

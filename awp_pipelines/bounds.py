@@ -1,0 +1,50 @@
+"""Every time bound of an Attempt comes from the single `timeout` key (Prompt Runner's Session rule)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+SEVEN_DAYS_MS = 7 * 24 * 60 * 60 * 1000
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+UNBOUNDED = ("unbounded", "infinity", "inf", "none")
+
+
+class Bounds(BaseModel):
+    """Derived bounds, all in milliseconds."""
+
+    timeout_ms: int = Field(description="The resolved `timeout`; unset means seven days.")
+    transport_timeout_ms: int = Field(description="Transport timeout = timeout.")
+    stream_timeout_ms: int = Field(description="Stream timeout = timeout.")
+    idle_timeout_ms: int = Field(description="Idle queue bound = max(120 s, timeout + 30 s).")
+    run_deadline_ms: int = Field(description="The Attempt's hard deadline = timeout (never re-arms).")
+    source: str = Field(description="Why: 'default (unset)', 'unbounded', 'clamped to 7 days' or 'timeout'.")
+
+
+def parse_timeout_ms(value: int | str | None) -> tuple[int, str]:
+    """Returns (milliseconds, reason). Raises ValueError for text that is no duration."""
+    if value is None:
+        return SEVEN_DAYS_MS, "default (unset)"
+    if isinstance(value, str) and value.strip().lower() in UNBOUNDED:
+        return SEVEN_DAYS_MS, "unbounded"
+    if isinstance(value, int):
+        ms = value
+    else:
+        match = _DURATION.match(value)
+        if not match:
+            raise ValueError(f"timeout {value!r} is not a duration; use milliseconds, '45m', '2h', '1d' "
+                             "or 'unbounded'")
+        ms = int(float(match.group(1)) * _UNITS_MS[match.group(2) or "ms"])
+    if ms <= 0:
+        raise ValueError("timeout must be positive")
+    if ms > SEVEN_DAYS_MS:
+        return SEVEN_DAYS_MS, "clamped to 7 days"
+    return ms, "timeout"
+
+
+def derive_bounds(value: int | str | None) -> Bounds:
+    ms, source = parse_timeout_ms(value)
+    return Bounds(timeout_ms=ms, transport_timeout_ms=ms, stream_timeout_ms=ms,
+                  idle_timeout_ms=max(120_000, ms + 30_000), run_deadline_ms=ms, source=source)

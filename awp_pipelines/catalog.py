@@ -1,0 +1,98 @@
+"""Providers, accounts and model aliases (`resources/providers.yaml`), over built-in defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from awp_pipelines.model.base import StrictModel
+from awp_pipelines.model.execution import Effort, TargetSpec
+from awp_pipelines.validation import validate_doc
+from awp_pipelines.yamlsrc import parse_yaml
+
+ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_http", "command", "simulated"]
+
+
+class ProviderSpec(StrictModel):
+    kind: ProviderKind = Field(description="Adapter that runs this provider.")
+    command: str | None = Field(None, description="Executable for CLI kinds; default the kind's usual name.")
+    base_url: str | None = Field(None, description="Endpoint for openai_http.")
+    default_model: str | None = Field(None, description="Model used when a prompt names none.")
+    credential_env: str | None = Field(None, description="Variable holding the credential when no account is set.")
+    config_dir_env: str | None = Field(None, description="Variable the CLI reads its config folder from.")
+    models: list[str] = Field(default_factory=list, description="Model-name prefixes this provider serves "
+                              "(used to infer the provider from a model).")
+
+
+class AccountSpec(StrictModel):
+    provider: str = Field(description="Provider this account belongs to.")
+    credential_env: str | None = Field(None, description="Variable holding this account's credential "
+                                       "(its name is recorded, never its value).")
+    config_dir: str | None = Field(None, description="This account's own CLI config folder.")
+    cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
+
+
+class AliasSpec(StrictModel):
+    targets: list[TargetSpec] = Field(min_length=1, description="Ordered chain; the first is the primary.")
+    rotation: Literal["none", "between_attempts", "on_exhaustion"] = Field(
+        "on_exhaustion", description="When to move to the next account of a target.")
+    effort: Effort | None = Field(None, description="Default effort for the chain's targets.")
+
+
+class Catalog(StrictModel):
+    providers: dict[str, ProviderSpec] = Field(default_factory=dict, description="Provider name → spec.")
+    accounts: dict[str, AccountSpec] = Field(default_factory=dict, description="Account name → spec.")
+    aliases: dict[str, AliasSpec] = Field(default_factory=dict, description="Model alias → target chain.")
+
+    def merged_over(self, base: Catalog) -> Catalog:
+        return Catalog(providers={**base.providers, **self.providers},
+                       accounts={**base.accounts, **self.accounts},
+                       aliases={**base.aliases, **self.aliases})
+
+    def infer_provider(self, model: str) -> str | None:
+        """Longest matching model prefix wins (Prompt Runner infers the provider from the model)."""
+        best: tuple[int, str] | None = None
+        for name, spec in self.providers.items():
+            for prefix in spec.models:
+                if model.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), name)
+        return best[1] if best else None
+
+
+BUILTIN = Catalog(
+    providers={
+        "claude": ProviderSpec(kind="claude_code", command="claude", default_model="haiku",
+                               credential_env="ANTHROPIC_API_KEY", config_dir_env="CLAUDE_CONFIG_DIR",
+                               models=["haiku", "sonnet", "opus", "claude"]),
+        "codex": ProviderSpec(kind="codex", command="codex", credential_env="OPENAI_API_KEY",
+                              config_dir_env="CODEX_HOME", models=["gpt-", "o3", "o4", "codex"]),
+        "opencode": ProviderSpec(kind="opencode", command="opencode", models=["opencode/"]),
+        "gemini": ProviderSpec(kind="gemini", command="gemini", credential_env="GEMINI_API_KEY",
+                               models=["gemini"]),
+        "simulated": ProviderSpec(kind="simulated", default_model="simulated-demo", models=["simulated"]),
+    },
+)
+
+# Prompt Runner's provider names map onto ours.
+PROVIDER_ALIASES = {"claude_code": "claude", "anthropic": "claude", "openai": "codex"}
+
+
+def default_catalog_file() -> Path | None:
+    env = os.environ.get("AWP_PROVIDERS")
+    if env:
+        return Path(env)
+    candidate = Path.cwd() / "resources" / "providers.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def load_catalog(file: Path | None = None) -> Catalog:
+    file = file or default_catalog_file()
+    if file is None:
+        return BUILTIN
+    doc = parse_yaml(file.read_text(encoding="utf-8"), file)
+    if doc.data is None:
+        return BUILTIN
+    return validate_doc(Catalog, doc).merged_over(BUILTIN)

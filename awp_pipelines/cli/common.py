@@ -1,0 +1,93 @@
+"""What every command shares: clear one-line errors (exit 2), --json output, selection flags."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import BaseModel
+from rich.console import Console
+
+from awp_pipelines.catalog import Catalog, load_catalog
+from awp_pipelines.errors import PacketError
+from awp_pipelines.packet import Packet, load_packet
+from awp_pipelines.selection import Selection, selection_from_flags
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_INPUT = 2
+
+console = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def fail_input(err: PacketError) -> None:
+    console.print(f"[red]error:[/red] {err}", markup=True, highlight=False)
+    sys.exit(EXIT_INPUT)
+
+
+def user_errors(func: F) -> F:
+    """Bad input ends in one line naming file, line and key, and exit code 2 — never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except PacketError as err:
+            fail_input(err)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def packet_argument(func: F) -> F:
+    return click.argument("packet", type=click.Path(path_type=Path))(func)
+
+
+def providers_option(func: F) -> F:
+    return click.option("--providers", "providers_file", type=click.Path(path_type=Path, dir_okay=False),
+                        envvar="AWP_PROVIDERS",
+                        help="providers.yaml to use (default: ./resources/providers.yaml, else built-ins).")(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(func)
+
+
+def selection_options(func: F) -> F:
+    options = [
+        click.argument("ids", nargs=-1),
+        click.option("--from", "from_id", metavar="ID", help="Start at this prompt."),
+        click.option("--through", "through_id", metavar="ID", help="Stop after this prompt."),
+        click.option("--phase", metavar="PHASE", help="Only prompts of this phase."),
+        click.option("--remaining", is_flag=True, help="Skip prompts already completed in this packet's state."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def selection_from(ids: tuple[str, ...], from_id: str | None, through_id: str | None, phase: str | None,
+                   remaining: bool, completed: frozenset[str] = frozenset()) -> Selection:
+    return selection_from_flags(ids, from_id, through_id, phase, remaining, completed)
+
+
+def open_packet(path: Path) -> Packet:
+    return load_packet(path)
+
+
+def open_catalog(file: Path | None) -> Catalog:
+    if file is not None and not file.is_file():
+        raise PacketError(file, "no such providers file", hint="pass an existing providers.yaml")
+    return load_catalog(file)
+
+
+def emit_json(payload: Any) -> None:
+    if isinstance(payload, BaseModel):
+        text = payload.model_dump_json(indent=2)
+    else:
+        text = json.dumps(payload, indent=2, default=str)
+    click.echo(text)

@@ -1,0 +1,92 @@
+"""`awp plan` (the fully resolved plan) and `awp schema` (JSON Schema of the on-disk models)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from awp_pipelines.cli.common import (
+    emit_json,
+    json_option,
+    open_catalog,
+    open_packet,
+    out,
+    packet_argument,
+    providers_option,
+    selection_from,
+    selection_options,
+    user_errors,
+)
+from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, build_plan
+from awp_pipelines.schema import SCHEMAS, schema_for
+
+
+@click.command("plan")
+@packet_argument
+@selection_options
+@click.option("--provider", help="Force this provider (the last precedence layer).")
+@click.option("--model", help="Force this model or alias.")
+@click.option("--effort", help="Force this reasoning effort.")
+@click.option("--profile", help="Use this home profile instead of the manifest's.")
+@providers_option
+@json_option
+@user_errors
+def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
+                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
+                 effort: str | None, profile: str | None, providers_file: Path | None, as_json: bool) -> None:
+    """Print the fully resolved plan of PACKET: per prompt the provider, model, effort, accounts and
+    fallback chain, the bounds derived from `timeout`, recovery budgets, verifier items, commit message,
+    targets and cwd. Each value says which layer set it."""
+    loaded = open_packet(packet)
+    completed = frozenset()
+    if remaining:
+        from awp_pipelines.state import completed_prompts
+
+        completed = frozenset(completed_prompts(loaded))
+    ctx = PlanContext(catalog=open_catalog(providers_file),
+                      overrides=Overrides(provider=provider, model=model, effort=effort, profile=profile))
+    result = build_plan(loaded, ctx, selection_from(ids, from_id, through_id, phase, remaining, completed))
+    if as_json:
+        emit_json(result)
+    else:
+        print_plan(result)
+
+
+def print_plan(plan: PacketPlan) -> None:
+    out.print(f"[bold]{plan.packet}[/bold]  {plan.manifest}")
+    for warning in plan.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")
+    table = Table(show_lines=True)
+    for column in ("id", "prompt", "provider / model / effort", "bounds", "recovery", "verify", "commit · cwd"):
+        table.add_column(column, overflow="fold")
+    for p in plan.prompts:
+        target = f"{p.provider} / {p.model} / {p.effort or '-'}"
+        if p.accounts:
+            target += f"\naccounts: {', '.join(p.accounts)}"
+        if p.fallback:
+            target += "\nfallback: " + " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)
+        target += "\n" + ", ".join(f"{k}←{v}" for k, v in p.sources.items())
+        hours = p.bounds.timeout_ms / 3_600_000
+        retry = p.recovery.retry
+        recovery = (f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
+                    f"resume {p.recovery.resume_attempts}")
+        verify = "\n".join(i.label for i in p.verify_items) or "[yellow]none[/yellow]"
+        table.add_row(p.id, f"{p.name}\nphase {p.phase or '-'}; after {', '.join(p.depends_on) or '-'}",
+                      target, f"{hours:g} h ({p.bounds.source})", recovery, verify,
+                      f"{p.commit_message}\n{p.cwd}")
+    out.print(table)
+
+
+@click.command("schema")
+@click.argument("model", required=False, type=click.Choice(sorted(SCHEMAS)), default="manifest")
+def schema_command(model: str) -> None:
+    """Print the JSON Schema of an on-disk model (manifest, prompt, providers, profile)."""
+    click.echo(json.dumps(schema_for(model), indent=2))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(plan_command)
+    group.add_command(schema_command)

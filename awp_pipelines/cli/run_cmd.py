@@ -1,0 +1,146 @@
+"""`awp run` (in process, embedded Dagster instance) and `awp verify` (contracts only, no provider)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from awp_pipelines.cli.common import (
+    console,
+    emit_json,
+    json_option,
+    open_catalog,
+    open_packet,
+    out,
+    packet_argument,
+    providers_option,
+    selection_from,
+    selection_options,
+    user_errors,
+)
+from awp_pipelines.cli.plan_cmd import print_plan
+from awp_pipelines.errors import PacketError
+from awp_pipelines.plan import Overrides, PlanContext, build_plan
+from awp_pipelines.verifiers.context import VerifyContext
+from awp_pipelines.verifiers.engine import run_contract
+
+_STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dependency": "dim"}
+
+
+@click.command("run")
+@packet_argument
+@selection_options
+@click.option("--provider", help="Run every prompt on this provider (e.g. simulated).")
+@click.option("--model", help="Run every prompt with this model or alias.")
+@click.option("--effort", help="Reasoning effort for every prompt.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
+@click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
+@click.option("--keep-going", is_flag=True, help="Continue with independent prompts after a failure.")
+@click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
+              envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
+              "Postgres, is honoured). Default: <packet>/.awp/dagster (SQLite).")
+@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where JSONL events go. Default: <packet>/.awp.")
+@click.option("--simulate-overlay", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="YAML {prompt id: simulate block} replacing the prompts' own (for tests and demos).")
+@providers_option
+@json_option
+@user_errors
+def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
+                phase: str | None, remaining: bool, provider: str | None, model: str | None,
+                effort: str | None, dry_run: bool, no_commit: bool, keep_going: bool,
+                instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
+                providers_file: Path | None, as_json: bool) -> None:
+    """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
+
+    Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
+    """
+    from awp_pipelines.instance import open_instance
+    from awp_pipelines.resources import AwpRuntime
+    from awp_pipelines.runner import RunOptions, run_packet
+    from awp_pipelines.state import completed_prompts
+
+    loaded = open_packet(packet)
+    catalog = open_catalog(providers_file)
+    overrides = Overrides(provider=provider, model=model, effort=effort)
+    completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
+    selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
+    plan = build_plan(loaded, PlanContext(catalog=catalog, overrides=overrides), selection)
+    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file)
+    if dry_run:
+        emit_json(plan) if as_json else print_plan(plan)
+        return
+    prompts = [loaded.prompt(p.id) for p in plan.prompts]
+    runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=not no_commit,
+                         providers_file=str(providers_file) if providers_file else None,
+                         simulate_overlay=str(simulate_overlay.resolve()) if simulate_overlay else None)
+    instance = open_instance(loaded.root, instance_dir)
+    total = len(prompts)
+
+    def started(prompt):  # type: ignore[no-untyped-def]
+        index = [p.id for p in prompts].index(prompt.id) + 1
+        console.print(f"[{index}/{total}] {prompt.id} {prompt.name} …", highlight=False)
+
+    def done(outcome):  # type: ignore[no-untyped-def]
+        style = _STYLE.get(outcome.result, "red")
+        detail = f" — {outcome.message}" if outcome.message else ""
+        attempt = f" ({outcome.attempt})" if outcome.attempt else ""
+        console.print(f"      [{style}]{outcome.result}[/{style}]{attempt}{detail}", highlight=False)
+
+    try:
+        outcomes = run_packet(loaded, prompts, catalog, runtime, instance, RunOptions(overrides, keep_going),
+                              on_start=started, on_done=done)
+    finally:
+        instance.dispose()
+    ok = len(outcomes) == total and all(o.completed for o in outcomes)
+    if as_json:
+        emit_json({"packet": loaded.name, "ok": ok, "prompts": [
+            {k: v for k, v in o.__dict__.items() if k != "metadata"} for o in outcomes]})
+    else:
+        finished = sum(o.completed for o in outcomes)
+        out.print(f"{loaded.name}: {finished}/{total} prompts completed")
+    sys.exit(0 if ok else 1)
+
+
+def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]
+    for p in prompts:
+        if p.provider not in catalog.providers:
+            raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
+                              hint=f"known providers: {', '.join(catalog.providers)}; or pass --provider")
+
+
+@click.command("verify")
+@packet_argument
+@click.argument("ids", nargs=-1)
+@json_option
+@user_errors
+def verify_command(packet: Path, ids: tuple[str, ...], as_json: bool) -> None:
+    """Check the `verify:` contracts of PACKET's prompts (all, or the given ids) against the repos as they
+    are now. No provider runs. Exits 0 when every contract passes, 1 when one fails, 3 on a verifier fault."""
+    loaded = open_packet(packet)
+    prompts = selection_from(ids, None, None, None, False).apply(loaded)
+    repos = {n: r.path for n, r in loaded.repos.items()}
+    reports = []
+    for prompt in prompts:
+        if prompt.front.verify is None or prompt.front.verify.is_empty():
+            continue
+        ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id)
+        reports.append(run_contract(prompt.front.verify, ctx))
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in reports])
+    else:
+        for report in reports:
+            mark = "[green]pass[/green]" if report.passed else "[red]FAIL[/red]"
+            out.print(f"{report.prompt_id}: {mark}")
+            if not report.passed:
+                out.print(report.unmet_text(), markup=False)
+    if any(r.faults for r in reports):
+        sys.exit(3)
+    sys.exit(0 if all(r.passed for r in reports) else 1)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(run_command)
+    group.add_command(verify_command)

@@ -1,0 +1,131 @@
+"""Packet → Dagster definitions: one asset per prompt (its compute runs one Attempt), one blocking check
+per verifier item, one asset group and one asset job per packet."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetObservation,
+    AssetsDefinition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    define_asset_job,
+)
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
+from awp_pipelines.catalog import Catalog
+from awp_pipelines.events import EventSink
+from awp_pipelines.history import count_started_attempts
+from awp_pipelines.metadata import check_results, record_metadata
+from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.plan import Overrides, PlanContext, base_layers, plan_prompt
+from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
+from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+from awp_pipelines.verifiers.items import contract_items
+
+ATTEMPT_STARTED = "attempt_started"
+_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def dagster_name(text: str) -> str:
+    """Dagster names allow [A-Za-z0-9_]: `authoring-packet` becomes `authoring_packet`."""
+    return _NAME.sub("_", text)
+
+
+def prompt_key(packet: Packet, prompt_id: str) -> AssetKey:
+    return AssetKey([dagster_name(packet.name), dagster_name(prompt_id)])
+
+
+def job_name(packet: Packet) -> str:
+    return f"packet__{dagster_name(packet.name)}"
+
+
+@dataclass(frozen=True)
+class CompiledPacket:
+    packet: Packet
+    assets: list[AssetsDefinition]
+    job: UnresolvedAssetJobDefinition
+
+
+def compile_packet(packet: Packet, catalog: Catalog) -> CompiledPacket:
+    group = dagster_name(packet.name)
+    resource_keys = {RUNTIME_KEY, *catalog_resources(catalog)}
+    assets = [_prompt_asset(packet, prompt, group, resource_keys) for prompt in packet.prompts]
+    job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
+                           description=f"Run every prompt of packet {packet.name}.",
+                           tags={"awp/packet": packet.name})
+    return CompiledPacket(packet, assets, job)
+
+
+def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set[str]) -> AssetsDefinition:
+    key = prompt_key(packet, prompt.id)
+    contract = prompt.front.verify
+    checks = [AssetCheckSpec(name=item.check_name, asset=key, blocking=True, description=item.label)
+              for item in (contract_items(contract) if contract is not None else [])]
+    deps = [prompt_key(packet, dep) for dep in packet.dependencies(prompt)]
+
+    @asset(key=key, deps=deps, group_name=group, description=prompt.body.strip() or prompt.name,
+           check_specs=checks, required_resource_keys=resource_keys, kinds={"agent"},
+           metadata={"awp/prompt_file": MetadataValue.path(str(prompt.file)), "awp/prompt": prompt.name},
+           tags={"awp/role": prompt.front.agent or "coder"})
+    def _attempt(context: AssetExecutionContext) -> MaterializeResult:
+        record, transcript = run_attempt(context, packet, prompt)
+        metadata = record_metadata(record, transcript)
+        if record.result in ("completed", "verification_failed"):
+            # A failed blocking check fails the step after the materialization is stored.
+            return MaterializeResult(metadata=metadata, check_results=check_results(record))
+        context.log_event(AssetObservation(asset_key=key, metadata=metadata))
+        failure = record.failure
+        raise Failure(description=f"{record.result}: {failure.message if failure else ''}".strip(),
+                      metadata={"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
+                                "awp/failure_class": failure.failure_class if failure else "none"},
+                      allow_retries=False)
+
+    return _attempt
+
+
+def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) -> tuple[AttemptRecord, str]:
+    runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
+    catalog = runtime.catalog()
+    intent = RunIntent.from_tags(context.run.tags)
+    key = prompt_key(packet, prompt.id)
+    packet_run = intent.packet_run or context.run_id[:8]
+    agent_run = agent_run_id(packet_run, prompt.id)
+    number = count_started_attempts(context.instance, key, agent_run) + 1
+    identity = AttemptIdentity(attempt_id=attempt_id(agent_run, number), agent_run=agent_run, number=number,
+                               packet=packet.name, packet_run=packet_run, prompt=prompt.id, mode=intent.mode,
+                               parent_run=intent.parent_run, dagster_run=context.run_id)
+    # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
+    context.log_event(AssetObservation(asset_key=key, metadata={
+        "awp/event": ATTEMPT_STARTED, "awp/agent_run": agent_run, "awp/attempt": identity.attempt_id,
+        "awp/mode": intent.mode}))
+    ctx = PlanContext(catalog=catalog, overrides=Overrides(provider=intent.provider, model=intent.model,
+                                                           effort=intent.effort))
+    layers, _ = base_layers(packet, ctx)
+    plan = plan_prompt(packet, prompt, layers, ctx)
+    spec = catalog.providers.get(plan.provider)
+    if spec is None:
+        raise Failure(description=f"unknown provider '{plan.provider}'; known: {', '.join(catalog.providers)}",
+                      allow_retries=False)
+    target = AttemptTarget(provider=plan.provider, provider_kind=spec.kind,
+                           account=intent.account or (plan.accounts[0] if plan.accounts else None),
+                           model=plan.model, effort=plan.effort,
+                           reason=intent.reason or "primary target of the plan")
+    events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
+                   / f"{identity.attempt_id}.jsonl")
+    sink = EventSink(events_file, identity.attempt_id)
+    attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
+                          commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate)
+    context.log.info(f"Attempt {identity.attempt_id}: {target.provider}/{target.model} ({intent.mode})")
+    record = execute_attempt(attempt, adapter_for(spec), sink)
+    context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    return record, sink.transcript_markdown()

@@ -1,0 +1,25 @@
+"""Attempt history read back from Dagster's event log: the stored facts budgets are counted from."""
+
+from __future__ import annotations
+
+from dagster import AssetKey, DagsterInstance
+
+# Enough for any AgentRun's budget; older records are not needed to count one AgentRun's attempts.
+_WINDOW = 1000
+
+
+def count_started_attempts(instance: DagsterInstance, key: AssetKey, agent_run: str) -> int:
+    records = instance.fetch_observations(key, limit=_WINDOW).records
+    count = 0
+    for record in records:
+        observation = record.asset_observation
+        if observation is None:
+            continue
+        meta = observation.metadata
+        if _text(meta.get("awp/event")) == "attempt_started" and _text(meta.get("awp/agent_run")) == agent_run:
+            count += 1
+    return count
+
+
+def _text(value: object) -> str | None:
+    return getattr(value, "value", value) if value is not None else None  # type: ignore[return-value]

@@ -1,0 +1,223 @@
+"""The fully resolved, printable plan: what each prompt will run with, and which layer said so.
+
+Precedence, lowest first: defaults → env (AWP_PROVIDER, AWP_MODEL) → home profile (config.md, then the
+named profile) → packet manifest → prompt front matter → CLI flags.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from awp_pipelines import profile as home
+from awp_pipelines.bounds import Bounds, derive_bounds
+from awp_pipelines.catalog import PROVIDER_ALIASES, Catalog
+from awp_pipelines.errors import PacketError
+from awp_pipelines.model.execution import ExecutionSettings, TargetSpec
+from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.selection import Selection
+from awp_pipelines.verifiers.items import contract_items
+
+DEFAULTS: dict[str, Any] = {"model": "haiku", "agent": "coder"}
+ENV_KEYS = {"AWP_PROVIDER": "provider", "AWP_MODEL": "model"}
+
+
+@dataclass
+class Layer:
+    name: str
+    values: dict[str, Any]
+
+
+@dataclass
+class Overrides:
+    """CLI flags: the last layer."""
+
+    provider: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    profile: str | None = None
+
+    def values(self) -> dict[str, Any]:
+        raw = {"provider": self.provider, "model": self.model, "reasoning_effort": self.effort}
+        return {k: v for k, v in raw.items() if v is not None}
+
+
+class RepoTarget(BaseModel):
+    name: str
+    path: str
+
+
+class VerifyItemPlan(BaseModel):
+    kind: str
+    check_name: str
+    label: str
+
+
+class PromptPlan(BaseModel):
+    id: str
+    name: str
+    file: str
+    phase: str | None
+    agent: str
+    provider: str
+    model: str
+    effort: str | None
+    accounts: list[str]
+    fallback: list[TargetSpec]
+    permission_mode: str | None
+    sources: dict[str, str] = Field(description="Which layer set provider, model, effort, …")
+    bounds: Bounds
+    recovery: RecoveryConfig
+    verify_items: list[VerifyItemPlan]
+    commit_message: str
+    targets: list[RepoTarget]
+    cwd: str
+    depends_on: list[str]
+    simulated_attempts: int
+
+
+class PacketPlan(BaseModel):
+    packet: str
+    root: str
+    manifest: str
+    profile: str | None
+    warnings: list[str]
+    prompts: list[PromptPlan]
+
+
+@dataclass
+class PlanContext:
+    catalog: Catalog
+    overrides: Overrides = field(default_factory=Overrides)
+    env: dict[str, str] | None = None
+
+
+def base_layers(packet: Packet, ctx: PlanContext) -> tuple[list[Layer], list[str]]:
+    env = os.environ if ctx.env is None else ctx.env
+    warnings: list[str] = []
+    layers = [Layer("default", dict(DEFAULTS)),
+              Layer("env", {key: env[var] for var, key in ENV_KEYS.items() if env.get(var)})]
+    glob = home.load_global()
+    if glob:
+        layers.append(Layer(f"home:{glob.file}", _explicit(glob.settings)))
+    profile_name = ctx.overrides.profile or packet.manifest.profile
+    if profile_name:
+        loaded = home.load_profile(profile_name)
+        if loaded:
+            layers.append(Layer(f"profile:{profile_name}", _explicit(loaded.settings)))
+        else:
+            warnings.append(f"profile '{profile_name}' not found in {home.profiles_dir()}; using packet settings")
+    layers.append(Layer("packet", _explicit(packet.manifest, ExecutionSettings.model_fields)))
+    return layers, warnings
+
+
+def _explicit(model: BaseModel, keys: Any = None) -> dict[str, Any]:
+    keys = keys if keys is not None else type(model).model_fields
+    return {k: getattr(model, k) for k in model.model_fields_set if k in keys}
+
+
+def resolve(layers: list[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for layer in layers:
+        for key, value in layer.values.items():
+            if value is not None:
+                values[key] = value
+                sources[key] = layer.name
+    return values, sources
+
+
+def _provider_name(name: str) -> str:
+    return PROVIDER_ALIASES.get(name, name)
+
+
+def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog) -> list[TargetSpec]:
+    chain: list[TargetSpec] = []
+    for entry in entries or []:
+        if isinstance(entry, TargetSpec):
+            chain.append(entry)
+        elif entry in catalog.aliases:
+            chain.extend(catalog.aliases[entry].targets)
+        else:
+            chain.append(TargetSpec(provider=_provider_name(entry)))
+    return chain
+
+
+def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanContext) -> PromptPlan:
+    prompt_layer = Layer("prompt", _explicit(prompt.front, ExecutionSettings.model_fields))
+    values, sources = resolve([*layers, prompt_layer, Layer("cli", ctx.overrides.values())])
+    catalog = ctx.catalog
+    model = str(values.get("model", DEFAULTS["model"]))
+    fallback: list[TargetSpec] = []
+    alias = catalog.aliases.get(model)
+    accounts: list[str] = list(values.get("accounts") or [])
+    effort = values.get("reasoning_effort")
+    if alias:
+        alias_key = model
+        primary, *rest = alias.targets
+        provider = _provider_name(primary.provider)
+        model = primary.model or model
+        effort = effort or primary.effort or alias.effort
+        accounts = accounts or list(primary.accounts or [])
+        fallback.extend(rest)
+        sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
+    else:
+        explicit = values.get("provider")
+        provider = _provider_name(str(explicit)) if explicit else (catalog.infer_provider(model) or "claude")
+        if not explicit:
+            sources["provider"] = f"inferred from model '{model}'"
+    fallback.extend(expand_fallback(values.get("fallback"), catalog))
+    try:
+        bounds = derive_bounds(values.get("timeout"))
+    except ValueError as err:
+        raise PacketError(prompt.file, str(err), key="timeout") from None
+    repos = packet.repos
+    target_names = prompt.front.targets or ([packet.default_repo] if packet.default_repo else [])
+    targets = [RepoTarget(name=n, path=str(repos[n].path)) for n in target_names if n in repos]
+    contract = prompt.front.verify
+    items = contract_items(contract) if contract is not None else []
+    return PromptPlan(
+        id=prompt.id, name=prompt.name, file=str(prompt.file),
+        phase=None if prompt.front.phase is None else str(prompt.front.phase),
+        agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
+        accounts=accounts, fallback=fallback, permission_mode=values.get("permission_mode"),
+        sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
+                 if k in sources},
+        bounds=bounds, recovery=prompt.recovery,
+        verify_items=[VerifyItemPlan(kind=i.kind, check_name=i.check_name, label=i.label) for i in items],
+        commit_message=commit_message(prompt), targets=targets,
+        cwd=targets[0].path if targets else str(packet.root),
+        depends_on=packet.dependencies(prompt),
+        simulated_attempts=len(prompt.front.simulate.attempts) if prompt.front.simulate else 0,
+    )
+
+
+def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = None) -> PacketPlan:
+    layers, warnings = base_layers(packet, ctx)
+    prompts = (selection or Selection()).apply(packet)
+    return PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
+                      profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
+                      prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
+
+
+_MISSION = re.compile(r"^##\s+Mission\s*$", re.MULTILINE)
+
+
+def commit_message(prompt: Prompt) -> str:
+    """Prompt Runner's rule: `commit:`, else the Mission's first line as `feat: …`, else `feat: <name>`."""
+    if prompt.front.commit:
+        return prompt.front.commit
+    match = _MISSION.search(prompt.body)
+    if match:
+        for line in prompt.body[match.end():].splitlines():
+            text = line.strip()
+            if text.startswith("#"):
+                break
+            if text:
+                return text if text.startswith("feat:") else f"feat: {text}"
+    return f"feat: {prompt.name}"

@@ -1,0 +1,32 @@
+"""What the stored history says about a packet's prompts: the latest Attempt of each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import DagsterInstance
+
+from awp_pipelines.compile import prompt_key
+from awp_pipelines.history import _text
+from awp_pipelines.instance import open_instance
+from awp_pipelines.packet import Packet
+
+
+def latest_results(packet: Packet, instance: DagsterInstance) -> dict[str, str]:
+    """prompt id → the result of its latest materialized Attempt (completed or verification_failed)."""
+    results: dict[str, str] = {}
+    for prompt in packet.prompts:
+        records = instance.fetch_materializations(prompt_key(packet, prompt.id), limit=1).records
+        if records and records[0].asset_materialization is not None:
+            result = _text(records[0].asset_materialization.metadata.get("awp/result"))
+            if result:
+                results[prompt.id] = str(result)
+    return results
+
+
+def completed_prompts(packet: Packet, home: Path | None = None) -> set[str]:
+    instance = open_instance(packet.root, home)
+    try:
+        return {pid for pid, result in latest_results(packet, instance).items() if result == "completed"}
+    finally:
+        instance.dispose()

@@ -1,0 +1,71 @@
+"""Run tags under `awp/`: short, filterable provenance of the Attempt a run executes. Never a secret."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+PREFIX = "awp/"
+PACKET = f"{PREFIX}packet"
+PACKET_RUN = f"{PREFIX}packet_run"
+PROMPT = f"{PREFIX}prompt"
+AGENT_RUN = f"{PREFIX}agent_run"
+ATTEMPT = f"{PREFIX}attempt"
+MODE = f"{PREFIX}mode"
+PROVIDER = f"{PREFIX}provider"
+ACCOUNT = f"{PREFIX}account"
+MODEL = f"{PREFIX}model"
+EFFORT = f"{PREFIX}effort"
+REASON = f"{PREFIX}reason"
+PARENT_RUN = f"{PREFIX}parent_run"
+
+Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
+MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
+_MAX_VALUE = 120
+_UNSAFE = re.compile(r"[\r\n\t]")
+
+
+def short(value: str) -> str:
+    """Tag values stay one short line; long reasons live in metadata."""
+    text = _UNSAFE.sub(" ", value).strip()
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+
+
+@dataclass(frozen=True)
+class RunIntent:
+    """What a run was asked to do, as its tags say: set by `awp run` now, by sensors later."""
+
+    packet_run: str | None = None
+    mode: Mode = "run"
+    provider: str | None = None
+    account: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    reason: str | None = None
+    parent_run: str | None = None
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
+        mode = tags.get(MODE, "run")
+        return cls(packet_run=tags.get(PACKET_RUN), mode=mode if mode in MODES else "run",  # type: ignore[arg-type]
+                   provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
+                   effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN))
+
+    def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
+        raw = {PACKET: packet, PACKET_RUN: self.packet_run, MODE: self.mode, PROVIDER: self.provider,
+               ACCOUNT: self.account, MODEL: self.model, EFFORT: self.effort, REASON: self.reason,
+               PARENT_RUN: self.parent_run, PROMPT: prompt}
+        if prompt and self.packet_run:
+            raw[AGENT_RUN] = agent_run_id(self.packet_run, prompt)
+        return {k: short(v) for k, v in raw.items() if v}
+
+
+def agent_run_id(packet_run: str, prompt_id: str) -> str:
+    """The logical assignment (packet run × prompt); every Attempt of it shares this id."""
+    return f"{packet_run}.{prompt_id}"
+
+
+def attempt_id(agent_run: str, number: int) -> str:
+    return f"{agent_run}.a{number}"
