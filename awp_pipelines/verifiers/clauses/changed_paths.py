@@ -1,0 +1,55 @@
+"""`changed_paths_only`: in each repository the allowed entries name, every path that differs from HEAD
+(modified, staged, deleted, renamed, untracked) is allowed. One item for the whole clause."""
+
+from __future__ import annotations
+
+import os
+
+from ..context import VerifyContext
+from ..contract import Entry
+from ..git import GitError, changed_paths
+from ..paths import locate
+from ..report import cap_lines
+from .outcome import Outcome
+
+_MAX_LISTED = 40
+
+
+def changed_paths_only(entries: list[Entry], ctx: VerifyContext) -> Outcome:
+    allowed: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for entry in entries:
+        # Lexical check only: an allowed name is compared with git's paths, never opened.
+        where = locate(entry, ctx, follow_symlinks=False)
+        if where.resolved is None:
+            problems.append(where.error or "")
+            continue
+        allowed.setdefault(where.repo, []).append(where.path)
+
+    lines: list[str] = []
+    for repo, paths in allowed.items():
+        try:
+            changed = changed_paths(ctx.roots()[repo])
+        except GitError as exc:
+            problems.append(f"{repo}: {exc}")
+            continue
+        disallowed = [path for path in changed if not is_allowed(path, paths)]
+        if disallowed:
+            problems.append(f"{repo}: {len(disallowed)} changed path(s) not allowed:")
+            problems += cap_lines([f"  {path}" for path in disallowed], _MAX_LISTED)
+        else:
+            lines.append(f"{repo}: {len(changed)} changed path(s), all allowed")
+    repo = next(iter(allowed)) if len(allowed) == 1 else None
+    return Outcome(not problems, problems + lines, repo=repo)
+
+
+def is_allowed(changed: str, allowed: list[str]) -> bool:
+    """Exact path match; an allowed entry ending in `/` allows everything below that directory."""
+    for entry in allowed:
+        if entry.endswith("/"):
+            prefix = os.path.normpath(entry) + "/"
+            if prefix == "./" or changed.startswith(prefix):
+                return True
+        elif os.path.normpath(entry) == changed:
+            return True
+    return False

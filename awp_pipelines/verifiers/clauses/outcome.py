@@ -1,0 +1,43 @@
+"""The value every clause returns, and the few helpers the file-reading clauses share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import Located
+from ..report import Fault
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    details: list[str] = field(default_factory=list)
+    repo: str | None = None
+    path: str | None = None
+    resolved_path: str | None = None
+    fault: Fault | None = None
+    command: str | None = None
+    cwd: str | None = None
+    exit_code: int | None = None
+
+
+def at(where: Located, passed: bool, *details: str) -> Outcome:
+    """An outcome about the located path `where`."""
+    resolved = str(where.resolved) if where.resolved is not None else None
+    return Outcome(passed, list(details), repo=where.repo, path=where.path, resolved_path=resolved)
+
+
+def unlocated(where: Located) -> Outcome:
+    """The entry could not be resolved (unknown repo, escape): a failure that names the entry."""
+    return at(where, False, where.error or "entry could not be resolved")
+
+
+def read_text(path: Path) -> tuple[str | None, str]:
+    """(content, "") or (None, why): a missing or unreadable file is a failed item, never an exception."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace"), ""
+    except FileNotFoundError:
+        return None, f"missing file: {path}"
+    except OSError as exc:
+        return None, f"unreadable file ({exc.strerror or exc}): {path}"

@@ -1,0 +1,35 @@
+"""`yaml`: the file parses (safe loader) and has the expected root type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..context import VerifyContext
+from ..contract import YamlCheck
+from ..paths import locate
+from .outcome import Outcome, at, read_text, unlocated
+
+
+def yaml_file(entry: YamlCheck, ctx: VerifyContext) -> Outcome:
+    where = locate(entry, ctx)
+    if where.resolved is None:
+        return unlocated(where)
+    content, problem = read_text(where.resolved)
+    if content is None:
+        return at(where, False, problem)
+    try:
+        value = yaml.safe_load(content)
+    except yaml.YAMLError as exc:
+        return at(where, False, f"YAML parse failed: {' '.join(str(exc).split())}")
+    root = root_type(value)
+    if entry.root is not None and entry.root != root:
+        return at(where, False, f"expected root {entry.root}, got {root}")
+    return at(where, True, f"parses; root is {root}")
+
+
+def root_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map"
+    return "list" if isinstance(value, list) else "scalar"
