@@ -1,0 +1,116 @@
+"""Secrets never leave the process: redact them from events, transcripts, messages and commit trailers.
+
+Two sources of truth: patterns for API-key-like strings (any provider's, found anywhere), and the literal
+credential values of the account in use (known exactly, so found even when they match no pattern).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[REDACTED]"
+# Shorter literals would redact ordinary words; no real credential is this short.
+MIN_LITERAL_LENGTH = 6
+
+# A value that names a secret instead of holding one: `${ANTHROPIC_API_KEY}`, `<your key>`, already redacted.
+_NOT_A_VALUE = r"(?!\$|<|\[REDACTED\])"
+
+# kind -> pattern. Where a pattern has groups named `secret*`, only the first that matched is replaced (the
+# key name stays readable: `api_key=[REDACTED]`); otherwise the whole match is. Specific kinds come first:
+# find_secrets reports the first kind that claims a span, and redact() replaces them in this order.
+SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
+    "private_key": re.compile(
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    ),
+    "anthropic_key": re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    "openai_key": re.compile(r"\bsk-(?!ant-)[A-Za-z0-9_\-]{16,}"),
+    "github_token": re.compile(r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    "aws_access_key": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "slack_token": re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    "bearer_token": re.compile(r"(?i)\bbearer\s+" + _NOT_A_VALUE + r"(?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)"),
+    "assignment": re.compile(
+        r"(?i)(?:api[_-]?key|token|secret|password|passwd)(?:[_-]?(?:access[_-]?)?key)?[\"']?\s*[:=]\s*"
+        r"(?:\"" + _NOT_A_VALUE + r"(?P<secret_dq>[^\"\n]+)\""
+        r"|'" + _NOT_A_VALUE + r"(?P<secret_sq>[^'\n]+)'"
+        r"|" + _NOT_A_VALUE + r"(?P<secret>[^\s\"',;]+))"
+    ),
+}
+
+# A mapping key whose string value is a secret as a whole, whatever it looks like (`"token": "hunter22"`).
+_SECRET_KEY = re.compile(r"(?i)(?:^|[_\-.])(?:api[_-]?key|token|secret|password|passwd|credentials?)$")
+
+
+def _secret_span(match: re.Match[str]) -> tuple[int, int]:
+    for name, value in match.groupdict().items():
+        if name.startswith("secret") and value is not None:
+            return match.span(name)
+    return match.span()
+
+
+def _replace(pattern: re.Pattern[str], text: str) -> str:
+    def sub(match: re.Match[str]) -> str:
+        start, end = _secret_span(match)
+        whole = match.group(0)
+        offset = match.start()
+        return whole[: start - offset] + REDACTED + whole[end - offset:]
+
+    return pattern.sub(sub, text)
+
+
+def _literals(extra_values: Iterable[str]) -> list[str]:
+    values = {v for v in extra_values if isinstance(v, str) and len(v) >= MIN_LITERAL_LENGTH}
+    # Longest first: a secret that contains another is replaced whole.
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, extra_values: Iterable[str] = ()) -> str:
+    """`text` with every pattern hit and every given literal secret (length >= 6) replaced by [REDACTED]."""
+    for value in _literals(extra_values):
+        text = text.replace(value, REDACTED)
+    for pattern in SECRET_PATTERNS.values():
+        text = _replace(pattern, text)
+    return text
+
+
+def redact_obj(obj: Any, extra_values: Iterable[str] = ()) -> Any:
+    """A copy of `obj` with every string redacted, recursively through dicts, lists and tuples.
+
+    A string stored under a secret-sounding key (`token`, `api_key`, `password`, ...) is replaced whole.
+    Keys, numbers, booleans and None are kept as they are.
+    """
+    return _redact_obj(obj, _literals(extra_values))
+
+
+def _redact_obj(obj: Any, literals: list[str]) -> Any:
+    if isinstance(obj, str):
+        return redact(obj, literals)
+    if isinstance(obj, Mapping):
+        return {
+            key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _SECRET_KEY.search(key)
+            else _redact_obj(value, literals)
+            for key, value in obj.items()
+        }
+    if isinstance(obj, list | tuple):
+        items = [_redact_obj(item, literals) for item in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    return obj
+
+
+def find_secrets(text: str) -> list[tuple[int, str]]:
+    """(line, kind) of every secret-looking string in `text`, for the linter. Never the value itself.
+
+    A span claimed by a more specific kind (e.g. `openai_key` in `OPENAI_API_KEY=sk-...`) is reported once.
+    """
+    claimed: list[tuple[int, int]] = []
+    found: set[tuple[int, str]] = set()
+    for kind, pattern in SECRET_PATTERNS.items():
+        for match in pattern.finditer(text):
+            start, end = _secret_span(match)
+            if any(start < c_end and c_start < end for c_start, c_end in claimed):
+                continue
+            claimed.append((start, end))
+            found.add((text.count("\n", 0, start) + 1, kind))
+    return sorted(found)

@@ -1,0 +1,97 @@
+"""Secrets are replaced before anything reaches disk, metadata or git; the linter learns the kind only."""
+
+from __future__ import annotations
+
+import pytest
+
+from awp_pipelines.redact import REDACTED, find_secrets, redact, redact_obj
+
+# Built at runtime so this file itself holds no secret-shaped literal a scanner would flag.
+ANTHROPIC = "sk-ant-" + "api03-" + "A1b2C3d4E5f6G7h8I9j0"
+OPENAI = "sk-" + "proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
+GITHUB = "ghp_" + "a" * 36
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0" * 3
+AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+SLACK = "xoxb-" + "123456789012-abcdefABCDEF"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabcdef\n-----END RSA PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize("secret", [ANTHROPIC, OPENAI, GITHUB, GITHUB_PAT, AWS, SLACK, PEM])
+def test_provider_key_shapes_are_replaced_wherever_they_appear(secret: str) -> None:
+    text = f"before {secret} after"
+    out = redact(text)
+    assert secret not in out
+    assert out == f"before {REDACTED} after"
+
+
+@pytest.mark.parametrize("line, kept", [
+    ("api_key = hunter2hunter2", "api_key = "),
+    ("GITHUB_TOKEN=abc.def-123", "GITHUB_TOKEN="),
+    ("password: 'correct horse battery'", "password: '"),
+    ('{"client_secret": "s3cr3t value"}', '{"client_secret": "'),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY="),
+    ("Authorization: Bearer abcdefghijklmnop.qrs", "Authorization: Bearer "),
+])
+def test_assignments_and_bearer_tokens_keep_the_name_and_lose_the_value(line: str, kept: str) -> None:
+    out = redact(line)
+    assert out.startswith(kept + REDACTED)
+    assert "hunter2" not in out and "horse" not in out and "s3cr3t" not in out and "abcdefghij" not in out
+
+
+@pytest.mark.parametrize("text", [
+    "max_tokens: 4096",
+    "input_tokens=12 output_tokens=7",
+    "api_key: ${ANTHROPIC_API_KEY}",
+    "token: <your token here>",
+    "the tokenizer splits words",
+    "sk-short",
+])
+def test_ordinary_text_and_secret_references_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_literal_account_values_are_redacted_even_without_a_known_shape() -> None:
+    out = redact("login as plainpassword42 then echo abc", extra_values=["plainpassword42", "abc"])
+    assert out == f"login as {REDACTED} then echo abc"  # 'abc' is too short to redact safely
+
+
+def test_redaction_is_idempotent() -> None:
+    once = redact(f"OPENAI_API_KEY={OPENAI} and Bearer {GITHUB}")
+    assert redact(once) == once
+    assert OPENAI not in once and GITHUB not in once
+
+
+def test_redact_obj_walks_nested_containers_and_secret_named_keys() -> None:
+    obj = {
+        "env": {"ANTHROPIC_API_KEY": ANTHROPIC, "PATH": "/usr/bin"},
+        "items": [f"key {OPENAI}", 3, None, True, ("t", GITHUB)],
+        "token": "opaque-value-without-shape",
+        "input_tokens": 12,
+        "session_token": "",
+    }
+    out = redact_obj(obj, extra_values=["/usr/bin-never"])
+    assert out["env"] == {"ANTHROPIC_API_KEY": REDACTED, "PATH": "/usr/bin"}
+    assert out["items"] == [f"key {REDACTED}", 3, None, True, ("t", REDACTED)]
+    assert out["token"] == REDACTED
+    assert out["input_tokens"] == 12
+    assert out["session_token"] == ""
+    assert obj["env"]["ANTHROPIC_API_KEY"] == ANTHROPIC  # the input is not mutated
+
+
+def test_find_secrets_reports_line_and_kind_but_never_the_value() -> None:
+    text = "\n".join([
+        "name: demo",
+        f"OPENAI_API_KEY={OPENAI}",
+        "ok line",
+        f"aws: {AWS}",
+        PEM,
+        "password: hunter2hunter2",
+    ])
+    found = find_secrets(text)
+    assert found == [(2, "openai_key"), (4, "aws_access_key"), (5, "private_key"), (9, "assignment")]
+    flat = repr(found)
+    assert OPENAI not in flat and "hunter2" not in flat
+
+
+def test_find_secrets_on_clean_text_is_empty() -> None:
+    assert find_secrets("max_tokens: 10\ntoken: ${GH_TOKEN}\n") == []
