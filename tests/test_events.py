@@ -1,0 +1,169 @@
+"""Attempt events: one flushed, redacted JSON line each; counters; a readable, bounded Markdown transcript."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from awp_pipelines.events import EventSink, read_events, render_transcript
+from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.redact import REDACTED
+
+ACCOUNT_SECRET = "acct-credential-0f9e8d7c"
+
+
+def fixed_clock() -> str:
+    return "2026-01-01T00:00:00.000Z"
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> EventSink:
+    return EventSink(tmp_path / "events" / "a1.jsonl", "pkt.01.a1", secrets=[ACCOUNT_SECRET], clock=fixed_clock)
+
+
+def test_each_event_is_one_json_line_with_ts_type_attempt_and_sequence(sink: EventSink) -> None:
+    sink.run_started(provider="simulated", model="m1")
+    sink.message("hello")
+    lines = sink.path.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"ts": "2026-01-01T00:00:00.000Z", "type": "run_started", "attempt": "pkt.01.a1", "seq": 1,
+         "provider": "simulated", "model": "m1"},
+        {"ts": "2026-01-01T00:00:00.000Z", "type": "message_received", "attempt": "pkt.01.a1", "seq": 2,
+         "text": "hello"},
+    ]
+
+
+def test_emit_accepts_a_mapping_and_keywords(sink: EventSink) -> None:
+    event = sink.emit("resume_started", {"resume": 1}, after="transport_disconnect")
+    assert event["resume"] == 1 and event["after"] == "transport_disconnect"
+
+
+def test_unknown_types_and_reserved_keys_are_refused(sink: EventSink) -> None:
+    with pytest.raises(ValueError, match="unknown event type"):
+        sink.emit("message_recieved", text="typo")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="reserved"):
+        sink.emit("message_received", attempt="other")
+    assert not sink.path.exists()
+
+
+def test_payloads_are_redacted_with_patterns_and_the_accounts_values(sink: EventSink) -> None:
+    pattern_key = "sk-ant-" + "Q" * 24
+    sink.tool_call_started("Bash", input={"command": f"echo {ACCOUNT_SECRET}", "env": {"API_KEY": "zzzzzzzz"}})
+    sink.message(f"I found {pattern_key}")
+    raw = sink.path.read_text()
+    assert ACCOUNT_SECRET not in raw and pattern_key not in raw and "zzzzzzzz" not in raw
+    events = read_events(sink.path)
+    assert events[0]["input"] == {"command": f"echo {REDACTED}", "env": {"API_KEY": REDACTED}}
+
+
+def test_lines_are_on_disk_before_the_process_dies(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    script = textwrap.dedent(f"""
+        import os
+        from awp_pipelines.events import EventSink
+        sink = EventSink({str(path)!r}, "a1")
+        sink.message("first")
+        sink.tool_call_started("Edit", input={{"file": "x"}})
+        os._exit(9)  # no cleanup, no atexit, no buffers flushed by the interpreter
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], env={**os.environ}, capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    assert [e["type"] for e in read_events(path)] == ["message_received", "tool_call_started"]
+
+
+def test_counters_track_messages_tool_calls_tokens_and_cost(sink: EventSink) -> None:
+    sink.message("a")
+    sink.delta("streamed pieces are not whole messages")
+    sink.message("b")
+    sink.tool_call_started("Read")
+    sink.tool_call_completed("Read", output="ok")
+    sink.tool_call_started("Bash")
+    sink.usage(input_tokens=100, output_tokens=10, cost_usd=0.5)
+    sink.usage(input_tokens=50, output_tokens=5, cost_usd=0.25)
+    c = sink.counters
+    assert (c.messages, c.tool_calls, c.input_tokens, c.output_tokens, c.cost_usd) == (2, 2, 150, 15, 0.75)
+    sink.usage(input_tokens=1000, output_tokens=99, cost_usd=2.0, cumulative=True)
+    assert sink.usage_totals == {"input_tokens": 1000, "output_tokens": 99, "cost_usd": 2.0}
+
+
+def test_reopening_the_file_continues_counters_and_sequence_of_the_same_attempt(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    first = EventSink(path, "a1")
+    first.message("one")
+    first.usage(input_tokens=7)
+    EventSink(path, "a2").message("other attempt")
+    again = EventSink(path, "a1")
+    assert again.counters.messages == 1 and again.counters.input_tokens == 7
+    assert again.message("two")["seq"] == 3
+    assert [e["text"] for e in again.events() if e["type"] == "message_received"] == ["one", "two"]
+
+
+def test_read_events_skips_a_torn_last_line_but_not_corruption_in_the_middle(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_text('{"type": "run_started", "attempt": "a"}\n{"type": "message_rec')
+    assert read_events(path) == [{"type": "run_started", "attempt": "a"}]
+    path.write_text('{"type": "run_started"}\nnot json\n{"type": "run_completed"}\n')
+    with pytest.raises(ValueError, match=":2:"):
+        read_events(path)
+    assert read_events(tmp_path / "missing.jsonl") == []
+
+
+def test_transcript_reads_like_a_conversation_not_a_json_dump(sink: EventSink) -> None:
+    sink.run_started(provider="claude_code", model="sonnet", account="team-a")
+    sink.delta("Let me look ")
+    sink.delta("at the repo.")
+    sink.tool_call_started("Bash", input={"command": "ls -la"})
+    sink.tool_call_completed("Bash", output="README.md\nsrc")
+    sink.tool_call_started("Grep", input={"glob": "*.py", "n": 3})
+    sink.tool_call_failed("Edit", error="permission denied\nsecond line")
+    sink.file_written("docs/a.md", repo="app")
+    sink.message("I wrote **docs/a.md**.")
+    sink.usage(input_tokens=1200, output_tokens=300, cost_usd=0.0123)
+    sink.run_failed(FailureEnvelope.for_class("transport_disconnect", "connection reset by peer"))
+    sink.emit("resume_started", {"resume": 1, "after": "transport_disconnect"})
+    sink.message("Continuing.")
+    sink.run_completed()
+    sink.verifier_completed(False, ["contains docs/a.md: 'Usage' not found"])
+    sink.commit_created("app", "committed", "abc123")
+    md = sink.transcript_markdown()
+    assert md.startswith("# Attempt pkt.01.a1\n")
+    assert [line for line in md.splitlines() if line.startswith("## ")] == [
+        "## Run", "## Resume", "## Verification", "## Commit"]
+    assert "Let me look at the repo." in md
+    assert ("- tool `Bash`: ls -la\n"  # the salient input on one line, a tight list of tool bullets
+            "- tool `Bash` done: README.md src\n"
+            "- tool `Grep`: glob: *.py, n: 3\n"
+            "- tool `Edit` failed:\n"
+            "  > permission denied\n"
+            "  > second line\n"
+            "- wrote `app:docs/a.md`\n\n"
+            "I wrote **docs/a.md**.") in md
+    assert "I wrote **docs/a.md**." in md
+    assert "**Run failed** (transport_disconnect):\n\n> connection reset by peer" in md
+    assert "_resumed after transport_disconnect with “Continue”_" in md
+    assert "- contains docs/a.md: 'Usage' not found" in md
+    assert "- `app`: committed `abc123`" in md
+    assert "messages: 2 · tool calls: 2 · tokens in/out: 1200/300 · cost: $0.0123" in md
+    assert '{"' not in md and '"type"' not in md
+
+
+def test_transcript_is_capped_with_a_note_and_keeps_its_footer(sink: EventSink) -> None:
+    for i in range(200):
+        sink.message(f"message {i} " + "x" * 500)
+    md = sink.transcript_markdown(max_chars=5000)
+    assert len(md) <= 5000
+    assert "_[transcript truncated:" in md and str(sink.path) in md
+    assert md.rstrip().endswith("cost: $0.0000")
+    assert "message 0 " in md and "message 199 " not in md
+
+
+def test_render_transcript_from_stored_events_alone(tmp_path: Path) -> None:
+    events = [{"type": "message_received", "text": "stored"}, {"type": "run_completed"}]
+    md = render_transcript(events, title="From disk")
+    assert md.startswith("# From disk\n\n## Run\n\nstored\n\n**Run completed.**")
