@@ -175,7 +175,9 @@ def _load_prompt(file: Path, packet_recovery: dict[str, Any]) -> Prompt:
 def _read(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise PacketError(file, "not UTF-8 text", hint="save the file as UTF-8") from None
+    except UnicodeDecodeError as err:
+        line = err.object[: err.start].count(b"\n") + 1
+        raise PacketError(file, f"not UTF-8 text (byte 0x{err.object[err.start]:02x})", line=line,
+                          hint="save the file as UTF-8") from None
     except OSError as err:
         raise PacketError(file, f"cannot read: {err.strerror}") from None

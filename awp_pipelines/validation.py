@@ -23,7 +23,8 @@ def validate_doc(model: type[M], doc: YamlDoc, data: Any = None) -> M:
 
 
 def to_packet_error(err: ValidationError, model: type[BaseModel], doc: YamlDoc) -> PacketError:
-    first = _most_specific(err.errors())
+    errors = err.errors()
+    first = _most_specific(errors)
     loc = _data_path(first["loc"], doc.data)
     line = doc.line_of(loc)
     if first["type"] == "missing":
@@ -32,14 +33,30 @@ def to_packet_error(err: ValidationError, model: type[BaseModel], doc: YamlDoc) 
     if first["type"] == "extra_forbidden":
         allowed = _allowed_keys(model, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else None
-        listing = ", ".join(allowed)
-        return PacketError(doc.file, f"unknown key; allowed keys here: {listing}", key=key, line=line, hint=hint)
-    message = first["msg"]
+        if close:
+            return PacketError(doc.file, "unknown key", key=key, line=line, hint=f"did you mean '{close[0]}'?")
+        return PacketError(doc.file, f"unknown key; allowed keys here: {', '.join(allowed)}", key=key, line=line)
+    same_place = [e for e in errors if _data_path(e["loc"], doc.data) == loc]
+    return PacketError(doc.file, _message(first, same_place), key=key, line=line)
+
+
+def _message(first: Any, same_place: list[Any]) -> str:
+    if first["type"] == "missing":
+        return "required key is missing"
     if first["type"] == "literal_error":
         expected = first.get("ctx", {}).get("expected")
-        message = f"invalid value {first.get('input')!r}; allowed: {expected}"
-    return PacketError(doc.file, message, key=key, line=line)
+        return f"invalid value {first.get('input')!r}; allowed: {expected}"
+    # A union (`str | TargetSpec`, `list | str | int`) reports one error per member: say all it accepts.
+    wanted = list(dict.fromkeys(_expected(e["msg"]) for e in same_place if e["msg"].startswith("Input should")))
+    if len(wanted) > 1:
+        return f"invalid value {first.get('input')!r}; expected {' or '.join(wanted)}"
+    return str(first["msg"]).removeprefix("Value error, ")
+
+
+def _expected(msg: str) -> str:
+    text = msg.removeprefix("Input should be ")
+    head, sep, name = text.partition("a valid dictionary or instance of ")
+    return f"{head}a mapping ({name})" if sep else text
 
 
 def _most_specific(errors: list[Any]) -> Any:
@@ -67,14 +84,19 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
         current = _step(current, part)
         if current is None:
             return []
-    models = [m for m in _models_in(current)]
-    return sorted({name for m in models for name in m.model_fields})
+    return sorted({key for m in _models_in(current) for key in _keys(m)})
+
+
+def _keys(model: type[BaseModel]) -> dict[str, Any]:
+    """Field annotations by the key written in YAML: the alias where there is one (`json`, not `json_`)."""
+    return {info.alias or name: info.annotation for name, info in model.model_fields.items()}
 
 
 def _step(annotation: Any, part: Any) -> Any:
     for candidate in _models_in(annotation):
-        if isinstance(part, str) and part in candidate.model_fields:
-            return candidate.model_fields[part].annotation
+        keys = _keys(candidate)
+        if isinstance(part, str) and part in keys:
+            return keys[part]
     for arg in _flatten(annotation):
         origin = typing.get_origin(arg)
         if origin in (list, tuple) and isinstance(part, int):

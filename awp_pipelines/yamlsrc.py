@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 + line_offset if mark else None
         raise PacketError(file, f"invalid YAML: {err.problem or err}", line=line,
+                          key=key_near(text, mark.line + 1) if mark else None,
                           hint="check indentation and quoting") from None
     except yaml.YAMLError as err:
         raise PacketError(file, f"invalid YAML: {err}") from None
@@ -57,6 +59,23 @@ def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
     if node is not None:
         _index(node, (), doc)
     return doc
+
+
+_KEY_LINE = re.compile(r"^( *(?:- +)?)([\"']?)([^\"'#:\s][^\"'#:]*?)\2\s*:(?:\s|$)")
+
+
+def key_near(text: str, line: int) -> str | None:
+    """The dotted key written at or above `line` (1-based), judged by indentation: where a YAML error is."""
+    stack: list[tuple[int, str]] = []
+    for raw in text.splitlines()[:line]:
+        match = _KEY_LINE.match(raw)
+        if not match:
+            continue
+        indent = len(match.group(1))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, match.group(3).strip()))
+    return ".".join(key for _, key in stack) or None
 
 
 def _index(node: yaml.Node, path: KeyPath, doc: YamlDoc) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from awp_pipelines.bounds import parse_timeout_ms
 from awp_pipelines.model.base import StrictModel
 
 Role = Literal["coder", "reviewer", "resolver", "planner"]
@@ -59,6 +60,12 @@ class ExecutionSettings(StrictModel):
     fallback: list[str | TargetSpec] | None = Field(
         None, description="Ordered fallback chain: alias names or explicit targets, tried after the primary.")
     accounts: list[str] | None = Field(None, description="Accounts for the primary provider, in order.")
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout_is_a_duration(cls, value: int | str | None) -> int | str | None:
+        parse_timeout_ms(value)  # a bad `timeout` is an error where it is written, not when a run starts
+        return value
 
 
 EXECUTION_KEYS: tuple[str, ...] = tuple(ExecutionSettings.model_fields)
