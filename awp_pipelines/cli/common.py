@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
 from awp_pipelines.catalog import Catalog, load_catalog
 from awp_pipelines.errors import PacketError
@@ -26,7 +27,8 @@ out = Console(highlight=False, soft_wrap=True)
 
 
 def fail_input(err: PacketError) -> None:
-    console.print(f"[red]error:[/red] {err}", markup=True, highlight=False)
+    # One line whatever the terminal width (soft_wrap), and `[...]` in a message is text, not markup.
+    console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True, highlight=False)
     sys.exit(EXIT_INPUT)
 
 
