@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -138,11 +138,15 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         session_id=None, simulate=spec.simulate)
     outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
     report = _verify(spec)
+    if report is not None:
+        sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = _decide(outcome, report)
     commits: list[CommitInfo] = []
     if result == "completed" and spec.commit:
         try:
             commits = _commit(spec, targets)
+            for info in commits:
+                sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
     usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
@@ -163,9 +167,8 @@ def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: E
     resumes = 0
     while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
         resumes += 1
-        sink.emit("resume_started", {"resume": resumes, "after": outcome.failure.failure_class})
-        resumed = ProviderRequest(**{**request.__dict__, "session_id": outcome.session_id,
-                                     "prompt_text": "Continue", "mode": "resume"})
+        sink.resume_started(outcome.session_id)
+        resumed = replace(request, session_id=outcome.session_id, prompt_text="Continue", mode="resume")
         outcome = adapter.resume(resumed, sink)
     return outcome, resumes
 

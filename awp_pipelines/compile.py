@@ -1,7 +1,6 @@
 """Packet → Dagster definitions: one asset per prompt (its compute runs one Attempt), one blocking check
 per verifier item, one asset group and one asset job per packet."""
 
-from __future__ import annotations
 
 import re
 from dataclasses import dataclass

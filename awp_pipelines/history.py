@@ -23,3 +23,23 @@ def count_started_attempts(instance: DagsterInstance, key: AssetKey, agent_run: 
 
 def _text(value: object) -> str | None:
     return getattr(value, "value", value) if value is not None else None  # type: ignore[return-value]
+
+
+def attempt_outcome(instance: DagsterInstance, run_id: str) -> dict[str, object] | None:
+    """The metadata of the run's last Attempt record (a materialization, or an observation when it failed)."""
+    from dagster import DagsterEventType
+
+    events = instance.all_logs(run_id, of_type={DagsterEventType.ASSET_MATERIALIZATION,
+                                                DagsterEventType.ASSET_OBSERVATION})
+    for entry in reversed(events):
+        dagster_event = entry.dagster_event
+        if dagster_event is None:
+            continue
+        data = dagster_event.event_specific_data
+        payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
+        if payload is None:
+            continue
+        meta = {key: _text(value) for key, value in payload.metadata.items()}
+        if meta.get("awp/result"):
+            return meta
+    return None

@@ -11,7 +11,7 @@ from dagster import DagsterInstance, Definitions, ExecuteInProcessResult
 
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.compile import compile_packet, prompt_key
-from awp_pipelines.history import _text
+from awp_pipelines.history import attempt_outcome
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import Overrides
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
@@ -39,6 +39,11 @@ class RunOptions:
     overrides: Overrides = field(default_factory=Overrides)
     keep_going: bool = False
     packet_run: str | None = None
+    log_level: str = "CRITICAL"  # Dagster's console log; the full log is stored in the instance either way
+
+
+def _quiet(level: str) -> dict[str, object]:
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
 
 
 def new_packet_run_id() -> str:
@@ -70,8 +75,9 @@ def run_packet(packet: Packet, prompts: list[Prompt], catalog: Catalog, runtime:
         else:
             on_start(prompt)
             result = job.execute_in_process(instance=instance, asset_selection=[prompt_key(packet, prompt.id)],
-                                            tags=intent.to_tags(packet.name, prompt.id), raise_on_error=False)
-            outcome = outcome_of(prompt, result)
+                                            tags=intent.to_tags(packet.name, prompt.id), raise_on_error=False,
+                                            run_config=_quiet(options.log_level))
+            outcome = outcome_of(prompt, result, instance)
         outcomes.append(outcome)
         on_done(outcome)
         if not outcome.completed:
@@ -81,21 +87,30 @@ def run_packet(packet: Packet, prompts: list[Prompt], catalog: Catalog, runtime:
     return outcomes
 
 
-def outcome_of(prompt: Prompt, result: ExecuteInProcessResult) -> PromptOutcome:
-    events = [*result.get_asset_materialization_events(), *result.get_asset_observation_events()]
-    for event in reversed(events):
-        meta = event.event_specific_data.materialization.metadata if event.is_step_materialization else \
-            event.event_specific_data.asset_observation.metadata
-        outcome = _text(meta.get("awp/result"))
-        if outcome:
-            message = ""
-            if not result.success:
-                failures = result.get_step_failure_events()
-                message = failures[0].step_failure_data.error.message.strip() if failures else ""
-            return PromptOutcome(prompt.id, prompt.name, str(outcome), result.run_id,
-                                 _text(meta.get("awp/attempt")), _text(meta.get("awp/failure_class")),
-                                 message.splitlines()[0] if message else "", dict(meta))
-    failures = result.get_step_failure_events()
-    error = failures[0].step_failure_data.error if failures and failures[0].step_failure_data else None
-    message = error.message.strip().splitlines()[0] if error and error.message else "the run failed"
-    return PromptOutcome(prompt.id, prompt.name, "error", result.run_id, message=message)
+def outcome_of(prompt: Prompt, result: ExecuteInProcessResult, instance: DagsterInstance) -> PromptOutcome:
+    """Read back what the stored history says about the run, not what the in-memory result holds."""
+    meta = attempt_outcome(instance, result.run_id)
+    if meta is None:
+        failures = result.get_step_failure_events()
+        error = failures[0].step_failure_data.error if failures and failures[0].step_failure_data else None
+        message = error.message.strip().splitlines()[0] if error and error.message else "the run failed"
+        return PromptOutcome(prompt.id, prompt.name, "error", result.run_id, message=message)
+    outcome = str(meta["awp/result"])
+    return PromptOutcome(prompt.id, prompt.name, outcome, result.run_id, _opt(meta.get("awp/attempt")),
+                         _opt(meta.get("awp/failure_class")), _explain(outcome, meta), meta)
+
+
+def _opt(value: object) -> str | None:
+    return None if value in (None, "none") else str(value)
+
+
+def _explain(outcome: str, meta: dict[str, object]) -> str:
+    record = meta.get("awp/record")
+    if not isinstance(record, dict) or outcome == "completed":
+        return ""
+    if outcome == "verification_failed" and record.get("verifier"):
+        unmet = [i["label"] + (f" ({i['details'][0]})" if i["details"] else "")
+                 for i in record["verifier"]["items"] if not i["passed"]]
+        return "unmet: " + "; ".join(unmet)
+    failure = record.get("failure") or {}
+    return f"{failure.get('failure_class', 'failure')}: {failure.get('message', '')}".strip()

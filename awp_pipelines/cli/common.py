@@ -22,7 +22,7 @@ from awp_pipelines.selection import Selection, selection_from_flags
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INPUT = 2
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 

@@ -1,0 +1,53 @@
+"""The code location: every packet under assets/, the providers of resources/, the automation of sensors/.
+
+`dagster dev -w workspace.yaml` loads this module. AWP_PROJECT_ROOT points it at another project folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import Definitions, ScheduleDefinition
+
+from awp_pipelines.automation import load_automation
+from awp_pipelines.catalog import Catalog, load_catalog
+from awp_pipelines.compile import compile_packet, dagster_name
+from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
+from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
+
+
+def project_root() -> Path:
+    env = os.environ.get("AWP_PROJECT_ROOT")
+    return Path(env) if env else Path(__file__).resolve().parent.parent
+
+
+def discover_packets(assets_dir: Path) -> list[Packet]:
+    folders = sorted(p for p in assets_dir.iterdir() if p.is_dir()) if assets_dir.is_dir() else []
+    return [load_packet(f) for f in folders
+            if (f / NATIVE_MANIFEST).is_file() or (f / PROMPT_RUNNER_MANIFEST).is_file()]
+
+
+def build_definitions(root: Path | None = None) -> Definitions:
+    root = root or project_root()
+    providers_file = root / "resources" / "providers.yaml"
+    catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
+    compiled = [compile_packet(p, catalog) for p in discover_packets(root / "assets")]
+    jobs = {c.packet.name: c.job for c in compiled}
+    schedules = []
+    for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
+        if spec.packet not in jobs:
+            raise ValueError(f"sensors/automation.yaml: schedule names unknown packet '{spec.packet}'; "
+                             f"known: {', '.join(jobs)}")
+        schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
+                                            cron_schedule=spec.cron, execution_timezone=spec.timezone))
+    runtime = AwpRuntime(providers_file=str(providers_file) if providers_file.is_file() else None)
+    return Definitions(
+        assets=[a for c in compiled for a in c.assets],
+        jobs=list(jobs.values()),
+        schedules=schedules,
+        resources={RUNTIME_KEY: runtime, **catalog_resources(catalog)},
+    )
+
+
+defs = build_definitions()
