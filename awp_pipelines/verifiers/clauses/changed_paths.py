@@ -17,30 +17,32 @@ _MAX_LISTED = 40
 
 def changed_paths_only(entries: list[Entry], ctx: VerifyContext) -> Outcome:
     allowed: dict[str, list[str]] = {}
-    problems: list[str] = []
+    details: list[str] = []
     for entry in entries:
         # Lexical check only: an allowed name is compared with git's paths, never opened.
         where = locate(entry, ctx, follow_symlinks=False)
         if where.resolved is None:
-            problems.append(where.error or "")
-            continue
-        allowed.setdefault(where.repo, []).append(where.path)
+            details.append(where.error or "")
+        else:
+            allowed.setdefault(where.repo, []).append(where.path)
+    passed = not details
 
-    lines: list[str] = []
     for repo, paths in allowed.items():
         try:
             changed = changed_paths(ctx.roots()[repo])
         except GitError as exc:
-            problems.append(f"{repo}: {exc}")
+            passed = False
+            details.append(f"{repo}: {exc}")
             continue
         disallowed = [path for path in changed if not is_allowed(path, paths)]
         if disallowed:
-            problems.append(f"{repo}: {len(disallowed)} changed path(s) not allowed:")
-            problems += cap_lines([f"  {path}" for path in disallowed], _MAX_LISTED)
+            passed = False
+            details.append(f"{repo}: {len(disallowed)} changed path(s) not allowed:")
+            details += cap_lines([f"  {path}" for path in disallowed], _MAX_LISTED)
         else:
-            lines.append(f"{repo}: {len(changed)} changed path(s), all allowed")
+            details.append(f"{repo}: {len(changed)} changed path(s), all allowed")
     repo = next(iter(allowed)) if len(allowed) == 1 else None
-    return Outcome(not problems, problems + lines, repo=repo)
+    return Outcome(passed, details, repo=repo)
 
 
 def is_allowed(changed: str, allowed: list[str]) -> bool:
