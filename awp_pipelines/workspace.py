@@ -1,0 +1,131 @@
+"""Small git helpers over subprocess: `git -C <repo> ...`, never a shell, failures as `WorkspaceError`.
+
+`snapshot` is the checkpoint taken before an Attempt; `changed_since` tells the decision function whether
+the Attempt left the workspace different (Prompt Runner repairs failed attempts that changed something).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables that would point git at another repository or index than `-C <repo>` names.
+_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE")
+
+
+class WorkspaceError(RuntimeError):
+    """A git command failed: which repo, which command, and git's own words."""
+
+    def __init__(self, repo: Path | str, args: Sequence[str], detail: str) -> None:
+        self.repo = Path(repo)
+        self.command = ["git", *args]
+        self.detail = detail.strip()
+        super().__init__(f"{self.repo}: {' '.join(self.command)}: {self.detail or 'failed'}")
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def git(repo: Path | str, *args: str, input: str | None = None,
+        ok_codes: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
+    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`."""
+    cmd = ["git", "-C", str(repo), *args]
+    try:
+        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, env=git_env(),
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except OSError as err:  # git itself missing, or repo path unusable
+        raise WorkspaceError(repo, args, str(err)) from None
+    if proc.returncode not in ok_codes:
+        raise WorkspaceError(repo, args, proc.stderr or proc.stdout or f"exit {proc.returncode}")
+    return proc
+
+
+def is_git_repo(repo: Path | str) -> bool:
+    """True when `repo` is the top level of a git work tree (a folder inside another repo is not)."""
+    path = Path(repo)
+    if not path.is_dir():
+        return False
+    try:
+        top = git(path, "rev-parse", "--show-toplevel").stdout.strip()
+    except WorkspaceError:
+        return False
+    return Path(top).resolve() == path.resolve()
+
+
+def head(repo: Path | str) -> str | None:
+    """The commit HEAD points at; None in a repository without commits yet."""
+    proc = git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok_codes=(0, 1))
+    if proc.returncode == 1:
+        git(repo, "rev-parse", "--git-dir")  # not a repo at all: raise with git's message
+        return None
+    return proc.stdout.strip()
+
+
+def changed_paths(repo: Path | str) -> list[str]:
+    """Paths with uncommitted changes, untracked files included (ignored ones not); both names of a rename."""
+    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    paths: set[str] = set()
+    fields = out.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        paths.add(path)
+        if "R" in status or "C" in status:  # -z: the original name follows as its own field
+            if i < len(fields) and fields[i]:
+                paths.add(fields[i])
+            i += 1
+    return sorted(paths)
+
+
+def worktree_digest(repo: Path | str) -> str:
+    """sha256 over HEAD, the uncommitted diff and untracked files' contents: equal digests, equal work tree."""
+    base = head(repo) or git(repo, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
+    diff = git(repo, "diff", "--binary", "--no-ext-diff", "--no-textconv", base, "--").stdout
+    untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
+    untracked = sorted(p for p in untracked if p)
+    blobs = git(repo, "hash-object", "--stdin-paths", input="\n".join(untracked) + "\n").stdout if untracked else ""
+    digest = hashlib.sha256()
+    for part in (base, diff, "\0".join(untracked), blobs):
+        digest.update(part.encode("utf-8", "surrogateescape"))
+        digest.update(b"\0\0")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """One repo at a checkpoint."""
+
+    head: str | None
+    dirty_paths: tuple[str, ...]
+    digest: str
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.dirty_paths)
+
+
+def repo_state(repo: Path | str) -> RepoState:
+    return RepoState(head(repo), tuple(changed_paths(repo)), worktree_digest(repo))
+
+
+def snapshot(repos: Mapping[str, Path]) -> dict[str, RepoState]:
+    """The checkpoint before an Attempt: each repo's HEAD, dirty paths and work-tree digest."""
+    return {name: repo_state(path) for name, path in repos.items()}
+
+
+def changed_since(before: Mapping[str, RepoState], after: Mapping[str, RepoState]) -> list[str]:
+    """Names of the repos whose HEAD or work tree differ between two snapshots (a new repo counts)."""
+    return sorted(name for name, state in after.items() if before.get(name) != state)

@@ -1,0 +1,122 @@
+"""Git helpers over real repositories: HEAD, changed paths, the checkpoint before an Attempt."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from awp_pipelines.workspace import (
+    WorkspaceError,
+    changed_paths,
+    changed_since,
+    git,
+    head,
+    is_git_repo,
+    snapshot,
+)
+
+MakeRepo = Callable[[Path], Path]
+
+
+def sh_git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def test_head_is_the_current_commit_and_none_before_the_first(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    assert head(repo) == sh_git(repo, "rev-parse", "HEAD").strip()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sh_git(empty, "init", "--quiet")
+    assert head(empty) is None
+
+
+def test_head_outside_a_repository_raises_a_clear_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(WorkspaceError) as info:
+        head(plain)
+    assert str(plain) in str(info.value) and "not a git repository" in str(info.value)
+
+
+def test_is_git_repo_means_the_top_of_a_work_tree(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    (repo / "sub").mkdir()
+    assert is_git_repo(repo)
+    assert not is_git_repo(repo / "sub")
+    assert not is_git_repo(tmp_path / "missing")
+    assert not is_git_repo(tmp_path)
+
+
+def test_changed_paths_lists_modified_staged_deleted_and_untracked_but_not_ignored(
+        make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    assert changed_paths(repo) == []
+    (repo / "README.md").write_text("changed\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "debug.log").write_text("ignored\n")
+    (repo / "deep" / "dir").mkdir(parents=True)
+    (repo / "deep" / "dir" / "new file.txt").write_text("untracked, with a space\n")
+    (repo / "staged.txt").write_text("s\n")
+    sh_git(repo, "add", "staged.txt")
+    assert changed_paths(repo) == [".gitignore", "README.md", "deep/dir/new file.txt", "staged.txt"]
+
+
+def test_a_staged_rename_reports_both_names(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    sh_git(repo, "mv", "README.md", "DOCS.md")
+    assert changed_paths(repo) == ["DOCS.md", "README.md"]
+
+
+def test_git_ignores_a_surrounding_git_dir_variable(make_git_repo: MakeRepo, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    other = make_git_repo(tmp_path / "other")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    (repo / "x.txt").write_text("x\n")
+    assert changed_paths(repo) == ["x.txt"]
+    assert head(repo) != head(other)
+
+
+def test_git_failure_carries_the_command_and_gits_stderr(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "app")
+    with pytest.raises(WorkspaceError) as info:
+        git(repo, "checkout", "no-such-branch")
+    err = info.value
+    assert err.repo == repo and err.command == ["git", "checkout", "no-such-branch"]
+    assert "git checkout no-such-branch" in str(err) and "no-such-branch" in err.detail
+
+
+def test_snapshot_records_head_and_dirty_paths_per_repo(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    app, lib = make_git_repo(tmp_path / "app"), make_git_repo(tmp_path / "lib")
+    (lib / "wip.txt").write_text("w\n")
+    snap = snapshot({"app": app, "lib": lib})
+    assert snap["app"].head == head(app) and snap["app"].dirty_paths == () and not snap["app"].dirty
+    assert snap["lib"].dirty_paths == ("wip.txt",) and snap["lib"].dirty
+
+
+def test_changed_since_sees_edits_to_an_already_dirty_file_and_new_commits(
+        make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    app, lib = make_git_repo(tmp_path / "app"), make_git_repo(tmp_path / "lib")
+    (app / "wip.txt").write_text("before\n")
+    before = snapshot({"app": app, "lib": lib})
+    assert changed_since(before, snapshot({"app": app, "lib": lib})) == []
+    (app / "wip.txt").write_text("after\n")  # same dirty path, different content
+    assert changed_since(before, snapshot({"app": app, "lib": lib})) == ["app"]
+    sh_git(lib, "commit", "--quiet", "--allow-empty", "-m", "agent commit")
+    assert changed_since(before, snapshot({"app": app, "lib": lib})) == ["app", "lib"]
+
+
+def test_snapshot_works_in_a_repository_without_commits(tmp_path: Path) -> None:
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    sh_git(repo, "init", "--quiet")
+    before = snapshot({"fresh": repo})
+    assert before["fresh"].head is None and before["fresh"].dirty_paths == ()
+    (repo / "a.txt").write_text("a\n")
+    after = snapshot({"fresh": repo})
+    assert after["fresh"].dirty_paths == ("a.txt",)
+    assert changed_since(before, after) == ["fresh"]
