@@ -1,0 +1,190 @@
+"""Items (one asset check each), the engine's one-result-per-item promise, and the report."""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import Workspace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from awp_pipelines.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
+from awp_pipelines.verifiers import engine as engine_module
+from awp_pipelines.verifiers.items import CLAUSES
+
+EVERY_CLAUSE: dict[str, Any] = {
+    "repos_clean": ["app"],
+    "changed_paths_only": ["hello.txt", "beta:NOTES.md"],
+    "commands": [{"exec": "true"}, {"repo": "beta", "exec": "bin/check", "args": ["--fast"]}],
+    "source_absent": [{"path": "src", "patterns": ["x"]}],
+    "glob": [{"path": "docs/*.md"}],
+    "json": [{"path": "a.json"}],
+    "yaml": [{"path": "a.yml"}],
+    "doc": ["README.md", {"path": "docs/guide.md", "min_lines": 5}],
+    "matches": [{"path": "a", "pattern": "b"}],
+    "contains": [{"repo": "beta", "path": "NOTES.md", "text": "ok"}],
+    "files_absent": ["build.log"],
+    "files_exist": ["hello.txt", "alpha:NOTES.md", {"repo": "beta", "path": "NOTES.md"}],
+}
+
+
+def test_items_come_in_clause_order_then_entry_order() -> None:
+    items = contract_items(VerifyContract.model_validate(EVERY_CLAUSE))
+    kinds = [item.kind for item in items]
+    assert kinds == sorted(kinds, key=CLAUSES.index)
+    assert [item.check_name for item in items][:3] == [
+        "files_exist_1_hello_txt",
+        "files_exist_2_alpha_notes_md",
+        "files_exist_3_beta_notes_md",
+    ]
+
+
+def test_whole_repo_clauses_are_one_item_each() -> None:
+    items = contract_items(VerifyContract.model_validate(EVERY_CLAUSE))
+    whole = [item for item in items if item.kind in ("changed_paths_only", "repos_clean")]
+    assert [(item.kind, item.check_name) for item in whole] == [
+        ("changed_paths_only", "changed_paths_only"),
+        ("repos_clean", "repos_clean"),
+    ]
+    assert whole[0].label == "only these paths changed: hello.txt, beta:NOTES.md"
+
+
+def test_items_carry_repo_and_path_as_written() -> None:
+    items = {item.check_name: item for item in contract_items(VerifyContract.model_validate(EVERY_CLAUSE))}
+    assert (items["files_exist_2_alpha_notes_md"].repo, items["files_exist_2_alpha_notes_md"].path) == (
+        "alpha",
+        "NOTES.md",
+    )
+    assert items["commands_2_beta_bin_check_fast"].label == "command: beta: bin/check --fast"
+    assert items["commands_2_beta_bin_check_fast"].repo == "beta"
+    assert items["doc_2_docs_guide_md"].label == "doc: docs/guide.md (non-blank; 5 lines advisory)"
+
+
+def test_run_contract_returns_one_result_per_item_with_the_same_names(ws: Workspace) -> None:
+    contract = VerifyContract.model_validate(EVERY_CLAUSE)
+    report = run_contract(contract, ws.ctx())
+    assert [(r.kind, r.check_name, r.label) for r in report.items] == [
+        (i.kind, i.check_name, i.label) for i in contract_items(contract)
+    ]
+    assert report.prompt_id == "01"
+
+
+def test_a_crashing_check_becomes_a_fault_not_a_missing_result(ws: Workspace, monkeypatch) -> None:
+    def boom(entry: Any, ctx: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(engine_module.CHECKS, "files_exist", boom)
+    (item,) = ws.verify({"files_exist": ["a"]}).items
+    assert item.fault == "verifier_fault" and item.details == ["check crashed: RuntimeError: disk on fire"]
+
+
+_words = st.text(alphabet=string.ascii_letters + string.digits + "._-/: é", min_size=1, max_size=80)
+_entries = st.lists(_words, max_size=4)
+
+
+@st.composite
+def contracts(draw: st.DrawFn) -> VerifyContract:
+    paths = {
+        "files_exist": draw(_entries),
+        "files_absent": draw(_entries),
+        "doc": draw(_entries),
+        "changed_paths_only": draw(_entries),
+        "contains": [{"path": p, "text": "t"} for p in draw(_entries)],
+        "glob": [{"path": p} for p in draw(_entries)],
+        "commands": [{"exec": p, "args": [draw(_words)]} for p in draw(_entries)],
+        "repos_clean": draw(st.lists(_words, max_size=2)),
+    }
+    return VerifyContract.model_validate(paths)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contracts())
+def test_check_names_are_unique_valid_and_short(contract: VerifyContract) -> None:
+    names = [item.check_name for item in contract_items(contract)]
+    assert len(names) == len(set(names))
+    assert all(re.fullmatch(r"[A-Za-z0-9_]{1,63}", name) for name in names)
+    assert names == [item.check_name for item in contract_items(contract)]  # deterministic
+
+
+def test_check_name_is_cut_to_63_characters() -> None:
+    (item,) = contract_items(VerifyContract.model_validate({"source_absent": [{"path": "a/" * 60, "patterns": ["x"]}]}))
+    assert len(item.check_name) == 63 and item.check_name.startswith("source_absent_1_a_a_")
+
+
+def test_empty_contract_has_no_items_and_passes(ws: Workspace) -> None:
+    report = ws.verify({})
+    assert report.items == [] and report.passed
+
+
+def test_report_passes_only_when_every_item_passes_and_none_faults(ws: Workspace) -> None:
+    ws.write("hello.txt")
+    assert ws.verify({"files_exist": ["hello.txt"]}).passed
+    failed = ws.verify({"files_exist": ["hello.txt", "missing.txt"]})
+    assert not failed.passed and [f.path for f in failed.failures] == ["missing.txt"] and failed.faults == []
+    faulted = ws.verify({"files_exist": ["hello.txt"], "commands": [{"exec": "no-such-tool-awp"}]})
+    assert not faulted.passed and faulted.failures == [] and [f.kind for f in faulted.faults] == ["commands"]
+
+
+def test_report_round_trips_through_its_json_dump(ws: Workspace) -> None:
+    report = ws.verify({"files_exist": ["missing.txt"], "commands": [{"exec": "no-such-tool-awp"}]})
+    dumped = report.model_dump(mode="json")
+    assert dumped["passed"] is False and len(dumped["failures"]) == 1 and len(dumped["faults"]) == 1
+    assert VerifierReport.model_validate(dumped) == report
+    assert VerifierReport.model_validate_json(report.model_dump_json()) == report
+
+
+def test_unmet_text_names_kind_repo_path_command_cwd_and_output(ws: Workspace) -> None:
+    ws.write("hello.txt")
+    ws.script("bin/check", "echo 'assertion failed: 2 != 3'\nexit 1")
+    report = ws.verify({"files_exist": ["hello.txt", "beta:NOTES.md"], "commands": [{"exec": "bin/check"}]})
+    text = report.unmet_text()
+    assert "hello.txt" not in text  # met items are left out
+    assert text == "\n".join(
+        [
+            "- file exists: beta:NOTES.md [files_exist]",
+            "  repo: beta",
+            "  path: NOTES.md",
+            "  details:",
+            f"    missing: {ws.repos['beta'] / 'NOTES.md'}",
+            "",
+            "- command: bin/check [commands]",
+            "  repo: app",
+            "  command: bin/check",
+            f"  cwd: {ws.repos['app']}",
+            "  exit_code: 1",
+            "  details:",
+            "    failed: exit 1",
+            "    assertion failed: 2 != 3",
+        ]
+    )
+
+
+def test_unmet_text_shows_faults_and_caps_each_item(ws: Workspace) -> None:
+    ws.script("bin/noisy", 'i=1\nwhile [ $i -le 100 ]; do echo "line $i"; i=$((i+1)); done\nexit 3')
+    report = ws.verify({"commands": [{"exec": "bin/noisy", "fault_exit_codes": [3]}]})
+    text = report.unmet_text(max_lines=5)
+    assert "  fault: verifier_fault" in text
+    detail_lines = text.split("  details:\n")[1].splitlines()
+    assert len(detail_lines) == 5 and detail_lines[-1] == "    ... 36 lines omitted"
+    assert len(report.unmet_text().split("  details:\n")[1].splitlines()) == 40
+
+
+def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
+    assert ws.verify({"files_absent": ["nope"]}).unmet_text() == ""
+
+
+def test_the_verifier_imports_only_the_stdlib_pydantic_and_yaml() -> None:
+    package = Path(engine_module.__file__).parent
+    outside: set[str] = set()
+    for source in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                outside |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                outside.add(node.module.split(".")[0])
+    assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
