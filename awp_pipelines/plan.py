@@ -161,9 +161,14 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         alias_key = model
         primary, *rest = alias.targets
         provider = _provider_name(primary.provider)
-        model = primary.model or model
-        effort = effort or primary.effort or alias.effort
-        accounts = accounts or list(primary.accounts or [])
+        spec = catalog.providers.get(provider)
+        model = primary.model or (spec.default_model if spec else None) or model
+        if not effort and (primary.effort or alias.effort):
+            effort = primary.effort or alias.effort
+            sources["reasoning_effort"] = f"alias {alias_key}"
+        if not accounts and primary.accounts:
+            accounts = list(primary.accounts)
+            sources["accounts"] = f"alias {alias_key}"
         fallback.extend(rest)
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:
