@@ -97,12 +97,12 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
     catalog = runtime.catalog()
     intent = RunIntent.from_tags(context.run.tags)
     key = prompt_key(packet, prompt.id)
-    packet_run = intent.packet_run or context.run_id[:8]
+    packet_run = intent.packet_run or context.run.run_id[:8]
     agent_run = agent_run_id(packet_run, prompt.id)
     number = count_started_attempts(context.instance, key, agent_run) + 1
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, number), agent_run=agent_run, number=number,
                                packet=packet.name, packet_run=packet_run, prompt=prompt.id, mode=intent.mode,
-                               parent_run=intent.parent_run, dagster_run=context.run_id)
+                               parent_run=intent.parent_run, dagster_run=context.run.run_id)
     # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
     context.log_event(AssetObservation(asset_key=key, metadata={
         "awp/event": ATTEMPT_STARTED, "awp/agent_run": agent_run, "awp/attempt": identity.attempt_id,

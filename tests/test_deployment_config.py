@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +21,6 @@ PG_ENV_VARS = ("AWP_PG_USER", "AWP_PG_PASSWORD", "AWP_PG_HOST", "AWP_PG_DB", "AW
 
 def _dagster_yaml() -> dict[str, Any]:
     return yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-
-
-@pytest.fixture
-def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
-    """A database of its own on the test server, so concurrent tests never share Dagster's tables."""
-    server = sa.make_url(pg_url)
-    name = f"awp_deploy_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.mark.postgres
