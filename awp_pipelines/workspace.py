@@ -72,21 +72,22 @@ def head(repo: Path | str) -> str | None:
 
 def changed_paths(repo: Path | str) -> list[str]:
     """Paths with uncommitted changes, untracked files included (ignored ones not); both names of a rename."""
-    out = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    return parse_status_z(git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout)
+
+
+def parse_status_z(out: str) -> list[str]:
+    """Sorted paths of `git status --porcelain=v1 -z` output; a rename also names its source, a copy not."""
     paths: set[str] = set()
-    fields = out.split("\0")
-    i = 0
-    while i < len(fields):
-        entry = fields[i]
-        i += 1
+    fields = iter(out.split("\0"))
+    for entry in fields:
         if len(entry) < 4:
             continue
         status, path = entry[:2], entry[3:]
         paths.add(path)
-        if "R" in status or "C" in status:  # -z: the original name follows as its own field
-            if i < len(fields) and fields[i]:
-                paths.add(fields[i])
-            i += 1
+        if "R" in status or "C" in status:  # -z: the source name follows as its own field
+            source = next(fields, "")
+            if "R" in status and source:
+                paths.add(source)
     return sorted(paths)
 
 

@@ -15,6 +15,7 @@ from awp_pipelines.workspace import (
     git,
     head,
     is_git_repo,
+    parse_status_z,
     snapshot,
 )
 
@@ -69,6 +70,11 @@ def test_a_staged_rename_reports_both_names(make_git_repo: MakeRepo, tmp_path: P
     repo = make_git_repo(tmp_path / "app")
     sh_git(repo, "mv", "README.md", "DOCS.md")
     assert changed_paths(repo) == ["DOCS.md", "README.md"]
+
+
+def test_status_parsing_names_a_rename_source_but_not_a_copy_source() -> None:
+    out = "R  new.txt\0old.txt\0C  copy.txt\0orig.txt\0?? odd -> name.txt\0 M z.txt\0"
+    assert parse_status_z(out) == ["copy.txt", "new.txt", "odd -> name.txt", "old.txt", "z.txt"]
 
 
 def test_git_ignores_a_surrounding_git_dir_variable(make_git_repo: MakeRepo, tmp_path: Path,
