@@ -17,6 +17,9 @@ from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 
 
+REPO_PACKETS_DIR = "assets"
+
+
 def project_root() -> Path:
     env = os.environ.get("AWP_PROJECT_ROOT")
     return Path(env) if env else Path(__file__).resolve().parent.parent
@@ -32,7 +35,7 @@ def build_definitions(root: Path | None = None) -> Definitions:
     root = root or project_root()
     providers_file = root / "resources" / "providers.yaml"
     catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
-    compiled = [compile_packet(p, catalog) for p in discover_packets(root / "assets")]
+    compiled = [compile_packet(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
