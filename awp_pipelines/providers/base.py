@@ -1,0 +1,109 @@
+"""What every provider adapter takes and gives back. No Dagster here.
+
+An adapter runs one agent session for one Attempt on a fixed target. It reports activity as events and
+ends with a `ProviderOutcome`; a failure is a `FailureEnvelope` value, not an exception. It never decides
+whether the prompt is complete: the verifier does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from awp_pipelines.events import EventSink
+from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.model.simulate import SimulateSpec
+
+AttemptMode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
+RESUME_PROMPT = "Continue"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderRequest:
+    """Everything an adapter needs for one session; fixed for the Attempt's life."""
+
+    prompt_text: str
+    cwd: Path
+    timeout_ms: int  # the single bound (bounds.py); the adapter enforces it itself
+    repos: Mapping[str, Path] = field(default_factory=dict)
+    default_repo: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    model: str | None = None
+    effort: str | None = None
+    attempt_number: int = 1  # 1-based, counted from stored history by the caller
+    mode: AttemptMode | str = "run"
+    session_id: str | None = None  # the provider session to continue (resume)
+    simulate: SimulateSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempt_number < 1:
+            raise ValueError(f"attempt_number is 1-based, got {self.attempt_number}")
+        if self.timeout_ms <= 0:
+            raise ValueError(f"timeout_ms must be positive, got {self.timeout_ms}")
+        if self.default_repo is not None and self.default_repo not in self.repos:
+            raise ValueError(f"default_repo {self.default_repo!r} is not one of the repos: {', '.join(self.repos)}")
+
+    def repo_root(self, name: str | None = None) -> Path:
+        """The named repo; without a name the default repo, or the working directory when there is none."""
+        if name is not None:
+            if name not in self.repos:
+                raise KeyError(name)
+            return Path(self.repos[name])
+        if self.default_repo is not None:
+            return Path(self.repos[self.default_repo])
+        return Path(self.cwd)
+
+
+class ProviderUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported.")
+    output_tokens: int = Field(0, ge=0, description="Completion tokens the provider reported.")
+    cost_usd: float = Field(0.0, ge=0, description="Cost the provider reported (0 when it reports none).")
+
+
+class ProviderOutcome(BaseModel):
+    """How a session ended. `ok` means the provider reported no failure, nothing about the contract."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ok: bool = Field(description="The session ended without a provider failure.")
+    failure: FailureEnvelope | None = Field(None, description="The failure; set exactly when not ok.")
+    session_id: str | None = Field(None, description="Provider session id, for resume.")
+    messages: int = Field(0, ge=0, description="Assistant messages received in the Attempt so far.")
+    usage: ProviderUsage = Field(default_factory=ProviderUsage,
+                                 description="Token and cost telemetry of the Attempt so far.")
+    changed_files: list[str] = Field(default_factory=list,
+                                     description="Files the provider reports it changed: `repo:path`, or a "
+                                                 "bare path relative to cwd when the request names no repo.")
+
+    @model_validator(mode="after")
+    def _failure_iff_not_ok(self) -> ProviderOutcome:
+        if self.ok == (self.failure is not None):
+            raise ValueError("an outcome has a failure exactly when it is not ok")
+        return self
+
+    @classmethod
+    def from_sink(cls, sink: EventSink, failure: FailureEnvelope | None, session_id: str | None,
+                  changed_files: list[str] | None = None) -> ProviderOutcome:
+        """The outcome with messages and usage from the sink's counters (the Attempt's totals, resumes included)."""
+        c = sink.counters
+        return cls(ok=failure is None, failure=failure, session_id=session_id, messages=c.messages,
+                   usage=ProviderUsage(input_tokens=c.input_tokens, output_tokens=c.output_tokens,
+                                       cost_usd=c.cost_usd),
+                   changed_files=changed_files or [])
+
+
+@runtime_checkable
+class ProviderAdapter(Protocol):
+    def run(self, request: ProviderRequest, sink: EventSink) -> ProviderOutcome:
+        """Start a fresh session with `request.prompt_text`."""
+        ...
+
+    def resume(self, request: ProviderRequest, sink: EventSink) -> ProviderOutcome:
+        """Continue `request.session_id` natively with the prompt "Continue"."""
+        ...
