@@ -314,7 +314,8 @@ class VerifyContract(BaseModel):
     matches: list[MatchesCheck] = Field(
         default_factory=list, description="Files a regular expression must match: {repo?, path, pattern}."
     )
-    doc: list[Entry | DocCheck] = Field(
+    # A mapping is always a DocCheck (a RepoPath with options), so options are never dropped by the union.
+    doc: list[str | DocCheck] = Field(
         default_factory=list,
         description="Documents: a path, or {repo?, path, min_lines, requires_sections, forbids_markers}.",
     )

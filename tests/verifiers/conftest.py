@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import stat
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,9 +53,35 @@ class Workspace:
         return done.stdout
 
 
-@pytest.fixture
-def ws(tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> Workspace:
-    root = tmp_path / "packet"
+def _git_repo(path: Path) -> Path:
+    """A repository on branch main with one commit adding README.md (local identity for later commits)."""
+    path.mkdir(parents=True)
+    for args in (
+        ["init", "-q", "--template=", "--initial-branch=main"],
+        ["config", "user.name", "t"],
+        ["config", "user.email", "t@t"],
+        ["config", "commit.gpgsign", "false"],
+    ):
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+    (path / "README.md").write_text(f"# {path.name}\n")
+    subprocess.run(["git", "add", "README.md"], cwd=path, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-q", "-m", "Add README"], cwd=path, check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def packet_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once: git is slow to start many times, copying a finished packet is not."""
+    root = tmp_path_factory.mktemp("template") / "packet"
     root.mkdir()
     (root / "prompt_runner_packet.md").write_text("---\nname: t\n---\n")
-    return Workspace(root, {"app": make_git_repo(root / "workspace"), "beta": make_git_repo(root / "repos" / "beta")})
+    _git_repo(root / "workspace")
+    _git_repo(root / "repos" / "beta")
+    return root
+
+
+@pytest.fixture
+def ws(tmp_path: Path, packet_template: Path) -> Workspace:
+    root = tmp_path / "packet"
+    shutil.copytree(packet_template, root, symlinks=True)
+    return Workspace(root, {"app": root / "workspace", "beta": root / "repos" / "beta"})

@@ -85,3 +85,14 @@ def test_doc_blank_document_fails(ws: Workspace) -> None:
 
 def test_doc_missing_file_fails(ws: Workspace) -> None:
     assert ws.item({"doc": ["A.md"]}).details[0].startswith("missing file:")
+
+
+def test_doc_entry_forms_resolve_like_every_other_clause(ws: Workspace) -> None:
+    ws.write("GUIDE.md", "# Guide\n\ntext\n", repo="beta")
+    entries = [
+        "beta:GUIDE.md",
+        {"repo": "beta", "path": "GUIDE.md"},
+        {"repo": "beta", "path": "GUIDE.md", "requires_sections": ["# Guide"]},
+    ]
+    report = ws.verify({"doc": entries})
+    assert [(item.repo, item.passed) for item in report.items] == [("beta", True)] * 3

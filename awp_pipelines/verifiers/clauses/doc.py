@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..context import VerifyContext
-from ..contract import DocCheck, Entry
+from ..contract import DocCheck
 from ..paths import locate
 from .outcome import Outcome, at, read_text, unlocated
 
@@ -17,8 +17,8 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def doc(entry: Entry | DocCheck, ctx: VerifyContext) -> Outcome:
-    spec = entry if isinstance(entry, DocCheck) else DocCheck(path=str(entry))
+def doc(entry: str | DocCheck, ctx: VerifyContext) -> Outcome:
+    spec = entry if isinstance(entry, DocCheck) else DocCheck(path=entry)
     where = locate(entry, ctx)
     if where.resolved is None:
         return unlocated(where)
