@@ -150,7 +150,9 @@ def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog) ->
 
 def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanContext) -> PromptPlan:
     prompt_layer = Layer("prompt", _explicit(prompt.front, ExecutionSettings.model_fields))
-    values, sources = resolve([*layers, prompt_layer, Layer("cli", ctx.overrides.values())])
+    all_layers = [*layers, prompt_layer, Layer("cli", ctx.overrides.values())]
+    layers_order = [layer.name for layer in all_layers]
+    values, sources = resolve(all_layers)
     catalog = ctx.catalog
     model = str(values.get("model", DEFAULTS["model"]))
     fallback: list[TargetSpec] = []
@@ -173,8 +175,15 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:
         explicit = values.get("provider")
-        provider = _provider_name(str(explicit)) if explicit else (catalog.infer_provider(model) or "claude")
-        if not explicit:
+        inferred = catalog.infer_provider(model)
+        # A model set in a later layer than the provider names its own provider (e.g. --model gpt-5 on a
+        # claude packet): keeping the older provider would send a GPT model to Claude.
+        model_is_newer = _layer_rank(sources.get("model"), layers_order) > _layer_rank(sources.get("provider"),
+                                                                                       layers_order)
+        if explicit and not (model_is_newer and inferred and inferred != _provider_name(str(explicit))):
+            provider = _provider_name(str(explicit))
+        else:
+            provider = inferred or "claude"
             sources["provider"] = f"inferred from model '{model}'"
     fallback.extend(expand_fallback(values.get("fallback"), catalog))
     try:
@@ -210,6 +219,11 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
                       prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
 
 
+def _layer_rank(name: str | None, order: list[str]) -> int:
+    return order.index(name) if name in order else -1
+
+
+_CONVENTIONAL = re.compile(r"^[a-z]+(\([^)]*\))?!?: ")
 _MISSION = re.compile(r"^##\s+Mission\s*$", re.MULTILINE)
 
 
@@ -224,5 +238,5 @@ def commit_message(prompt: Prompt) -> str:
             if text.startswith("#"):
                 break
             if text:
-                return text if text.startswith("feat:") else f"feat: {text}"
+                return text if _CONVENTIONAL.match(text) else f"feat: {text}"
     return f"feat: {prompt.name}"

@@ -226,6 +226,17 @@ def test_missing_profile_is_a_warning_not_an_error(tmp_path: Path) -> None:
     assert plan.prompts[0].model == "sonnet"
 
 
+def test_a_model_set_in_a_later_layer_than_the_provider_brings_its_own_provider(tmp_path: Path) -> None:
+    root = make_packet(tmp_path / "p", {"provider": "claude", "model": "haiku"})
+    ctx = PlanContext(catalog=BUILTIN, overrides=Overrides(model="gpt-5.6-luna"))
+    prompt = build_plan(load_packet(root), ctx).prompts[0]
+    assert (prompt.provider, prompt.model) == ("codex", "gpt-5.6-luna")
+    assert prompt.sources["provider"].startswith("inferred from model")
+    # The same model named in the same layer as the provider keeps the provider the author chose.
+    same_layer = make_packet(tmp_path / "q", {"provider": "simulated", "model": "gpt-5.6-luna"})
+    assert build_plan(load_packet(same_layer), PlanContext(catalog=BUILTIN)).prompts[0].provider == "simulated"
+
+
 # --- commit messages ------------------------------------------------------------------------------------------
 
 
@@ -233,6 +244,7 @@ def test_missing_profile_is_a_warning_not_an_error(tmp_path: Path) -> None:
     ({"commit": "docs: add hello"}, "## Mission\n\nCreate hello.\n", "docs: add hello"),
     ({}, "# Title\n\n## Mission\n\n  Create `hello.txt`.\nMore.\n", "feat: Create `hello.txt`."),
     ({}, "## Mission\nfeat: already prefixed\n", "feat: already prefixed"),
+    ({}, "## Mission\nfix(core): keep its own type\n", "fix(core): keep its own type"),
     ({"name": "Create hello"}, "## Mission\n\n## Deliverables\n\n- hello.txt\n", "feat: Create hello"),
     ({"name": "Create hello"}, "# Create hello\n\nNo mission here.\n", "feat: Create hello"),
 ])

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterRunStatus, RunsFilter
+from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
 from awp_pipelines.instance import open_instance
-from tests.e2e.conftest import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],

@@ -1,0 +1,43 @@
+"""Helpers for end-to-end tests: run the CLI, read git history, write overlays and Postgres homes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import sqlalchemy as sa
+import yaml
+from click.testing import CliRunner, Result
+
+from awp_pipelines.cli import cli
+
+
+def awp(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def git_log(repo: Path) -> list[str]:
+    """Full commit messages, newest first."""
+    out = subprocess.run(["git", "-C", str(repo), "log", "--format=%B%x00"], check=True, capture_output=True,
+                         text=True).stdout
+    return [m.strip() for m in out.split("\x00") if m.strip()]
+
+
+def git_status(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def write_overlay(path: Path, overlay: dict[str, object]) -> Path:
+    path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    return path
+
+
+def postgres_instance_dir(folder: Path, db: sa.URL) -> Path:
+    """A Dagster home whose dagster.yaml stores everything in the given PostgreSQL database."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"storage": {"postgres": {"postgres_db": {
+        "username": db.username, "password": db.password or "", "hostname": db.host, "db_name": db.database,
+        "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}, "telemetry": {"enabled": False}}
+    (folder / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return folder
