@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
+from ..workspace import git_env as workspace_git_env
+from ..workspace import parse_status_z
 from .process import Finished, run_bounded
 
 _GIT_TIMEOUT_S = 60
@@ -16,10 +17,9 @@ class GitError(Exception):
 
 
 def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    # Never prompt for credentials, never take optional locks (a verifier must not write to its subject).
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-    return env
+    # No optional locks: `git status` would otherwise refresh the index, and a verifier must not write to
+    # the repository it judges (nor race the agent for index.lock).
+    return {**workspace_git_env(), "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def git(root: Path, *args: str) -> str:
@@ -59,21 +59,7 @@ def require_worktree(root: Path) -> None:
 def changed_paths(root: Path) -> list[str]:
     """Every path that differs from HEAD: staged, unstaged, deleted, both sides of a rename, untracked."""
     require_worktree(root)
-    fields = git(root, "status", "--porcelain", "-z", "--untracked-files=all").split("\0")
-    paths: list[str] = []
-    index = 0
-    while index < len(fields):
-        record = fields[index]
-        index += 1
-        if len(record) < 4:
-            continue
-        status, path = record[:2], record[3:]
-        paths.append(path)
-        if "R" in status or "C" in status:  # -z puts the rename/copy source in the next field
-            if "R" in status and index < len(fields):
-                paths.append(fields[index])
-            index += 1
-    return sorted(dict.fromkeys(paths))
+    return parse_status_z(git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all"))
 
 
 def ls_remote(root: Path, remote: str, ref: str, timeout_ms: int) -> Finished:

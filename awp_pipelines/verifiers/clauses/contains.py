@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from ..context import VerifyContext
 from ..contract import ContainsCheck
-from ..paths import locate
-from .outcome import Outcome, at, read_text, unlocated
+from .outcome import Outcome, at, open_text
 
 
 def contains(entry: ContainsCheck, ctx: VerifyContext) -> Outcome:
-    where = locate(entry, ctx)
-    if where.resolved is None:
-        return unlocated(where)
-    content, problem = read_text(where.resolved)
-    if content is None:
-        return at(where, False, problem)
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    where, content = opened.where, opened.text
     found = entry.text in content
     return at(where, found, f"{'found' if found else 'text not found'}: {entry.text!r}")

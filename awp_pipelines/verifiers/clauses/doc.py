@@ -10,8 +10,7 @@ import re
 
 from ..context import VerifyContext
 from ..contract import DocCheck
-from ..paths import locate
-from .outcome import Outcome, at, read_text, unlocated
+from .outcome import Outcome, at, open_text
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -19,12 +18,10 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def doc(entry: str | DocCheck, ctx: VerifyContext) -> Outcome:
     spec = entry if isinstance(entry, DocCheck) else DocCheck(path=entry)
-    where = locate(entry, ctx)
-    if where.resolved is None:
-        return unlocated(where)
-    content, problem = read_text(where.resolved)
-    if content is None:
-        return at(where, False, problem)
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    where, content = opened.where, opened.text
 
     lines = content.splitlines()
     non_blank = sum(1 for line in lines if line.strip())

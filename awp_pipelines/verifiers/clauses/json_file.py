@@ -8,20 +8,17 @@ from typing import Any
 
 from ..context import VerifyContext
 from ..contract import ArrayItemsRequire, ArrayNoneMatch, JsonCheck
-from ..paths import locate
-from .outcome import Outcome, at, read_text, unlocated
+from .outcome import Outcome, at, open_text
 
 _ROOTS = {"object": dict, "map": dict, "array": list, "list": list}
 _MISSING = object()
 
 
 def json_file(entry: JsonCheck, ctx: VerifyContext) -> Outcome:
-    where = locate(entry, ctx)
-    if where.resolved is None:
-        return unlocated(where)
-    content, problem = read_text(where.resolved)
-    if content is None:
-        return at(where, False, problem)
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    where, content = opened.where, opened.text
     try:
         value = json.loads(content)
     except json.JSONDecodeError as exc:

@@ -6,16 +6,13 @@ import re
 
 from ..context import VerifyContext
 from ..contract import MatchesCheck
-from ..paths import locate
-from .outcome import Outcome, at, read_text, unlocated
+from .outcome import Outcome, at, open_text
 
 
 def matches(entry: MatchesCheck, ctx: VerifyContext) -> Outcome:
-    where = locate(entry, ctx)
-    if where.resolved is None:
-        return unlocated(where)
-    content, problem = read_text(where.resolved)
-    if content is None:
-        return at(where, False, problem)
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    where, content = opened.where, opened.text
     found = re.search(entry.pattern, content) is not None
     return at(where, found, f"{'matched' if found else 'pattern not matched'}: /{entry.pattern}/")

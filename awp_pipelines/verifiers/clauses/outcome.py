@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import Located
+from ..context import VerifyContext
+from ..contract import Entry
+from ..paths import Located, locate
 from ..report import Fault
 
 
@@ -41,3 +43,20 @@ def read_text(path: Path) -> tuple[str | None, str]:
         return None, f"missing file: {path}"
     except OSError as exc:
         return None, f"unreadable file ({exc.strerror or exc}): {path}"
+
+
+@dataclass(frozen=True)
+class Opened:
+    where: Located
+    text: str
+
+
+def open_text(entry: Entry, ctx: VerifyContext) -> Opened | Outcome:
+    """The entry's file as text, or the failed Outcome that says why not (unresolvable, missing, unreadable)."""
+    where = locate(entry, ctx)
+    if where.resolved is None:
+        return unlocated(where)
+    content, problem = read_text(where.resolved)
+    if content is None:
+        return at(where, False, problem)
+    return Opened(where, content)

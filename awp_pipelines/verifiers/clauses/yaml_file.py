@@ -8,17 +8,14 @@ import yaml
 
 from ..context import VerifyContext
 from ..contract import YamlCheck
-from ..paths import locate
-from .outcome import Outcome, at, read_text, unlocated
+from .outcome import Outcome, at, open_text
 
 
 def yaml_file(entry: YamlCheck, ctx: VerifyContext) -> Outcome:
-    where = locate(entry, ctx)
-    if where.resolved is None:
-        return unlocated(where)
-    content, problem = read_text(where.resolved)
-    if content is None:
-        return at(where, False, problem)
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    where, content = opened.where, opened.text
     try:
         value = yaml.safe_load(content)
     except yaml.YAMLError as exc:
