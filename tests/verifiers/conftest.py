@@ -3,70 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import stat
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from awp_pipelines.verifiers import ItemResult, VerifierReport, VerifyContext, VerifyContract, run_contract
-
-
-@dataclass
-class Workspace:
-    root: Path  # the packet folder
-    repos: dict[str, Path]
-
-    def ctx(self, **overrides: Any) -> VerifyContext:
-        values: dict[str, Any] = {
-            "packet_root": self.root,
-            "repos": self.repos,
-            "default_repo": "app",
-            "prompt_id": "01",
-        }
-        return VerifyContext(**{**values, **overrides})
-
-    def verify(self, verify: dict[str, Any], **ctx: Any) -> VerifierReport:
-        return run_contract(VerifyContract.model_validate(verify), self.ctx(**ctx))
-
-    def item(self, verify: dict[str, Any], **ctx: Any) -> ItemResult:
-        """The single item a one-entry contract yields."""
-        (item,) = self.verify(verify, **ctx).items
-        return item
-
-    def write(self, rel: str, text: str = "x\n", repo: str = "app") -> Path:
-        path = self.repos.get(repo, self.root) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return path
-
-    def script(self, rel: str, body: str, repo: str = "app") -> Path:
-        """An executable shell script (the command itself runs without a shell; its #! picks one)."""
-        path = self.write(rel, "#!/bin/sh\n" + body + "\n", repo)
-        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        return path
-
-    def git(self, repo: str, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=self.repos[repo], check=True, capture_output=True, text=True)
-        return done.stdout
-
-
-def _git_repo(path: Path) -> Path:
-    """A repository on branch main with one commit adding README.md (local identity for later commits)."""
-    path.mkdir(parents=True)
-    for args in (
-        ["init", "-q", "--template=", "--initial-branch=main"],
-        ["config", "user.name", "t"],
-        ["config", "user.email", "t@t"],
-        ["config", "commit.gpgsign", "false"],
-    ):
-        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
-    (path / "README.md").write_text(f"# {path.name}\n")
-    subprocess.run(["git", "add", "README.md"], cwd=path, check=True, capture_output=True)
-    subprocess.run(["git", "commit", "-q", "-m", "Add README"], cwd=path, check=True, capture_output=True)
-    return path
+from verify_helpers import Workspace, git_repo
 
 
 @pytest.fixture(scope="session")
@@ -75,8 +15,8 @@ def packet_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("template") / "packet"
     root.mkdir()
     (root / "prompt_runner_packet.md").write_text("---\nname: t\n---\n")
-    _git_repo(root / "workspace")
-    _git_repo(root / "repos" / "beta")
+    git_repo(root / "workspace")
+    git_repo(root / "repos" / "beta")
     return root
 
 

@@ -5,18 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from verify_helpers import COMPAT, front_matter
 
 from awp_pipelines.verifiers import VerifyContract
 from awp_pipelines.verifiers.checklist import checklist_markdown
 
-COMPAT = Path(__file__).resolve().parents[3] / "shared" / "compat" / "prompt_runner"
 CHECKLISTS = sorted(COMPAT.glob("*/prompts/*.prompt.checklist.md")) if COMPAT.is_dir() else []
-
-
-def front_matter(prompt: Path) -> dict:
-    _, header, _ = prompt.read_text().split("---\n", 2)
-    return yaml.safe_load(header)
 
 
 @pytest.mark.skipif(not CHECKLISTS, reason=f"compat packets not found at {COMPAT}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_exit_zero_passes(ws: Workspace) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Workspace
+from verify_helpers import Workspace
 
 REPORT = """# Report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_files_exist_passes_for_a_file_and_a_directory(ws: Workspace) -> None:

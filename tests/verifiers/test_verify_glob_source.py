@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_glob_needs_one_match_by_default(ws: Workspace) -> None:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import Workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from verify_helpers import Workspace
 
 from awp_pipelines.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
 from awp_pipelines.verifiers import engine as engine_module

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_plain_path_resolves_in_the_default_repo(ws: Workspace) -> None:

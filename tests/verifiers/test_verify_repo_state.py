@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_changed_paths_only_passes_when_only_allowed_paths_changed(ws: Workspace) -> None:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Workspace
+from verify_helpers import Workspace
 
 
 def test_yaml_passes_with_the_expected_root(ws: Workspace) -> None:

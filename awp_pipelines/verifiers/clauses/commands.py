@@ -28,8 +28,7 @@ _INHERITED = ("PATH", "HOME", "LANG")
 
 
 def commands(spec: CommandCheck, ctx: VerifyContext) -> Outcome:
-    run = _Run(spec, ctx)
-    return run.outcome()
+    return _Run(spec, ctx).outcome()
 
 
 def command_env(ctx: VerifyContext, extra: dict[str, str]) -> dict[str, str]:
