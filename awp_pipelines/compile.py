@@ -2,6 +2,7 @@
 per verifier item, one asset group and one asset job per packet."""
 
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -92,6 +93,15 @@ def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set
     return _attempt
 
 
+def account_secrets(catalog: Catalog, account: str | None) -> dict[str, str]:
+    """The account's own credential, for the agent's environment and for redaction: nothing else secret."""
+    spec = catalog.accounts.get(account) if account else None
+    if spec is None or not spec.credential_env:
+        return {}
+    value = os.environ.get(spec.credential_env)
+    return {spec.credential_env: value} if value else {}
+
+
 def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) -> tuple[AttemptRecord, str]:
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     catalog = runtime.catalog()
@@ -121,9 +131,11 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
                            reason=intent.reason or "primary target of the plan")
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
                    / f"{identity.attempt_id}.jsonl")
-    sink = EventSink(events_file, identity.attempt_id)
+    secrets = account_secrets(catalog, target.account)
+    sink = EventSink(events_file, identity.attempt_id, secrets=secrets.values())
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
-                          commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate)
+                          commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
+                          secret_env=secrets)
     context.log.info(f"Attempt {identity.attempt_id}: {target.provider}/{target.model} ({intent.mode})")
     record = execute_attempt(attempt, adapter_for(spec), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")

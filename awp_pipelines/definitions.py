@@ -16,7 +16,6 @@ from awp_pipelines.compile import compile_packet, dagster_name
 from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 
-
 REPO_PACKETS_DIR = "assets"
 
 

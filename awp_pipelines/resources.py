@@ -36,7 +36,13 @@ class AwpRuntime(ConfigurableResource):
     simulate_overlay: str | None = None  # test-only: {prompt id: simulate spec}
 
     def state_root(self, packet_root: Path) -> Path:
-        return Path(self.state_dir) if self.state_dir else packet_root / ".awp"
+        root = Path(self.state_dir) if self.state_dir else packet_root / ".awp"
+        root.mkdir(parents=True, exist_ok=True)
+        # A packet may live inside a target repo: `git add -A` must never commit AWP's own state.
+        ignore = root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+        return root
 
     def catalog(self) -> Catalog:
         return load_catalog(Path(self.providers_file) if self.providers_file else None)

@@ -13,7 +13,7 @@ from awp_pipelines.catalog import Catalog
 from awp_pipelines.compile import compile_packet, prompt_key
 from awp_pipelines.history import attempt_outcome
 from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import Overrides
+from awp_pipelines.plan import Overrides, PromptPlan
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 from awp_pipelines.tags import RunIntent
 
@@ -56,18 +56,22 @@ def packet_definitions(packet: Packet, catalog: Catalog, runtime: AwpRuntime) ->
                        resources={RUNTIME_KEY: runtime, **catalog_resources(catalog)})
 
 
-def run_packet(packet: Packet, prompts: list[Prompt], catalog: Catalog, runtime: AwpRuntime,
+def run_packet(packet: Packet, plans: list[PromptPlan], catalog: Catalog, runtime: AwpRuntime,
                instance: DagsterInstance, options: RunOptions,
                on_start: Callable[[Prompt], None] = lambda p: None,
                on_done: Callable[[PromptOutcome], None] = lambda o: None) -> list[PromptOutcome]:
     defs = packet_definitions(packet, catalog, runtime)
     job = defs.resolve_job_def(compile_packet(packet, catalog).job.name)
     packet_run = options.packet_run or new_packet_run_id()
-    intent = RunIntent(packet_run=packet_run, mode="run", provider=options.overrides.provider,
-                       model=options.overrides.model, effort=options.overrides.effort)
     outcomes: list[PromptOutcome] = []
     unfinished: set[str] = set()
-    for prompt in prompts:
+    for plan in plans:
+        prompt = packet.prompt(plan.id)
+        # The resolved target goes on the run's tags at launch: filterable, and what per-account
+        # concurrency limits of the queued run coordinator key on.
+        intent = RunIntent(packet_run=packet_run, mode="run", provider=plan.provider, model=plan.model,
+                           effort=plan.effort, account=plan.accounts[0] if plan.accounts else None,
+                           reason="primary target of the plan")
         blockers = [d for d in packet.dependencies(prompt) if d in unfinished]
         if blockers:
             outcome = PromptOutcome(prompt.id, prompt.name, "blocked_by_dependency",

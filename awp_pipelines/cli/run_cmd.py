@@ -38,6 +38,8 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
 @click.option("--keep-going", is_flag=True, help="Continue with independent prompts after a failure.")
+@click.option("--packet-run", metavar="ID", help="Continue this packet run: its AgentRuns keep their ids and "
+              "Attempts count on from stored history (default: a new packet run).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
@@ -51,7 +53,8 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @user_errors
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
-                effort: str | None, dry_run: bool, no_commit: bool, keep_going: bool, verbose: bool,
+                effort: str | None, dry_run: bool, no_commit: bool, keep_going: bool, packet_run: str | None,
+                verbose: bool,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -91,8 +94,9 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         console.print(f"      [{style}]{outcome.result}[/{style}]{attempt}{detail}", highlight=False)
 
     try:
-        options = RunOptions(overrides, keep_going, log_level="INFO" if verbose else "CRITICAL")
-        outcomes = run_packet(loaded, prompts, catalog, runtime, instance, options, on_start=started, on_done=done)
+        options = RunOptions(overrides, keep_going, packet_run, log_level="INFO" if verbose else "CRITICAL")
+        outcomes = run_packet(loaded, plan.prompts, catalog, runtime, instance, options, on_start=started,
+                              on_done=done)
     finally:
         instance.dispose()
     ok = len(outcomes) == total and all(o.completed for o in outcomes)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from awp_pipelines.providers.base import ProviderAdapter
-from awp_pipelines.providers.simulated import SimulatedProvider
-
 from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.errors import PacketError
+from awp_pipelines.providers.base import ProviderAdapter
+from awp_pipelines.providers.simulated import SimulatedProvider
 
 
 def adapter_for(spec: ProviderSpec) -> ProviderAdapter:

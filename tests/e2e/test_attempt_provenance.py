@@ -1,0 +1,98 @@
+"""An Attempt's provenance: tags, record, events — and no secret or AWP state in anything it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import AssetKey, RunsFilter
+from e2e_support import awp, git_log
+
+from awp_pipelines.instance import open_instance
+
+SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
+
+
+def _packet_inside_repo(root: Path, make_git_repo) -> Path:  # type: ignore[no-untyped-def]
+    make_git_repo(root)
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "inside", "provider": "simulated", "repos": {"app": {"path": ".", "default": True}}}))
+    prompt = {"id": "01", "accounts": ["sim-a"], "commit": "docs: add note",
+              "verify": {"files_exist": ["NOTE.md"]},
+              "simulate": {"attempts": [{"messages": [f"my key is {SECRET}"],
+                                         "writes": [{"path": "NOTE.md", "text": "note\n"}]}]}}
+    (root / "prompts").mkdir()
+    (root / "prompts" / "01_note.prompt.md").write_text(f"---\n{yaml.safe_dump(prompt)}---\n# Note\n")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "packet"], check=True)
+    return root
+
+
+@pytest.fixture
+def providers_file(tmp_path: Path) -> Path:
+    file = tmp_path / "providers.yaml"
+    file.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated",
+                                                           "credential_env": "AWP_TEST_SIM_KEY"}}}))
+    return file
+
+
+def test_attempt_writes_no_secret_and_never_commits_its_own_state(tmp_path: Path, make_git_repo, providers_file,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_TEST_SIM_KEY", SECRET)
+    root = _packet_inside_repo(tmp_path / "repo", make_git_repo)
+    result = awp("run", root, "--providers", providers_file)
+    assert result.exit_code == 0, result.output
+    tracked = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout
+    assert ".awp" not in tracked and "NOTE.md" in tracked
+    assert "AWP-Account: sim-a" in git_log(root)[0]
+    events = list((root / ".awp" / "events").rglob("*.jsonl"))
+    assert events and all(SECRET not in f.read_text() for f in events)
+    assert "[REDACTED]" in events[0].read_text()
+    instance = open_instance(root)
+    try:
+        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "inside"}))
+        assert run.tags["awp/account"] == "sim-a"
+        assert all(SECRET not in value for value in run.tags.values())
+        event = instance.get_latest_materialization_event(AssetKey(["inside", "01"]))
+        stored = str(event.asset_materialization.metadata)
+        assert SECRET not in stored
+        assert event.asset_materialization.metadata["awp/account"].value == "sim-a"
+    finally:
+        instance.dispose()
+
+
+def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_packet) -> None:
+    packet = compat_packet("authoring_packet")
+    assert awp("run", packet, "01").exit_code == 0
+    instance = open_instance(packet)
+    try:
+        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/prompt": "01"}))
+        tags = run.tags
+        assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
+        assert tags["awp/agent_run"] == f"{tags['awp/packet_run']}.01"
+        meta = instance.get_latest_materialization_event(AssetKey(["authoring_packet", "01"])) \
+            .asset_materialization.metadata
+        record = meta["awp/record"].value
+        assert record["identity"]["agent_run"] == tags["awp/agent_run"]
+        assert record["identity"]["attempt_id"] == f"{tags['awp/agent_run']}.a1"
+        assert record["identity"]["dagster_run"] == run.run_id
+        assert record["checkpoint"]["app"] and record["commits"][0]["sha"]
+        assert "Transcript" in meta["awp/transcript"].value or meta["awp/transcript"].value
+    finally:
+        instance.dispose()
+
+
+def test_attempt_numbers_are_counted_from_stored_history_per_agent_run(compat_packet) -> None:
+    """Two runs of one prompt in the same packet run are attempts 1 and 2: the simulated provider plays
+    attempts[1] the second time, as it would after a restart of the process."""
+    packet = compat_packet("simulated_recovery_packet")
+    first = awp("run", packet, "01", "--json")
+    assert first.exit_code == 1 and "provider_capacity" in first.output
+    packet_run = json.loads(first.stdout)["prompts"][0]["attempt"].rsplit(".", 2)[0]
+    second = awp("run", packet, "01", "--packet-run", packet_run, "--json")
+    assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)["prompts"][0]["attempt"] == f"{packet_run}.01.a2"
+    assert (packet / "workspace" / "retry.txt").read_text() == "retry ok"
