@@ -203,7 +203,7 @@ class _Linter:
         for line, kind in find_secrets(file.read_text(encoding="utf-8")):
             self.findings.append(finding(
                 "secret_in_packet", file, f"a {kind.replace('_', ' ')} is written on line {line}", line=line,
-                hint="remove it and rotate it; name the variable that holds it (an account's credential_env)"))
+                hint="remove and rotate it; an account's credential_env names the variable that holds it"))
 
     def _agent_control(self, where: _Where) -> None:
         control = self.packet.manifest.agent_control
@@ -397,6 +397,8 @@ class _Linter:
 
     def _cycles(self) -> None:
         graph = {p.id: self.packet.dependencies(p) for p in self.packet.prompts}
+        if len(graph) < len(self.packet.prompts):
+            return  # duplicate ids make every graph wrong; duplicate_prompt_id says so
         reported: set[frozenset[str]] = set()
         for prompt in self.packet.prompts:
             cycle = _cycle_through(graph, prompt.id)
