@@ -1,0 +1,135 @@
+"""Loading a packet folder: Prompt Runner's packets unchanged, the native packet.yaml, ids, repos, recovery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from awp_pipelines.model.recovery import ClassAttempts, RetryConfig
+from awp_pipelines.packet import load_packet, normalize_id
+
+COMPAT = {
+    "authoring_packet": 2,
+    "claude_packet": 2,
+    "multi_repo_packet": 2,
+    "simulated_recovery_packet": 9,
+    "single_repo_packet": 2,
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Files by path relative to `root`, written as given."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(COMPAT))
+def test_every_compat_packet_loads_with_its_prompts_in_order(compat_root: Path, name: str) -> None:
+    packet = load_packet(compat_root / name)
+    assert packet.name == name.replace("_", "-")
+    assert packet.manifest_file.name == "prompt_runner_packet.md"
+    assert [p.id for p in packet.prompts] == [f"{n:02d}" for n in range(1, COMPAT[name] + 1)]
+    assert [p.number for p in packet.prompts] == list(range(1, COMPAT[name] + 1))
+    assert all(p.filename_id == p.id for p in packet.prompts)
+
+
+def test_checklist_files_next_to_prompts_are_not_prompts(compat_root: Path, tmp_path: Path) -> None:
+    folder = compat_root / "claude_packet" / "prompts"
+    assert sorted(f.name for f in folder.iterdir()) == [
+        "01_create_hello.prompt.checklist.md", "01_create_hello.prompt.md",
+        "02_create_summary.prompt.checklist.md", "02_create_summary.prompt.md"]
+    assert [p.file.name for p in load_packet(compat_root / "claude_packet").prompts] == [
+        "01_create_hello.prompt.md", "02_create_summary.prompt.md"]
+    root = write(tmp_path, {"packet.yaml": "name: demo\n",
+                            "prompts/01_a.prompt.md": "---\nid: '01'\n---\nA\n",
+                            "prompts/01_a.prompt.checklist.md": "- [ ] file exists: a.txt\n",
+                            "prompts/notes.md": "not a prompt\n"})
+    assert [p.file.name for p in load_packet(root).prompts] == ["01_a.prompt.md"]
+
+
+def test_repos_resolve_against_the_packet_root_not_the_cwd(compat_root: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    root = compat_root / "multi_repo_packet"
+    packet = load_packet(root)
+    assert {name: repo.path for name, repo in packet.repos.items()} == {
+        "alpha": (root / "repos" / "alpha").resolve(), "beta": (root / "repos" / "beta").resolve()}
+    assert packet.default_repo == "alpha"
+    assert packet.root == root.resolve()
+
+
+def test_prompt_recovery_deep_merges_over_the_packets_and_keeps_the_other_values(compat_root: Path) -> None:
+    packet = load_packet(compat_root / "simulated_recovery_packet")
+    seventh = packet.prompt("07").recovery
+    assert seventh.retry.class_attempts.provider_runtime_claim == 1
+    defaults = ClassAttempts().model_dump()
+    assert seventh.retry.class_attempts.model_dump() == defaults | {"provider_runtime_claim": 1}
+    # The packet's own values survive the merge: zero backoff (not the default 1000 ms), no jitter.
+    assert (seventh.retry.base_delay_ms, seventh.retry.max_delay_ms, seventh.retry.jitter) == (0, 0, False)
+    assert seventh.retry.max_attempts == RetryConfig().max_attempts
+    assert seventh.repair.max_attempts == 2 and seventh.resume_attempts == 2
+    assert packet.prompt("01").recovery.retry.class_attempts.provider_runtime_claim == 3
+
+
+def test_prompt_recovery_merges_key_by_key_at_every_level(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        "packet.yaml": "name: demo\nrecovery:\n  retry: {base_delay_ms: 10, class_attempts: {unknown: 7}}\n",
+        "prompts/01_a.prompt.md": "---\nrecovery:\n  retry: {max_attempts: 5, class_attempts: {protocol_error: 1}}\n"
+                                  "---\nA\n"})
+    retry = load_packet(root).prompts[0].recovery.retry
+    assert (retry.base_delay_ms, retry.max_attempts) == (10, 5)
+    assert (retry.class_attempts.unknown, retry.class_attempts.protocol_error) == (7, 1)
+    assert retry.class_attempts.provider_capacity == 5
+
+
+def test_only_the_body_after_the_front_matter_is_the_prompt_text(compat_root: Path, tmp_path: Path) -> None:
+    prompt = load_packet(compat_root / "simulated_recovery_packet").prompt("07")
+    assert prompt.body.startswith("# Repair after retry exhaustion\n")
+    assert "simulate:" not in prompt.body and "provider_runtime_claim" not in prompt.body
+    lines = prompt.file.read_text().splitlines()
+    assert lines[prompt.body_line - 2] == "---" and lines[prompt.body_line - 1] == "# Repair after retry exhaustion"
+    root = write(tmp_path, {"packet.yaml": "name: demo\n",
+                            "prompts/01_a.prompt.md": "---\nid: '01'\n---\n# A\n\n---\n\nafter a rule\n"})
+    assert load_packet(root).prompts[0].body == "# A\n\n---\n\nafter a rule\n"
+
+
+def test_a_native_packet_yaml_loads(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        "packet.yaml": "name: native\ndescription: A native packet\nprovider: simulated\nprompt_dir: steps\n"
+                       "repos:\n  app: {path: ./app, default: true}\n",
+        "steps/01_first.prompt.md": "---\nname: First\n---\nDo one.\n",
+        "steps/02_second.prompt.md": "---\n---\nDo two.\n"})
+    packet = load_packet(root)
+    assert (packet.name, packet.manifest.description, packet.manifest_file.name) == (
+        "native", "A native packet", "packet.yaml")
+    assert packet.body == ""
+    assert [(p.id, p.name, p.body) for p in packet.prompts] == [("01", "First", "Do one.\n"),
+                                                               ("02", "Second", "Do two.\n")]
+    assert packet.repos["app"].path == (root / "app").resolve()
+    assert load_packet(root / "packet.yaml").name == "native"  # the manifest file works as well as the folder
+
+
+def test_repos_in_list_form(tmp_path: Path) -> None:
+    root = write(tmp_path / "packet", {
+        "packet.yaml": "name: listed\nrepos:\n  - {name: app, path: ../app}\n"
+                       "  - {name: lib, path: ../lib, default: true}\n"})
+    packet = load_packet(root)
+    assert {n: r.path for n, r in packet.repos.items()} == {"app": tmp_path / "app", "lib": tmp_path / "lib"}
+    assert packet.default_repo == "lib"
+    assert packet.prompts == []
+
+
+def test_prompt_ids_are_normalised_from_the_filename_or_the_front_matter(tmp_path: Path) -> None:
+    root = write(tmp_path, {"packet.yaml": "name: ids\n",
+                            "prompts/1_x.prompt.md": "---\n---\nx\n",
+                            "prompts/002-y.prompt.md": "---\nid: 2\n---\ny\n",
+                            "prompts/10_z.prompt.md": "---\nid: '010'\n---\nz\n",
+                            "prompts/setup.prompt.md": "---\n---\nunnumbered\n"})
+    prompts = load_packet(root).prompts
+    assert [(p.id, p.slug, p.filename_id) for p in prompts] == [
+        ("01", "x", "01"), ("02", "y", "02"), ("10", "z", "10"), ("setup", "setup", None)]
+    assert prompts[0].name == "X"
+    assert [normalize_id(v) for v in ("1", 1, "001", "intro")] == ["01", "01", "01", "intro"]
