@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 test: install
 	bash tests/run_tests.sh
 
+# The main job: a fresh ./workspace repo for the demo packet, then the packet end to end in process.
 demo: install
+	bash assets/demo/setup.sh
 	$(VENV)/bin/awp run assets/demo
 
 lint: install

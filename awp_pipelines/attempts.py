@@ -26,7 +26,7 @@ from awp_pipelines.redact import redact
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
-from awp_pipelines.workspace import snapshot
+from awp_pipelines.workspace import changed_since, snapshot
 
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
 _BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER")
@@ -89,6 +89,8 @@ class AttemptRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     messages: int = 0
     verifier: VerifierReport | None = None
+    prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
+    workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
     commits: list[CommitInfo] = Field(default_factory=list)
     events_file: str | None = None
 
@@ -129,7 +131,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     started, clock = _now(), time.monotonic()
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
-    checkpoint = {name: state.head for name, state in snapshot(targets).items()}
+    before = snapshot(targets)
+    checkpoint = {name: state.head for name, state in before.items()}
     request = ProviderRequest(
         prompt_text=prompt_text(spec), cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
@@ -137,6 +140,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate)
     outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    changed = bool(changed_since(before, snapshot(targets)))
     report = _verify(spec)
     if report is not None:
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
@@ -156,7 +160,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
-        usage=usage, messages=outcome.messages, verifier=report,
+        usage=usage, messages=outcome.messages, verifier=report, workspace_changed=changed,
+        prompt_text=redact(request.prompt_text),
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None)
 
 

@@ -12,6 +12,7 @@ from dagster import (
     AssetKey,
     AssetObservation,
     AssetsDefinition,
+    DagsterInstance,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -23,7 +24,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.events import EventSink
-from awp_pipelines.history import count_started_attempts
+from awp_pipelines.history import agent_run_records, count_started_attempts
 from awp_pipelines.metadata import check_results, record_metadata
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import Overrides, PlanContext, base_layers, plan_prompt
@@ -93,6 +94,21 @@ def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set
     return _attempt
 
 
+def repair_text(instance: DagsterInstance, key: AssetKey, agent_run: str) -> str | None:
+    """What the repair prompt carries: the last runtime error and the unmet items, from stored history."""
+    records = agent_run_records(instance, key, agent_run)
+    if not records:
+        return None
+    last = AttemptRecord.model_validate(records[-1])
+    parts = []
+    if last.failure or last.provider_failure:
+        failure = last.failure or last.provider_failure
+        parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
+    if last.verifier is not None and not last.verifier.passed:
+        parts.append("Remaining verifier failures:\n\n" + last.verifier.unmet_text())
+    return "\n\n".join(parts) or None
+
+
 def account_secrets(catalog: Catalog, account: str | None) -> dict[str, str]:
     """The account's own credential, for the agent's environment and for redaction: nothing else secret."""
     spec = catalog.accounts.get(account) if account else None
@@ -135,7 +151,8 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
     sink = EventSink(events_file, identity.attempt_id, secrets=secrets.values())
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
-                          secret_env=secrets)
+                          secret_env=secrets, repair_text=repair_text(context.instance, key, agent_run)
+                          if intent.mode == "repair" else None)
     context.log.info(f"Attempt {identity.attempt_id}: {target.provider}/{target.model} ({intent.mode})")
     record = execute_attempt(attempt, adapter_for(spec), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")

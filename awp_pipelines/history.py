@@ -43,3 +43,21 @@ def attempt_outcome(instance: DagsterInstance, run_id: str) -> dict[str, object]
         if meta.get("awp/result"):
             return meta
     return None
+
+
+def agent_run_records(instance: DagsterInstance, key: AssetKey, agent_run: str) -> list[dict[str, object]]:
+    """Every finished Attempt of one AgentRun, oldest first: materializations (the contract was checked)
+    and observations (the Attempt failed before that), read from the event log."""
+    found: dict[str, dict[str, object]] = {}
+    for fetch in (instance.fetch_materializations, instance.fetch_observations):
+        for record in fetch(key, limit=_WINDOW).records:
+            event = record.asset_materialization or record.asset_observation
+            if event is None:
+                continue
+            meta = event.metadata
+            if _text(meta.get("awp/agent_run")) != agent_run or "awp/record" not in meta:
+                continue
+            data = _text(meta["awp/record"])
+            if isinstance(data, dict):
+                found[str(data["identity"]["attempt_id"])] = data  # type: ignore[index]
+    return sorted(found.values(), key=lambda r: r["identity"]["number"])  # type: ignore[index]

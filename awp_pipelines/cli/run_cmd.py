@@ -40,6 +40,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @click.option("--keep-going", is_flag=True, help="Continue with independent prompts after a failure.")
 @click.option("--packet-run", metavar="ID", help="Continue this packet run: its AgentRuns keep their ids and "
               "Attempts count on from stored history (default: a new packet run).")
+@click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
@@ -54,7 +55,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
                 effort: str | None, dry_run: bool, no_commit: bool, keep_going: bool, packet_run: str | None,
-                verbose: bool,
+                no_recovery: bool, verbose: bool,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -90,13 +91,20 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     def done(outcome):  # type: ignore[no-untyped-def]
         style = _STYLE.get(outcome.result, "red")
         detail = f" — {outcome.message}" if outcome.message else ""
+        if outcome.decision and not outcome.completed:
+            detail += f" ({outcome.decision})"
         attempt = f" ({outcome.attempt})" if outcome.attempt else ""
         console.print(f"      [{style}]{outcome.result}[/{style}]{attempt}{detail}", highlight=False)
 
+    def decided(prompt, verdict):  # type: ignore[no-untyped-def]
+        if not verdict.terminal:
+            console.print(f"      → {verdict.action}: {verdict.reason}", highlight=False, markup=False)
+
     try:
-        options = RunOptions(overrides, keep_going, packet_run, log_level="INFO" if verbose else "CRITICAL")
+        options = RunOptions(overrides, keep_going, packet_run, recover=not no_recovery,
+                             log_level="INFO" if verbose else "CRITICAL")
         outcomes = run_packet(loaded, plan.prompts, catalog, runtime, instance, options, on_start=started,
-                              on_done=done)
+                              on_done=done, on_decision=decided)
     finally:
         instance.dispose()
     ok = len(outcomes) == total and all(o.completed for o in outcomes)

@@ -89,10 +89,10 @@ def test_attempt_numbers_are_counted_from_stored_history_per_agent_run(compat_pa
     """Two runs of one prompt in the same packet run are attempts 1 and 2: the simulated provider plays
     attempts[1] the second time, as it would after a restart of the process."""
     packet = compat_packet("simulated_recovery_packet")
-    first = awp("run", packet, "01", "--json")
+    first = awp("run", packet, "01", "--no-recovery", "--json")
     assert first.exit_code == 1 and "provider_capacity" in first.output
     packet_run = json.loads(first.stdout)["prompts"][0]["attempt"].rsplit(".", 2)[0]
-    second = awp("run", packet, "01", "--packet-run", packet_run, "--json")
+    second = awp("run", packet, "01", "--packet-run", packet_run, "--no-recovery", "--json")
     assert second.exit_code == 0, second.output
     assert json.loads(second.stdout)["prompts"][0]["attempt"] == f"{packet_run}.01.a2"
     assert (packet / "workspace" / "retry.txt").read_text() == "retry ok"

@@ -1,0 +1,159 @@
+"""The one decision function: (AgentRun history, policy) → what happens next. Pure: no Dagster, no clock.
+
+Sensors call it when the daemon runs; `awp run` calls it in process. Budgets are counted from the stored
+history it is given, so every branch terminates and a restart changes nothing.
+
+Prompt Runner's table: ok+pass → complete; error+pass → complete (the verifier overrides the provider);
+ok+fail → repair while the budget lasts, else verification_failed; error+fail → retry within the class
+budget, else repair when the workspace changed, else fail. AWP adds fallback: a rate limit, capacity or
+auth claim moves to the next account or target of the chain when there is one.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Literal
+
+from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
+from awp_pipelines.model.execution import TargetSpec
+from awp_pipelines.model.recovery import RecoveryConfig
+
+Action = Literal["complete", "retry", "resume", "fallback", "repair", "iterate", "fail", "blocked"]
+
+
+@dataclass(frozen=True)
+class AttemptFact:
+    """What the stored record of one finished Attempt says, as far as the decision needs."""
+
+    number: int
+    mode: str
+    result: str  # completed | verification_failed | provider_failed | verifier_fault | commit_failed
+    failure_class: str | None = None
+    retryable: bool = False
+    repairable: bool = False
+    suggested_delay_ms: int | None = None
+    provider: str = ""
+    account: str | None = None
+    model: str = ""
+    workspace_changed: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    provider: str
+    model: str | None
+    account: str | None
+    effort: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    reason: str
+    status: str = ""
+    delay_ms: int = 0
+    target: Target | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.action in ("complete", "fail", "blocked")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The primary target's accounts, then the fallback targets, in order."""
+
+    primary: Target
+    accounts: tuple[str, ...] = ()
+    fallback: tuple[TargetSpec, ...] = field(default_factory=tuple)
+
+    def candidates(self) -> list[Target]:
+        first = [Target(self.primary.provider, self.primary.model, a, self.primary.effort) for a in self.accounts]
+        rest = [Target(t.provider, t.model, a, t.effort) for t in self.fallback for a in (t.accounts or [None])]
+        return (first or [self.primary]) + rest
+
+
+def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
+           rng: random.Random | None = None) -> Verdict:
+    if not history:
+        return Verdict("retry", "no attempt recorded yet", status="queued")
+    last = history[-1]
+    if last.result == "completed":
+        return Verdict("complete", f"attempt {last.number} met the contract", status="completed")
+    if last.result in ("verifier_fault", "commit_failed"):
+        # A fault says nothing about the work: halt, and spend no repair.
+        return Verdict("fail", f"attempt {last.number} ended {last.result}", status=last.result)
+    repairs = sum(1 for fact in history if fact.mode == "repair")
+    repair = recovery.repair
+    can_repair = repair.enabled and repairs < repair.max_attempts
+    if last.result == "verification_failed":
+        if can_repair and repair.trigger_on_nominal_success_with_failed_verifier:
+            return Verdict("repair", f"repair {repairs + 1}/{repair.max_attempts}: unmet verifier items",
+                           status="repairing")
+        return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
+    cls = last.failure_class or "unknown"
+    if last.retryable:
+        used = sum(1 for fact in history if fact.failure_class == cls)
+        budget = _class_budget(recovery, cls)
+        if cls in FALLBACK_WORTHY_CLASSES:
+            nxt = _next_target(history, chain)
+            if nxt is not None:
+                where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
+                return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}",
+                               status="retry_scheduled", target=nxt)
+        if used <= budget:
+            return Verdict("retry", f"{cls}: retry {used}/{budget}", status="retry_scheduled",
+                           delay_ms=retry_delay(recovery, used, last.suggested_delay_ms, rng))
+        if can_repair and last.workspace_changed and repair.trigger_on_retry_exhaustion_with_workspace_changes:
+            return Verdict("repair", f"{cls}: retries exhausted ({budget}); the workspace changed, repairing",
+                           status="repairing")
+        return Verdict("fail", f"{cls}: retries exhausted ({budget})", status="failed")
+    if can_repair and last.repairable and last.workspace_changed \
+            and repair.trigger_on_provider_failure_with_workspace_changes:
+        return Verdict("repair", f"{cls}: not retryable; the workspace changed, repairing", status="repairing")
+    return Verdict("fail", f"{cls}: not retryable", status="failed")
+
+
+def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
+    attempts = recovery.retry.class_attempts
+    return getattr(attempts, cls) if cls in type(attempts).model_fields else recovery.retry.max_attempts
+
+
+def _next_target(history: list[AttemptFact], chain: Chain) -> Target | None:
+    """The first candidate after the last one used; a target once exhausted is not tried again."""
+    used = {(f.provider, f.account) for f in history}
+    for candidate in chain.candidates():
+        if (candidate.provider, candidate.account) not in used:
+            return candidate
+    return None
+
+
+def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int | None,
+                rng: random.Random | None = None) -> int:
+    """min(2^(n-1) × base, max), jittered uniformly in [d/2, d]; a provider's suggestion is a floor."""
+    retry = recovery.retry
+    delay = min(2 ** max(retry_number - 1, 0) * retry.base_delay_ms, retry.max_delay_ms)
+    if retry.jitter and delay > 0:
+        delay = int((rng or random.Random()).uniform(delay / 2, delay))
+    return max(delay, min(suggested_ms or 0, retry.max_delay_ms)) if retry.max_delay_ms else delay
+
+
+def fact_of(record: dict[str, object]) -> AttemptFact:
+    """An AttemptFact from a stored Attempt record (the `awp/record` metadata)."""
+    from awp_pipelines.attempts import AttemptRecord
+
+    parsed = AttemptRecord.model_validate(record)
+    failure = parsed.failure
+    return AttemptFact(
+        number=parsed.identity.number, mode=parsed.identity.mode, result=parsed.result,
+        failure_class=failure.failure_class if failure else None,
+        retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
+        suggested_delay_ms=failure.suggested_delay_ms if failure else None,
+        provider=parsed.target.provider, account=parsed.target.account, model=parsed.target.model,
+        workspace_changed=parsed.workspace_changed)
+
+
+def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],
+             fallback: list[TargetSpec]) -> Chain:
+    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback))

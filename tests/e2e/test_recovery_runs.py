@@ -1,0 +1,132 @@
+"""Retry, fallback and repair in process: each decision is a new Attempt in a new Dagster run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import AssetKey, RunsFilter
+from e2e_support import awp, git_log
+
+from awp_pipelines.history import agent_run_records
+from awp_pipelines.instance import open_instance
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.
+RECOVERY_MATRIX = {
+    "01": ["run", "retry"], "02": ["run", "repair"], "03": ["run"], "04": ["run", "retry"],
+    "05": ["run", "retry", "retry"], "06": ["run"], "07": ["run", "retry", "repair"], "08": ["run", "retry"],
+    "09": ["run"],
+}
+
+
+def _records(packet: Path, group: str, prompt: str, agent_run: str) -> list[dict]:
+    instance = open_instance(packet)
+    try:
+        return agent_run_records(instance, AssetKey([group, prompt]), agent_run)
+    finally:
+        instance.dispose()
+
+
+def _oldest_first(instance, tags: dict[str, str]) -> list:  # type: ignore[no-untyped-def]
+    return list(reversed(instance.get_runs(filters=RunsFilter(tags=tags))))  # get_runs lists newest first
+
+
+def test_simulated_recovery_packet_completes_every_prompt_with_prompt_runners_recovery(compat_packet) -> None:
+    packet = compat_packet("simulated_recovery_packet")
+    result = awp("run", packet, "--json")
+    assert result.exit_code == 0, result.output
+    outcomes = json.loads(result.stdout)["prompts"]
+    assert [o["result"] for o in outcomes] == ["completed"] * 9
+    packet_run = outcomes[0]["attempt"].split(".")[0]
+    for prompt, modes in RECOVERY_MATRIX.items():
+        records = _records(packet, "simulated_recovery_packet", prompt, f"{packet_run}.{prompt}")
+        assert [r["identity"]["mode"] for r in records] == modes, prompt
+        assert records[-1]["result"] == "completed"
+    # 03 and 09 recovered inside their one Attempt by resuming the provider session.
+    assert _records(packet, "simulated_recovery_packet", "03", f"{packet_run}.03")[0]["resumes"] == 1
+    # 06: the provider reported an error, the verifier passed: complete, with the error kept as provenance.
+    [override] = _records(packet, "simulated_recovery_packet", "06", f"{packet_run}.06")
+    assert override["provider_failure"]["failure_class"] == "provider_runtime_claim"
+    # 07's repair prompt carried the unmet item and the last runtime error.
+    repair = _records(packet, "simulated_recovery_packet", "07", f"{packet_run}.07")[-1]
+    assert "## Repair Instructions" in repair["prompt_text"]
+    assert "draft.meta.txt" in repair["prompt_text"] and "provider_runtime_claim" in repair["prompt_text"]
+    assert len(git_log(packet / "workspace")) == 10
+
+
+def test_repair_and_retry_runs_name_their_parent_run_and_reason(compat_packet) -> None:
+    packet = compat_packet("simulated_recovery_packet")
+    assert awp("run", packet, "02").exit_code == 0
+    instance = open_instance(packet)
+    try:
+        runs = _oldest_first(instance, {"awp/prompt": "02"})
+        assert [r.tags["awp/mode"] for r in runs] == ["run", "repair"]
+        assert runs[1].tags["awp/parent_run"] == runs[0].run_id
+        assert "unmet verifier items" in runs[1].tags["awp/reason"]
+        assert runs[0].tags["awp/agent_run"] == runs[1].tags["awp/agent_run"]
+    finally:
+        instance.dispose()
+
+
+def test_unmeetable_contract_ends_verification_failed_after_the_repair_budget(compat_packet) -> None:
+    packet = compat_packet("single_repo_packet")
+    result = awp("run", packet, "01", "--provider", "simulated", "--json")
+    assert result.exit_code == 1
+    [outcome] = json.loads(result.stdout)["prompts"]
+    assert outcome["result"] == "verification_failed"
+    assert outcome["attempt"].endswith(".a3")  # the run, then repair.max_attempts = 2 repairs
+    assert "after 2 repair(s)" in outcome["decision"]
+    assert len(git_log(packet / "workspace")) == 1
+
+
+def _fallback_packet(root: Path, make_git_repo) -> Path:  # type: ignore[no-untyped-def]
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "rotate", "provider": "simulated", "accounts": ["sim-a", "sim-b"],
+        "fallback": [{"provider": "backup", "model": "backup-model"}],
+        "repos": {"app": {"path": "./workspace", "default": True}}}))
+    limited = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}
+    prompt = {"id": "01", "verify": {"files_exist": ["done.txt"]},
+              "simulate": {"attempts": [limited, limited, {"writes": [{"path": "done.txt", "text": "ok"}]}]}}
+    (root / "prompts").mkdir()
+    (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(prompt)}---\n# Work\n")
+    return root
+
+
+def test_rate_limit_falls_back_to_the_next_account_then_the_next_provider(tmp_path: Path, make_git_repo) -> None:
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({
+        "providers": {"backup": {"kind": "simulated"}},
+        "accounts": {"sim-a": {"provider": "simulated"}, "sim-b": {"provider": "simulated"}}}))
+    packet = _fallback_packet(tmp_path / "rotate", make_git_repo)
+    result = awp("run", packet, "--providers", providers)
+    assert result.exit_code == 0, result.output
+    instance = open_instance(packet)
+    try:
+        runs = _oldest_first(instance, {"awp/packet": "rotate"})
+        targets = [(r.tags["awp/mode"], r.tags["awp/provider"], r.tags.get("awp/account")) for r in runs]
+        assert targets == [("run", "simulated", "sim-a"), ("fallback", "simulated", "sim-b"),
+                           ("fallback", "backup", None)]
+        assert "provider_rate_limit" in runs[1].tags["awp/reason"]
+        meta = instance.get_latest_materialization_event(AssetKey(["rotate", "01"])).asset_materialization.metadata
+        assert meta["awp/provider"].value == "backup" and meta["awp/model"].value == "backup-model"
+        assert meta["awp/mode"].value == "fallback"
+    finally:
+        instance.dispose()
+    assert "AWP-Provider: backup" in git_log(packet / "workspace")[0]
+
+
+@pytest.mark.slow
+def test_the_demo_packet_completes_all_three_prompts(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
+    result = awp("run", demo, "--json")
+    assert result.exit_code == 0, result.output
+    attempts = [o["attempt"].rsplit(".", 1)[1] for o in json.loads(result.stdout)["prompts"]]
+    assert attempts == ["a1", "a2", "a2"]
