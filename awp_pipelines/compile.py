@@ -57,17 +57,36 @@ class CompiledPacket:
     job: UnresolvedAssetJobDefinition
 
 
+def repo_pools(packet: Packet) -> dict[str, str]:
+    """prompt id → concurrency pool. Prompts whose target repos overlap (transitively) share one pool, so
+    two agents never edit one work tree at once; prompts on disjoint repos may run in parallel."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    targets = {p.id: p.front.targets or [packet.default_repo or "packet"] for p in packet.prompts}
+    for names in targets.values():
+        for other in names[1:]:
+            parent[find(other)] = find(names[0])
+    return {pid: f"awp_{dagster_name(packet.name)}_{dagster_name(find(names[0]))}" for pid, names in targets.items()}
+
+
 def compile_packet(packet: Packet, catalog: Catalog) -> CompiledPacket:
     group = dagster_name(packet.name)
     resource_keys = {RUNTIME_KEY, *catalog_resources(catalog)}
-    assets = [_prompt_asset(packet, prompt, group, resource_keys) for prompt in packet.prompts]
+    pools = repo_pools(packet)
+    assets = [_prompt_asset(packet, prompt, group, resource_keys, pools[prompt.id]) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
                            description=f"Run every prompt of packet {packet.name}.",
                            tags={"awp/packet": packet.name})
     return CompiledPacket(packet, assets, job)
 
 
-def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set[str]) -> AssetsDefinition:
+def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set[str],
+                  pool: str) -> AssetsDefinition:
     key = prompt_key(packet, prompt.id)
     contract = prompt.front.verify
     checks = [AssetCheckSpec(name=item.check_name, asset=key, blocking=True, description=item.label)
@@ -75,7 +94,7 @@ def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set
     deps = [prompt_key(packet, dep) for dep in packet.dependencies(prompt)]
 
     @asset(key=key, deps=deps, group_name=group, description=prompt.body.strip() or prompt.name,
-           check_specs=checks, required_resource_keys=resource_keys, kinds={"agent"},
+           check_specs=checks, required_resource_keys=resource_keys, kinds={"agent"}, pool=pool,
            metadata={"awp/prompt_file": MetadataValue.path(str(prompt.file)), "awp/prompt": prompt.name},
            tags={"awp/role": prompt.front.agent or "coder"})
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:

@@ -78,18 +78,18 @@ def test_dagster_yaml_declares_psycopg2_storage_and_one_run_per_account(
         "db_name": {"env": "AWP_PG_DB"},
         "port": {"env": "AWP_PG_PORT"},
     }
-    coordinator = config["run_coordinator"]
-    assert coordinator["class"] == "QueuedRunCoordinator"
-    assert {"key": "awp/account", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in coordinator[
-        "config"
-    ]["tag_concurrency_limits"]
+    assert config["run_coordinator"]["class"] == "QueuedRunCoordinator"
+    assert {"key": "awp/account", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in config[
+        "concurrency"
+    ]["runs"]["tag_concurrency_limits"]
+    assert config["concurrency"]["pools"]["default_limit"] == 1
     assert config["run_monitoring"]["enabled"] is True
     assert config["telemetry"]["enabled"] is False
 
     # And Dagster accepts the file: its instance schema, then the storage section resolved from the env
     # into the URL that dagster-postgres connects to.
     validated, _ = dagster_instance_config(str(REPO_ROOT))
-    assert validated["run_coordinator"]["config"]["tag_concurrency_limits"][0]["key"] == "awp/account"
+    assert validated["concurrency"]["runs"]["tag_concurrency_limits"][0]["key"] == "awp/account"
     for var in PG_ENV_VARS:
         monkeypatch.setenv(var, var.lower())
     monkeypatch.setenv("AWP_PG_PORT", "6543")

@@ -1,0 +1,53 @@
+"""The packet job as the UI or a schedule launches it: every prompt in one run, no awp/ tags given."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from dagster import AssetCheckKey, AssetKey, DagsterInstance
+
+from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.compile import repo_pools
+from awp_pipelines.packet import load_packet
+from awp_pipelines.resources import AwpRuntime
+from awp_pipelines.runner import packet_definitions
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_prompts_sharing_a_repo_share_a_pool_and_disjoint_repos_do_not(compat_root: Path, tmp_path: Path) -> None:
+    multi = load_packet(compat_root / "multi_repo_packet")
+    assert len(set(repo_pools(multi).values())) == 1  # 01 touches alpha and beta, 02 alpha: one work tree set
+    root = tmp_path / "split"
+    (root / "prompts").mkdir(parents=True)
+    (root / "packet.yaml").write_text("name: split\nrepos:\n  a: {path: a}\n  b: {path: b}\n  c: {path: c}\n")
+    for number, targets in ((1, "[a]"), (2, "[b]"), (3, "[c, b]")):
+        (root / "prompts" / f"0{number}_p.prompt.md").write_text(f"---\ntargets: {targets}\n---\nbody\n")
+    pools = repo_pools(load_packet(root))
+    assert pools["01"] != pools["02"] and pools["02"] == pools["03"]
+
+
+def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
+    packet = load_packet(demo)
+    defs = packet_definitions(packet, BUILTIN, AwpRuntime())
+    with DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
+        assert not result.success  # 02 misses an item (blocking check), 03 is rate limited: sensors recover later
+        checks = instance.event_log_storage
+        passed = checks.get_latest_asset_check_execution_by_key([
+            AssetCheckKey(AssetKey(["demo", "01"]), "contains_1_greeting_md"),
+            AssetCheckKey(AssetKey(["demo", "02"]), "contains_1_changelog_md")])
+        assert passed[AssetCheckKey(AssetKey(["demo", "01"]), "contains_1_greeting_md")].evaluation.passed
+        assert not passed[AssetCheckKey(AssetKey(["demo", "02"]), "contains_1_changelog_md")].evaluation.passed
+        meta = instance.get_latest_materialization_event(AssetKey(["demo", "01"])).asset_materialization.metadata
+        # Without awp/ tags the Dagster run names the packet run.
+        assert meta["awp/packet_run"].value == result.run_id[:8]
+        assert instance.get_latest_materialization_event(AssetKey(["demo", "03"])) is None
+        observed = instance.fetch_observations(AssetKey(["demo", "03"]), limit=5).records
+        assert any(r.asset_observation.metadata.get("awp/result") and
+                   r.asset_observation.metadata["awp/result"].value == "provider_failed" for r in observed)
