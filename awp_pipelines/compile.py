@@ -153,7 +153,7 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
         "awp/event": ATTEMPT_STARTED, "awp/agent_run": agent_run, "awp/attempt": identity.attempt_id,
         "awp/mode": intent.mode}))
     ctx = PlanContext(catalog=catalog, overrides=Overrides(provider=intent.provider, model=intent.model,
-                                                           effort=intent.effort))
+                                                           effort=intent.effort, profile=intent.profile))
     layers, _ = base_layers(packet, ctx)
     plan = plan_prompt(packet, prompt, layers, ctx)
     spec = catalog.providers.get(plan.provider)

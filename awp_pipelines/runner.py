@@ -102,7 +102,7 @@ def _run_agent_run(job: JobDefinition, instance: DagsterInstance, packet: Packet
     # concurrency limits of the queued run coordinator key on.
     intent = RunIntent(packet_run=packet_run, mode="run", provider=plan.provider, model=plan.model,
                        effort=plan.effort, account=plan.accounts[0] if plan.accounts else None,
-                       reason="primary target of the plan")
+                       reason="primary target of the plan", profile=options.overrides.profile)
     chain = chain_of(plan.provider, plan.model, plan.effort, plan.accounts, plan.fallback)
     for _ in range(_MAX_ATTEMPTS):
         result = job.execute_in_process(instance=instance, asset_selection=[key], raise_on_error=False,

@@ -20,6 +20,7 @@ MODEL = f"{PREFIX}model"
 EFFORT = f"{PREFIX}effort"
 REASON = f"{PREFIX}reason"
 PARENT_RUN = f"{PREFIX}parent_run"
+PROFILE = f"{PREFIX}profile"
 
 Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
 MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
@@ -45,18 +46,20 @@ class RunIntent:
     effort: str | None = None
     reason: str | None = None
     parent_run: str | None = None
+    profile: str | None = None
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
         mode = tags.get(MODE, "run")
         return cls(packet_run=tags.get(PACKET_RUN), mode=mode if mode in MODES else "run",  # type: ignore[arg-type]
                    provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
-                   effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN))
+                   effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN),
+                   profile=tags.get(PROFILE))
 
     def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
         raw = {PACKET: packet, PACKET_RUN: self.packet_run, MODE: self.mode, PROVIDER: self.provider,
                ACCOUNT: self.account, MODEL: self.model, EFFORT: self.effort, REASON: self.reason,
-               PARENT_RUN: self.parent_run, PROMPT: prompt}
+               PARENT_RUN: self.parent_run, PROMPT: prompt, PROFILE: self.profile}
         if prompt and self.packet_run:
             raw[AGENT_RUN] = agent_run_id(self.packet_run, prompt)
         return {k: short(v) for k, v in raw.items() if v}

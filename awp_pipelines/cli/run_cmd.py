@@ -14,6 +14,8 @@ from awp_pipelines.cli.common import (
     open_catalog,
     open_packet,
     out,
+    override_options,
+    overrides_from,
     packet_argument,
     providers_option,
     selection_from,
@@ -22,7 +24,7 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.errors import PacketError
-from awp_pipelines.plan import Overrides, PlanContext, build_plan
+from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -32,9 +34,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @click.command("run")
 @packet_argument
 @selection_options
-@click.option("--provider", help="Run every prompt on this provider (e.g. simulated).")
-@click.option("--model", help="Run every prompt with this model or alias.")
-@click.option("--effort", help="Reasoning effort for every prompt.")
+@override_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
 @click.option("--keep-going", is_flag=True, help="Continue with independent prompts after a failure.")
@@ -54,8 +54,8 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @user_errors
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
-                effort: str | None, dry_run: bool, no_commit: bool, keep_going: bool, packet_run: str | None,
-                no_recovery: bool, verbose: bool,
+                effort: str | None, profile: str | None, dry_run: bool, no_commit: bool, keep_going: bool,
+                packet_run: str | None, no_recovery: bool, verbose: bool,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -69,7 +69,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
     loaded = open_packet(packet)
     catalog = open_catalog(providers_file)
-    overrides = Overrides(provider=provider, model=model, effort=effort)
+    overrides = overrides_from(provider, model, effort, profile)
     completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
     plan = build_plan(loaded, PlanContext(catalog=catalog, overrides=overrides), selection)
