@@ -118,10 +118,17 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
 
 def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]
+    """Refuse before any run starts, not halfway through the packet."""
+    from awp_pipelines.providers.registry import adapter_for
+
     for p in prompts:
         if p.provider not in catalog.providers:
             raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
                               hint=f"known providers: {', '.join(catalog.providers)}; or pass --provider")
+        try:
+            adapter_for(catalog.providers[p.provider])
+        except PacketError as err:
+            raise PacketError(file, f"prompt {p.id}: {err.message}", key="provider", hint=err.hint) from None
 
 
 @click.command("verify")

@@ -96,3 +96,26 @@ def test_attempt_numbers_are_counted_from_stored_history_per_agent_run(compat_pa
     assert second.exit_code == 0, second.output
     assert json.loads(second.stdout)["prompts"][0]["attempt"] == f"{packet_run}.01.a2"
     assert (packet / "workspace" / "retry.txt").read_text() == "retry ok"
+
+
+def test_a_cli_profile_reaches_the_attempt_through_its_run_tag(tmp_path: Path, make_git_repo) -> None:
+    from awp_pipelines.profile import profiles_dir
+
+    profiles_dir().mkdir(parents=True, exist_ok=True)
+    (profiles_dir() / "sim.md").write_text("---\nprovider: simulated\nmodel: simulated-from-profile\n---\n")
+    root = tmp_path / "plain"
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text("name: plain\nrepos:\n  app: {path: ./workspace, default: true}\n")
+    (root / "prompts").mkdir()
+    (root / "prompts" / "01_x.prompt.md").write_text(
+        "---\nverify: {files_exist: [x.txt]}\nsimulate: {attempts: [{writes: [{path: x.txt, text: x}]}]}\n---\nx\n")
+    result = awp("run", root, "--profile", "sim")
+    assert result.exit_code == 0, result.output
+    instance = open_instance(root)
+    try:
+        [run] = instance.get_runs()
+        assert run.tags["awp/profile"] == "sim"
+        meta = instance.get_latest_materialization_event(AssetKey(["plain", "01"])).asset_materialization.metadata
+        assert meta["awp/model"].value == "simulated-from-profile"
+    finally:
+        instance.dispose()

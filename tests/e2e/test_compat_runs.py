@@ -162,3 +162,11 @@ def test_single_and_multi_repo_packets_run_with_the_instance_on_postgres(
         assert len(instance.get_runs()) == 4
     finally:
         instance.dispose()
+
+
+def test_a_provider_without_an_adapter_is_refused_before_any_run_starts(compat_packet) -> None:
+    packet = compat_packet("claude_packet")
+    result = awp("run", packet)
+    assert result.exit_code == 2
+    assert "prompt_runner_packet.md" in result.output and "claude_code" in result.output
+    assert not (packet / ".awp").exists()
