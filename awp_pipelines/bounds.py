@@ -48,3 +48,13 @@ def derive_bounds(value: int | str | None) -> Bounds:
     ms, source = parse_timeout_ms(value)
     return Bounds(timeout_ms=ms, transport_timeout_ms=ms, stream_timeout_ms=ms,
                   idle_timeout_ms=max(120_000, ms + 30_000), run_deadline_ms=ms, source=source)
+
+
+def human_duration(ms: int) -> str:
+    """604800000 → '7d', 600000 → '10m', 90000 → '1m30s'."""
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            parts.append(f"{ms // size}{unit}")
+            ms %= size
+    return "".join(parts) or f"{ms}ms"

@@ -24,6 +24,7 @@ DEMO_CHECKS = {
     "demo/02:changed_paths_only", "demo/02:contains_1_changelog_md", "demo/02:contains_2_changelog_md",
     "demo/02:files_exist_1_changelog_md", "demo/03:changed_paths_only", "demo/03:contains_1_status_md",
     "demo/03:doc_1_status_md", "demo/03:files_exist_1_status_md",
+    *(f"demo/0{n}:commands_1_git_diff_quiet_head_readme_md" for n in (1, 2, 3)),
 }
 
 

@@ -313,3 +313,10 @@ def test_plan_json_on_compat_packet(compat_root: Path, tmp_path: Path, monkeypat
         clauses = {k for k, v in prompt.front.verify.model_dump(by_alias=True).items() if v}
         assert entry["verify_items"] and {i["kind"] for i in entry["verify_items"]} == clauses
     assert any(f"profile '{packet.manifest.profile}' not found" in w for w in plan["warnings"])
+
+
+@pytest.mark.parametrize(("ms", "text"), [(604_800_000, "7d"), (600_000, "10m"), (90_000, "1m30s"), (5, "5ms")])
+def test_bounds_print_as_human_durations(ms: int, text: str) -> None:
+    from awp_pipelines.bounds import human_duration
+
+    assert human_duration(ms) == text

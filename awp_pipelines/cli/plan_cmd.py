@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from awp_pipelines.bounds import human_duration
 from awp_pipelines.cli.common import (
     emit_json,
     json_option,
@@ -67,13 +68,12 @@ def print_plan(plan: PacketPlan) -> None:
         if p.fallback:
             target += "\nfallback: " + " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)
         target += "\n" + ", ".join(f"{k}←{v}" for k, v in p.sources.items())
-        hours = p.bounds.timeout_ms / 3_600_000
         retry = p.recovery.retry
         recovery = (f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
                     f"resume {p.recovery.resume_attempts}")
         verify = "\n".join(i.label for i in p.verify_items) or "[yellow]none[/yellow]"
         table.add_row(p.id, f"{p.name}\nphase {p.phase or '-'}; after {', '.join(p.depends_on) or '-'}",
-                      target, f"{hours:g} h ({p.bounds.source})", recovery, verify,
+                      target, f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})", recovery, verify,
                       f"{p.commit_message}\n{p.cwd}")
     out.print(table)
 
