@@ -13,6 +13,7 @@ from dagster import Definitions, ScheduleDefinition
 from awp_pipelines.automation import load_automation
 from awp_pipelines.catalog import Catalog, load_catalog
 from awp_pipelines.compile import compile_packet, dagster_name
+from awp_pipelines.errors import PacketError
 from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 
@@ -39,8 +40,8 @@ def build_definitions(root: Path | None = None) -> Definitions:
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
         if spec.packet not in jobs:
-            raise ValueError(f"sensors/automation.yaml: schedule names unknown packet '{spec.packet}'; "
-                             f"known: {', '.join(jobs)}")
+            raise PacketError(root / "sensors" / "automation.yaml", f"schedule names unknown packet '{spec.packet}'",
+                              key="schedules.packet", hint=f"known packets: {', '.join(jobs) or 'none'}")
         schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
                                             cron_schedule=spec.cron, execution_timezone=spec.timezone))
     runtime = AwpRuntime(providers_file=str(providers_file) if providers_file.is_file() else None)
