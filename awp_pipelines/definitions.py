@@ -12,8 +12,9 @@ from dagster import Definitions, ScheduleDefinition
 
 from awp_pipelines.automation import load_automation
 from awp_pipelines.catalog import Catalog, load_catalog
-from awp_pipelines.compile import compile_packet, dagster_name
+from awp_pipelines.compile import compile_packet
 from awp_pipelines.errors import PacketError
+from awp_pipelines.naming import dagster_name
 from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 

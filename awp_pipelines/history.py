@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dagster import AssetKey, DagsterInstance
 
+ATTEMPT_STARTED = "attempt_started"
 # Enough for any AgentRun's budget; older records are not needed to count one AgentRun's attempts.
 _WINDOW = 1000
 
@@ -16,12 +17,14 @@ def count_started_attempts(instance: DagsterInstance, key: AssetKey, agent_run: 
         if observation is None:
             continue
         meta = observation.metadata
-        if _text(meta.get("awp/event")) == "attempt_started" and _text(meta.get("awp/agent_run")) == agent_run:
+        started = plain_value(meta.get("awp/event")) == ATTEMPT_STARTED
+        if started and plain_value(meta.get("awp/agent_run")) == agent_run:
             count += 1
     return count
 
 
-def _text(value: object) -> str | None:
+def plain_value(value: object) -> str | None:
+    """A stored metadata entry as its plain Python value."""
     return getattr(value, "value", value) if value is not None else None  # type: ignore[return-value]
 
 
@@ -39,7 +42,7 @@ def attempt_outcome(instance: DagsterInstance, run_id: str) -> dict[str, object]
         payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
         if payload is None:
             continue
-        meta = {key: _text(value) for key, value in payload.metadata.items()}
+        meta = {key: plain_value(value) for key, value in payload.metadata.items()}
         if meta.get("awp/result"):
             return meta
     return None
@@ -55,9 +58,9 @@ def agent_run_records(instance: DagsterInstance, key: AssetKey, agent_run: str) 
             if event is None:
                 continue
             meta = event.metadata
-            if _text(meta.get("awp/agent_run")) != agent_run or "awp/record" not in meta:
+            if plain_value(meta.get("awp/agent_run")) != agent_run or "awp/record" not in meta:
                 continue
-            data = _text(meta["awp/record"])
+            data = plain_value(meta["awp/record"])
             if isinstance(data, dict):
                 found[str(data["identity"]["attempt_id"])] = data  # type: ignore[index]
     return sorted(found.values(), key=lambda r: r["identity"]["number"])  # type: ignore[index]

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, replace
 from dagster import DagsterInstance, Definitions, ExecuteInProcessResult, JobDefinition
 
 from awp_pipelines.catalog import Catalog
-from awp_pipelines.compile import compile_packet, prompt_key
+from awp_pipelines.compile import compile_packet
 from awp_pipelines.history import agent_run_records, attempt_outcome
+from awp_pipelines.naming import prompt_key
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import Overrides, PromptPlan
 from awp_pipelines.policy import Verdict, chain_of, decide, fact_of

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from awp_pipelines.compile import prompt_key
-from awp_pipelines.history import _text
+from awp_pipelines.history import plain_value
 from awp_pipelines.instance import open_instance
+from awp_pipelines.naming import prompt_key
 from awp_pipelines.packet import Packet
 
 
@@ -18,7 +18,7 @@ def latest_results(packet: Packet, instance: DagsterInstance) -> dict[str, str]:
     for prompt in packet.prompts:
         records = instance.fetch_materializations(prompt_key(packet, prompt.id), limit=1).records
         if records and records[0].asset_materialization is not None:
-            result = _text(records[0].asset_materialization.metadata.get("awp/result"))
+            result = plain_value(records[0].asset_materialization.metadata.get("awp/result"))
             if result:
                 results[prompt.id] = str(result)
     return results
