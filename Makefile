@@ -26,3 +26,8 @@ demo: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Per-Attempt cost of the Dagster layer over the pure engine (ratios within one run; see bench/README.md).
+.PHONY: bench
+bench: install
+	$(VENV)/bin/python bench/attempt_overhead.py
