@@ -13,7 +13,7 @@ from dagster import DagsterInstance, Definitions, ExecuteInProcessResult, JobDef
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.compile import compile_packet
 from awp_pipelines.history import agent_run_records, attempt_outcome
-from awp_pipelines.naming import prompt_key
+from awp_pipelines.naming import job_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import Overrides, PromptPlan
 from awp_pipelines.policy import Verdict, chain_of, decide, fact_of
@@ -71,7 +71,7 @@ def run_packet(packet: Packet, plans: list[PromptPlan], catalog: Catalog, runtim
                on_done: Callable[[PromptOutcome], None] = lambda o: None,
                on_decision: Callable[[Prompt, Verdict], None] = lambda p, v: None) -> list[PromptOutcome]:
     defs = packet_definitions(packet, catalog, runtime)
-    job = defs.resolve_job_def(compile_packet(packet, catalog).job.name)
+    job = defs.resolve_job_def(job_name(packet))
     packet_run = options.packet_run or new_packet_run_id()
     outcomes: list[PromptOutcome] = []
     unfinished: set[str] = set()
