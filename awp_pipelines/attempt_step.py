@@ -5,6 +5,7 @@ import os
 
 from dagster import AssetExecutionContext, AssetKey, AssetObservation, DagsterInstance, Failure
 
+from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.events import EventSink
@@ -65,7 +66,7 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
         raise Failure(description=f"unknown provider '{plan.provider}'; known: {', '.join(catalog.providers)}",
                       allow_retries=False)
     target = AttemptTarget(provider=plan.provider, provider_kind=spec.kind,
-                           account=intent.account or (plan.accounts[0] if plan.accounts else None),
+                           account=intent.account or catalog.first_account(plan.accounts, plan.provider),
                            model=plan.model, effort=plan.effort,
                            reason=intent.reason or "primary target of the plan")
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
@@ -76,6 +77,11 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
                           secret_env=secrets, repair_text=repair_text(context.instance, key, agent_run)
                           if intent.mode == "repair" else None)
+    # Only the compute knows the attempt number (counted from history) and the account finally used:
+    # it adds them to its own run's tags, so runs filter by attempt and account in the UI.
+    known = {tags.ATTEMPT: identity.attempt_id, tags.AGENT_RUN: agent_run, tags.PROVIDER: target.provider,
+             tags.MODEL: target.model, tags.ACCOUNT: target.account or ""}
+    context.instance.add_run_tags(context.run.run_id, {k: tags.short(v) for k, v in known.items() if v})
     context.log.info(f"Attempt {identity.attempt_id}: {target.provider}/{target.model} ({intent.mode})")
     record = execute_attempt(attempt, adapter_for(spec), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")

@@ -52,6 +52,13 @@ class Catalog(StrictModel):
                        accounts={**base.accounts, **self.accounts},
                        aliases={**base.aliases, **self.aliases})
 
+    def accounts_of(self, accounts: list[str], provider: str) -> list[str]:
+        """Those of `accounts` declared for `provider`: a fallback never borrows another provider's login."""
+        return [a for a in accounts if a in self.accounts and self.accounts[a].provider == provider]
+
+    def first_account(self, accounts: list[str], provider: str) -> str | None:
+        return next(iter(self.accounts_of(accounts, provider)), None)
+
     def infer_provider(self, model: str) -> str | None:
         """Longest matching model prefix wins (Prompt Runner infers the provider from the model)."""
         best: tuple[int, str] | None = None

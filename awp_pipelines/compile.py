@@ -5,6 +5,7 @@ per verifier item, one asset group and one asset job per packet."""
 from dataclasses import dataclass
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetObservation,
@@ -19,7 +20,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 
 from awp_pipelines.attempt_step import run_attempt
 from awp_pipelines.catalog import Catalog
-from awp_pipelines.metadata import check_results, record_metadata
+from awp_pipelines.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.naming import dagster_name, job_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.resources import RUNTIME_KEY, catalog_resources
@@ -76,12 +77,19 @@ def _prompt_asset(packet: Packet, prompt: Prompt, group: str, resource_keys: set
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript = run_attempt(context, packet, prompt)
         metadata = record_metadata(record, transcript)
-        if record.result in ("completed", "verification_failed"):
-            # A failed blocking check fails the step after the materialization is stored.
+        if record.result == "completed":
             return MaterializeResult(metadata=metadata, check_results=check_results(record))
+        # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
+        # observation, and the checks it did evaluate are stored as failed evaluations (a repair sensor's input).
         context.log_event(AssetObservation(asset_key=key, metadata=metadata))
+        for result in check_results(record):
+            context.log_event(AssetCheckEvaluation(asset_key=key, check_name=result.check_name,
+                                                   passed=result.passed, metadata=result.metadata,
+                                                   severity=result.severity, description=result.description,
+                                                   blocking=True))
         failure = record.failure
-        raise Failure(description=f"{record.result}: {failure.message if failure else ''}".strip(),
+        reason = failure.message if failure else unmet_summary(record)
+        raise Failure(description=f"{record.result}: {reason}".strip(),
                       metadata={"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
                                 "awp/failure_class": failure.failure_class if failure else "none"},
                       allow_retries=False)

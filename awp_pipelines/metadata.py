@@ -23,7 +23,6 @@ def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
         "awp/mode": ident.mode,
         "awp/packet_run": ident.packet_run,
         "awp/provider": target.provider,
-        "awp/account": target.account or "none",
         "awp/model": target.model,
         "awp/effort": target.effort or "default",
         "awp/reason": target.reason,
@@ -38,6 +37,8 @@ def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
     }
     if record.usage.cost_usd is not None:
         meta["awp/cost_usd"] = MetadataValue.float(record.usage.cost_usd)
+    if target.account:
+        meta["awp/account"] = target.account
     if record.session_id:
         meta["awp/session_id"] = record.session_id
     if ident.parent_run:
@@ -74,5 +75,13 @@ def check_results(record: AttemptRecord) -> list[AssetCheckResult]:
             severity=AssetCheckSeverity.ERROR, description=item.label,
             metadata={"kind": item.kind, "repo": item.repo or "", "path": item.path or "",
                       "attempt": record.identity.attempt_id, "fault": item.fault or "none",
-                      "details": MetadataValue.md("\n".join(cap_lines(item.details, 40)) or "met")}))
+                      # Text, not Markdown: the UI shows text inline, Markdown behind a click.
+                      "details": MetadataValue.text("\n".join(cap_lines(item.details, 40)) or "met")}))
     return results
+
+
+def unmet_summary(record: AttemptRecord) -> str:
+    if record.verifier is None:
+        return ""
+    unmet = [item.label for item in record.verifier.items if not item.passed]
+    return "unmet: " + "; ".join(unmet) if unmet else ""

@@ -83,7 +83,7 @@ def run_packet(packet: Packet, plans: list[PromptPlan], catalog: Catalog, runtim
                                     message=f"waits for {', '.join(blockers)}")
         else:
             on_start(prompt)
-            outcome = _run_agent_run(job, instance, packet, prompt, plan, packet_run, options,
+            outcome = _run_agent_run(job, instance, catalog, packet, prompt, plan, packet_run, options,
                                      lambda v, p=prompt: on_decision(p, v))
         outcomes.append(outcome)
         on_done(outcome)
@@ -94,17 +94,18 @@ def run_packet(packet: Packet, plans: list[PromptPlan], catalog: Catalog, runtim
     return outcomes
 
 
-def _run_agent_run(job: JobDefinition, instance: DagsterInstance, packet: Packet, prompt: Prompt,
-                   plan: PromptPlan, packet_run: str, options: RunOptions,
+def _run_agent_run(job: JobDefinition, instance: DagsterInstance, catalog: Catalog, packet: Packet,
+                   prompt: Prompt, plan: PromptPlan, packet_run: str, options: RunOptions,
                    on_decision: Callable[[Verdict], None]) -> PromptOutcome:
     """Attempts of one AgentRun until the decision function says it is over. Each is its own Dagster run."""
     key = prompt_key(packet, prompt.id)
     # The resolved target goes on the run's tags at launch: filterable, and what per-account
     # concurrency limits of the queued run coordinator key on.
     intent = RunIntent(packet_run=packet_run, mode="run", provider=plan.provider, model=plan.model,
-                       effort=plan.effort, account=plan.accounts[0] if plan.accounts else None,
+                       effort=plan.effort, account=catalog.first_account(plan.accounts, plan.provider),
                        reason="primary target of the plan", profile=options.overrides.profile)
-    chain = chain_of(plan.provider, plan.model, plan.effort, plan.accounts, plan.fallback)
+    chain = chain_of(plan.provider, plan.model, plan.effort, catalog.accounts_of(plan.accounts, plan.provider),
+                     plan.fallback)
     for _ in range(_MAX_ATTEMPTS):
         result = job.execute_in_process(instance=instance, asset_selection=[key], raise_on_error=False,
                                         tags=intent.to_tags(packet.name, prompt.id),

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import CommandCheck, DocCheck, VerifyContract
+from .contract import CommandCheck, ContainsCheck, DocCheck, MatchesCheck, VerifyContract
 from .paths import display, written_repo_path
 
 # The order items are listed and run in (Prompt Runner's verification order).
@@ -77,6 +77,15 @@ def entry_label(clause: str, entry: Any) -> str:
     return f"{_LABEL_PREFIX[clause]}: {display(entry)}"
 
 
+def _what(entry: Any) -> str:
+    """What a contains/matches item looks for: two items on one file must read differently in the UI."""
+    if isinstance(entry, ContainsCheck):
+        return f" ({entry.text!r})"
+    if isinstance(entry, MatchesCheck):
+        return f" (/{entry.pattern}/)"
+    return ""
+
+
 def command_text(command: CommandCheck, *, with_repo: bool = False) -> str:
     argv = shlex.join([command.exec, *command.args])
     return f"{command.repo}: {argv}" if with_repo and command.repo else argv
@@ -111,7 +120,7 @@ def _entry_item(clause: str, index: int, entry: Any) -> ContractItem:
     return ContractItem(
         kind=clause,
         check_name=check_name(f"{clause}_{index}", words),
-        label=entry_label(clause, entry),
+        label=entry_label(clause, entry) + _what(entry),
         repo=repo,
         path=path,
     )

@@ -73,6 +73,7 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
         tags = run.tags
         assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
         assert tags["awp/agent_run"] == f"{tags['awp/packet_run']}.01"
+        assert tags["awp/attempt"] == f"{tags['awp/agent_run']}.a1"
         meta = instance.get_latest_materialization_event(AssetKey(["authoring_packet", "01"])) \
             .asset_materialization.metadata
         record = meta["awp/record"].value

@@ -47,7 +47,11 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         meta = instance.get_latest_materialization_event(AssetKey(["demo", "01"])).asset_materialization.metadata
         # Without awp/ tags the Dagster run names the packet run.
         assert meta["awp/packet_run"].value == result.run_id[:8]
+        # An Attempt that did not complete produced no work product: observed, never materialized.
+        assert instance.get_latest_materialization_event(AssetKey(["demo", "02"])) is None
         assert instance.get_latest_materialization_event(AssetKey(["demo", "03"])) is None
+        run_tags = instance.get_run_by_id(result.run_id).tags
+        assert run_tags["awp/attempt"].startswith(result.run_id[:8])
         observed = instance.fetch_observations(AssetKey(["demo", "03"]), limit=5).records
         assert any(r.asset_observation.metadata.get("awp/result") and
                    r.asset_observation.metadata["awp/result"].value == "provider_failed" for r in observed)
