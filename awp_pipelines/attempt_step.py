@@ -1,13 +1,17 @@
 """The compute of a prompt asset: one Attempt, its identity counted from stored history, its target read
 from the run's tags (so a sensor-launched retry, fallback or repair run needs nothing but tags)."""
 
-import os
-
 from dagster import AssetExecutionContext, AssetKey, AssetObservation, DagsterInstance, Failure
 
 from awp_pipelines import tags
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.catalog import Catalog
+from awp_pipelines.attempts import (
+    AttemptIdentity,
+    AttemptRecord,
+    AttemptSpec,
+    AttemptTarget,
+    execute_attempt,
+    repair_instructions,
+)
 from awp_pipelines.events import EventSink
 from awp_pipelines.history import ATTEMPT_STARTED, agent_run_records, count_started_attempts
 from awp_pipelines.naming import prompt_key
@@ -19,27 +23,9 @@ from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 
 
 def repair_text(instance: DagsterInstance, key: AssetKey, agent_run: str) -> str | None:
-    """What the repair prompt carries: the last runtime error and the unmet items, from stored history."""
+    """What the repair prompt carries, from the AgentRun's last stored record."""
     records = agent_run_records(instance, key, agent_run)
-    if not records:
-        return None
-    last = AttemptRecord.model_validate(records[-1])
-    parts = []
-    if last.failure or last.provider_failure:
-        failure = last.failure or last.provider_failure
-        parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
-    if last.verifier is not None and not last.verifier.passed:
-        parts.append("Remaining verifier failures:\n\n" + last.verifier.unmet_text())
-    return "\n\n".join(parts) or None
-
-
-def account_secrets(catalog: Catalog, account: str | None) -> dict[str, str]:
-    """The account's own credential, for the agent's environment and for redaction: nothing else secret."""
-    spec = catalog.accounts.get(account) if account else None
-    if spec is None or not spec.credential_env:
-        return {}
-    value = os.environ.get(spec.credential_env)
-    return {spec.credential_env: value} if value else {}
+    return repair_instructions(AttemptRecord.model_validate(records[-1])) if records else None
 
 
 def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) -> tuple[AttemptRecord, str]:
@@ -71,7 +57,7 @@ def run_attempt(context: AssetExecutionContext, packet: Packet, prompt: Prompt) 
                            reason=intent.reason or "primary target of the plan")
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
                    / f"{identity.attempt_id}.jsonl")
-    secrets = account_secrets(catalog, target.account)
+    secrets = catalog.account_secrets(target.account)
     sink = EventSink(events_file, identity.attempt_id, secrets=secrets.values())
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,

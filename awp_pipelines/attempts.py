@@ -119,6 +119,17 @@ def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def repair_instructions(last: AttemptRecord) -> str | None:
+    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures."""
+    parts = []
+    failure = last.failure or last.provider_failure
+    if failure:
+        parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
+    if last.verifier is not None and not last.verifier.passed:
+        parts.append("Remaining verifier failures:\n\n" + last.verifier.unmet_text())
+    return "\n\n".join(parts) or None
+
+
 def prompt_text(spec: AttemptSpec) -> str:
     text = spec.prompt.body
     if spec.repair_text:

@@ -59,6 +59,12 @@ class Catalog(StrictModel):
     def first_account(self, accounts: list[str], provider: str) -> str | None:
         return next(iter(self.accounts_of(accounts, provider)), None)
 
+    def account_secrets(self, account: str | None) -> dict[str, str]:
+        """The account's own credential, for the agent's environment and for redaction: nothing else secret."""
+        spec = self.accounts.get(account) if account else None
+        value = os.environ.get(spec.credential_env) if spec is not None and spec.credential_env else None
+        return {spec.credential_env: value} if spec is not None and spec.credential_env and value else {}
+
     def infer_provider(self, model: str) -> str | None:
         """Longest matching model prefix wins (Prompt Runner infers the provider from the model)."""
         best: tuple[int, str] | None = None

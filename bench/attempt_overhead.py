@@ -100,7 +100,14 @@ class Repetition:
 
 def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     """The pure engine, Attempt by Attempt, as the asset's compute and `awp run`'s loop would drive it."""
-    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
+    from awp_pipelines.attempts import (
+        AttemptIdentity,
+        AttemptRecord,
+        AttemptSpec,
+        AttemptTarget,
+        execute_attempt,
+        repair_instructions,
+    )
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.events import EventSink
     from awp_pipelines.packet import load_packet
@@ -108,20 +115,6 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     from awp_pipelines.policy import chain_of, decide, fact_of
     from awp_pipelines.providers.registry import adapter_for
     from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
-
-    def repair_text(last: AttemptRecord) -> str | None:  # as the compute does, from the last stored record
-        parts = []
-        failure = last.failure or last.provider_failure
-        if failure:
-            parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
-        if last.verifier is not None and not last.verifier.passed:
-            parts.append("Remaining verifier failures:\n\n" + last.verifier.unmet_text())
-        return "\n\n".join(parts) or None
-
-    def secrets_of(catalog: Any, account: str | None) -> dict[str, str]:
-        spec = catalog.accounts.get(account) if account else None
-        value = os.environ.get(spec.credential_env) if spec is not None and spec.credential_env else None
-        return {spec.credential_env: value} if spec is not None and value else {}
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -153,12 +146,12 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
                                    account=intent.account or (plan.accounts[0] if plan.accounts else None),
                                    model=plan.model, effort=plan.effort,
                                    reason=intent.reason or "primary target of the plan")
-            secrets = secrets_of(catalog, target.account)
+            secrets = catalog.account_secrets(target.account)
             sink = EventSink(state / "events" / packet_run / prompt.id / f"{identity.attempt_id}.jsonl",
                              identity.attempt_id, secrets=secrets.values())
             spec = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                                commit=True, simulate=prompt.front.simulate, secret_env=secrets,
-                               repair_text=repair_text(records[-1]) if intent.mode == "repair" and records
+                               repair_text=repair_instructions(records[-1]) if intent.mode == "repair" and records
                                else None)
             t1 = time.perf_counter()
             record = execute_attempt(spec, adapter_for(pspec), sink)
