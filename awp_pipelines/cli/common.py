@@ -17,7 +17,6 @@ from rich.markup import escape
 from awp_pipelines.catalog import Catalog, load_catalog
 from awp_pipelines.errors import PacketError
 from awp_pipelines.packet import Packet, load_packet
-from awp_pipelines.plan import Overrides
 from awp_pipelines.selection import Selection, selection_from_flags
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,10 +83,6 @@ def override_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def overrides_from(provider: str | None, model: str | None, effort: str | None, profile: str | None) -> Overrides:
-    return Overrides(provider=provider, model=model, effort=effort, profile=profile)
 
 
 def selection_from(ids: tuple[str, ...], from_id: str | None, through_id: str | None, phase: str | None,

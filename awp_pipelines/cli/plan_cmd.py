@@ -16,14 +16,13 @@ from awp_pipelines.cli.common import (
     open_packet,
     out,
     override_options,
-    overrides_from,
     packet_argument,
     providers_option,
     selection_from,
     selection_options,
     user_errors,
 )
-from awp_pipelines.plan import PacketPlan, PlanContext, build_plan
+from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, build_plan
 from awp_pipelines.schema import SCHEMAS, schema_for
 
 
@@ -46,7 +45,8 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
         from awp_pipelines.state import completed_prompts
 
         completed = frozenset(completed_prompts(loaded))
-    ctx = PlanContext(catalog=open_catalog(providers_file), overrides=overrides_from(provider, model, effort, profile))
+    overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
+    ctx = PlanContext(catalog=open_catalog(providers_file), overrides=overrides)
     result = build_plan(loaded, ctx, selection_from(ids, from_id, through_id, phase, remaining, completed))
     if as_json:
         emit_json(result)

@@ -15,7 +15,6 @@ from awp_pipelines.cli.common import (
     open_packet,
     out,
     override_options,
-    overrides_from,
     packet_argument,
     providers_option,
     selection_from,
@@ -24,7 +23,7 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.errors import PacketError
-from awp_pipelines.plan import PlanContext, build_plan
+from awp_pipelines.plan import Overrides, PlanContext, build_plan
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -69,7 +68,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
     loaded = open_packet(packet)
     catalog = open_catalog(providers_file)
-    overrides = overrides_from(provider, model, effort, profile)
+    overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
     completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
     plan = build_plan(loaded, PlanContext(catalog=catalog, overrides=overrides), selection)
