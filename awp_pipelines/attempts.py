@@ -21,12 +21,21 @@ from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
+from awp_pipelines.policy import AttemptFact
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
 from awp_pipelines.redact import redact
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
-from awp_pipelines.workspace import changed_since, snapshot
+from awp_pipelines.workspace import (
+    RepoState,
+    WorkspaceError,
+    changed_since,
+    discard_changes,
+    restore_checkpoint,
+    save_checkpoint,
+    snapshot,
+)
 
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
 _BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER")
@@ -93,10 +102,25 @@ class AttemptRecord(BaseModel):
     workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
     commits: list[CommitInfo] = Field(default_factory=list)
     events_file: str | None = None
+    wip: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint commit "
+                                "holding the partial work of an Attempt that did not complete.")
+    restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
+                                     "AgentRun's previous Attempt this one started from.")
 
     @property
     def completed(self) -> bool:
         return self.result == "completed"
+
+    def fact(self) -> AttemptFact:
+        """What the decision function needs of this record."""
+        failure = self.failure
+        return AttemptFact(
+            number=self.identity.number, mode=self.identity.mode, result=self.result,
+            failure_class=failure.failure_class if failure else None,
+            retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
+            suggested_delay_ms=failure.suggested_delay_ms if failure else None,
+            provider=self.target.provider, account=self.target.account, model=self.target.model,
+            effort=self.target.effort, workspace_changed=self.workspace_changed)
 
 
 @dataclass(frozen=True)
@@ -110,6 +134,7 @@ class AttemptSpec:
     simulate: SimulateSpec | None = None
     repair_text: str | None = None
     secret_env: Mapping[str, str] | None = None
+    restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
 
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -142,6 +167,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     started, clock = _now(), time.monotonic()
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
     request = ProviderRequest(
@@ -164,6 +190,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
+    wip = _checkpoint(spec, targets, before) if result != "completed" else {}
     usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                   cost_usd=outcome.usage.cost_usd)
     return AttemptRecord(
@@ -173,7 +200,32 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, messages=outcome.messages, verifier=report, workspace_changed=changed,
         prompt_text=redact(request.prompt_text),
-        commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None)
+        commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
+        restored=restored)
+
+
+def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:
+    """Start from the previous Attempt's partial work, replayed onto each repo's current HEAD. A checkpoint
+    that no longer applies is left out of the record's `restored`: that Attempt started from HEAD."""
+    return {repo: sha for repo, sha in restore.items() if repo in targets and restore_checkpoint(targets[repo], sha)}
+
+
+def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[str, RepoState]) -> dict[str, str]:
+    """Save an unfinished Attempt's partial work under refs/awp/checkpoints/<agent run>/<attempt>, then
+    leave each repo as clean as it was before the Attempt, so no other prompt commits it."""
+    ident = spec.identity
+    saved = {}
+    for name, repo in targets.items():
+        ref = f"refs/awp/checkpoints/{ident.agent_run}/{ident.attempt_id}"
+        try:
+            sha = save_checkpoint(repo, before[name].head, ref, f"AWP checkpoint {ident.attempt_id}")
+            if sha:
+                saved[name] = sha
+                if not before[name].dirty:  # never discard what was there before the Attempt
+                    discard_changes(repo)
+        except WorkspaceError:
+            continue
+    return saved
 
 
 def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,

@@ -1,4 +1,5 @@
-"""`PacketComponent`: declare a packet in a `dg` project's defs.yaml.
+"""`PacketComponent`: declare a packet in a `dg` project's defs.yaml (the registry module of pyproject's
+[tool.dg.project]; the component itself is built by the one shared builder).
 
     type: awp_pipelines.components.PacketComponent
     attributes:
@@ -13,13 +14,14 @@ from pathlib import Path
 from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
 
 from awp_pipelines.catalog import load_catalog
-from awp_pipelines.compile import compile_packet
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.resources import AwpRuntime
 from awp_pipelines.packet import load_packet
-from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 
 
 class PacketComponent(Component, Model, Resolvable):
-    """One AWP packet: an asset per prompt, a blocking check per verifier item, a `packet__<name>` job."""
+    """One AWP packet: an asset per prompt, a blocking check per verifier item, a `packet__<name>` job and
+    its recovery sensor. Several components load side by side in one code location."""
 
     path: str
     providers_file: str | None = None
@@ -28,8 +30,6 @@ class PacketComponent(Component, Model, Resolvable):
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         base = Path(context.path)
         providers = (base / self.providers_file).resolve() if self.providers_file else None
-        catalog = load_catalog(providers)
-        compiled = compile_packet(load_packet(base / self.path), catalog)
-        runtime = AwpRuntime(commit=self.commit, providers_file=str(providers) if providers else None)
-        return Definitions(assets=compiled.assets, jobs=[compiled.job],
-                           resources={RUNTIME_KEY: runtime, **catalog_resources(catalog)})
+        compiled = packet_assets(load_packet(base / self.path), load_catalog(providers),
+                                 AwpRuntime(commit=self.commit))
+        return compiled.definitions()

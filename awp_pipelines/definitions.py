@@ -12,11 +12,10 @@ from dagster import Definitions, ScheduleDefinition
 
 from awp_pipelines.automation import load_automation
 from awp_pipelines.catalog import Catalog, load_catalog
-from awp_pipelines.compile import compile_packet
 from awp_pipelines.errors import PacketError
-from awp_pipelines.naming import dagster_name
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
-from awp_pipelines.resources import RUNTIME_KEY, AwpRuntime, catalog_resources
 
 REPO_PACKETS_DIR = "assets"
 
@@ -36,7 +35,7 @@ def build_definitions(root: Path | None = None) -> Definitions:
     root = root or project_root()
     providers_file = root / "resources" / "providers.yaml"
     catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
-    compiled = [compile_packet(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
+    compiled = [packet_assets(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
@@ -45,13 +44,7 @@ def build_definitions(root: Path | None = None) -> Definitions:
                               key="schedules.packet", hint=f"known packets: {', '.join(jobs) or 'none'}")
         schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
                                             cron_schedule=spec.cron, execution_timezone=spec.timezone))
-    runtime = AwpRuntime(providers_file=str(providers_file) if providers_file.is_file() else None)
-    return Definitions(
-        assets=[a for c in compiled for a in c.assets],
-        jobs=list(jobs.values()),
-        schedules=schedules,
-        resources={RUNTIME_KEY: runtime, **catalog_resources(catalog)},
-    )
+    return Definitions.merge(*(c.definitions() for c in compiled), Definitions(schedules=schedules))
 
 
 defs = build_definitions()

@@ -38,6 +38,7 @@ FailureClass = Literal[
     "verifier_timeout",
     "commit_failed",
     "launch_failed",
+    "interrupted",  # the Attempt's process died (kill, crash, signal) before its record was written
 ]
 FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
 
@@ -117,7 +118,8 @@ class FailureEnvelope(BaseModel):
             raise ValueError(f"unknown failure class {failure_class!r}")
         transport = failure_class in TRANSPORT_CLASSES
         remote = failure_class in REMOTE_CLAIM_CLASSES
-        retryable = transport or (remote and failure_class != "guardrail_blocked") or failure_class == "unknown"
+        retryable = (transport or (remote and failure_class != "guardrail_blocked")
+                     or failure_class in ("unknown", "interrupted"))
         return cls(
             failure_class=failure_class,
             retryable=retryable,

@@ -36,7 +36,15 @@ class AttemptFact:
     provider: str = ""
     account: str | None = None
     model: str = ""
+    effort: str | None = None
     workspace_changed: bool = False
+
+
+def interrupted_fact(number: int, mode: str, target: Target) -> AttemptFact:
+    """A started Attempt whose run ended with no record: its process died. It counts, and is retried."""
+    return AttemptFact(number=number, mode=mode, result="provider_failed", failure_class="interrupted",
+                       retryable=True, repairable=True, provider=target.provider, account=target.account,
+                       model=target.model or "", effort=target.effort)
 
 
 @dataclass(frozen=True)
@@ -137,21 +145,6 @@ def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int |
     if retry.jitter and delay > 0:
         delay = int((rng or random.Random()).uniform(delay / 2, delay))
     return max(delay, min(suggested_ms or 0, retry.max_delay_ms)) if retry.max_delay_ms else delay
-
-
-def fact_of(record: dict[str, object]) -> AttemptFact:
-    """An AttemptFact from a stored Attempt record (the `awp/record` metadata)."""
-    from awp_pipelines.attempts import AttemptRecord
-
-    parsed = AttemptRecord.model_validate(record)
-    failure = parsed.failure
-    return AttemptFact(
-        number=parsed.identity.number, mode=parsed.identity.mode, result=parsed.result,
-        failure_class=failure.failure_class if failure else None,
-        retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
-        suggested_delay_ms=failure.suggested_delay_ms if failure else None,
-        provider=parsed.target.provider, account=parsed.target.account, model=parsed.target.model,
-        workspace_changed=parsed.workspace_changed)
 
 
 def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],

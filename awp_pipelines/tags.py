@@ -20,7 +20,7 @@ MODEL = f"{PREFIX}model"
 EFFORT = f"{PREFIX}effort"
 REASON = f"{PREFIX}reason"
 PARENT_RUN = f"{PREFIX}parent_run"
-PROFILE = f"{PREFIX}profile"
+PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
 
 Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
 MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
@@ -46,7 +46,7 @@ class RunIntent:
     effort: str | None = None
     reason: str | None = None
     parent_run: str | None = None
-    profile: str | None = None
+    attempt: str | None = None  # the Attempt the launcher expects this run to be (its run key)
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
@@ -54,12 +54,12 @@ class RunIntent:
         return cls(packet_run=tags.get(PACKET_RUN), mode=mode if mode in MODES else "run",  # type: ignore[arg-type]
                    provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
                    effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN),
-                   profile=tags.get(PROFILE))
+                   attempt=tags.get(ATTEMPT))
 
     def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
         raw = {PACKET: packet, PACKET_RUN: self.packet_run, MODE: self.mode, PROVIDER: self.provider,
                ACCOUNT: self.account, MODEL: self.model, EFFORT: self.effort, REASON: self.reason,
-               PARENT_RUN: self.parent_run, PROMPT: prompt, PROFILE: self.profile}
+               PARENT_RUN: self.parent_run, PROMPT: prompt, ATTEMPT: self.attempt}
         if prompt and self.packet_run:
             raw[AGENT_RUN] = agent_run_id(self.packet_run, prompt)
         return {k: short(v) for k, v in raw.items() if v}

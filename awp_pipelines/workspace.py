@@ -130,3 +130,58 @@ def snapshot(repos: Mapping[str, Path]) -> dict[str, RepoState]:
 def changed_since(before: Mapping[str, RepoState], after: Mapping[str, RepoState]) -> list[str]:
     """Names of the repos whose HEAD or work tree differ between two snapshots (a new repo counts)."""
     return sorted(name for name, state in after.items() if before.get(name) != state)
+
+
+# The WIP checkpoint: an Attempt that did not complete leaves its partial work in a commit object under
+# refs/awp/checkpoints/…, not in the tree. The next Attempt of the same AgentRun starts from it; any other
+# prompt's Attempt starts from a clean tree and never commits another AgentRun's partial work.
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str) -> str | None:
+    """Commit the work tree's changes against `base` (untracked files included) to `ref`, without touching
+    HEAD, the index or the tree. None when there is nothing to save."""
+    if not changed_paths(repo):
+        return None
+    index = Path(repo) / ".git" / "awp-checkpoint.index"
+    env = {**git_env(), "GIT_INDEX_FILE": str(index)}
+    try:
+        for args in (["read-tree", base] if base else ["read-tree", "--empty"], ["add", "-A"]):
+            _git_with_env(repo, env, *args)
+        tree = _git_with_env(repo, env, "write-tree").strip()
+    finally:
+        index.unlink(missing_ok=True)
+    parents = ["-p", base] if base else []
+    sha = git(repo, "commit-tree", tree, *parents, "-m", message).stdout.strip()
+    git(repo, "update-ref", ref, sha)
+    return sha
+
+
+def discard_changes(repo: Path | str) -> None:
+    """Back to HEAD: tracked changes reverted, untracked files removed (ignored files are kept)."""
+    if head(repo) is not None:
+        git(repo, "reset", "--quiet", "--hard", "HEAD")
+    git(repo, "clean", "-fdq")
+
+
+def restore_checkpoint(repo: Path | str, sha: str) -> bool:
+    """Replay a checkpoint's changes onto the current tree (three-way, so commits made since by other
+    prompts stay). False when they no longer apply."""
+    parent = git(repo, "rev-parse", "--verify", "--quiet", f"{sha}^", ok_codes=(0, 1)).stdout.strip()
+    patch = git(repo, "diff", "--binary", "--no-ext-diff", parent or _EMPTY_TREE, sha).stdout
+    if not patch:
+        return True
+    proc = git(repo, "apply", "--3way", "--whitespace=nowarn", input=patch, ok_codes=(0, 1))
+    if proc.returncode != 0:
+        discard_changes(repo)
+        return False
+    git(repo, "reset", "--quiet")  # leave the replayed work unstaged, as the agent left it
+    return True
+
+
+def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=dict(env),
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise WorkspaceError(repo, args, proc.stderr or proc.stdout)
+    return proc.stdout

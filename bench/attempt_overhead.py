@@ -180,8 +180,8 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.packet import load_packet
     from awp_pipelines.plan import PlanContext, build_plan
-    from awp_pipelines.resources import AwpRuntime
-    from awp_pipelines.runner import RunOptions, run_packet
+    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.runner import RunOptions, run_packet
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -243,7 +243,7 @@ def _tree_bytes(folder: Path) -> int:
 
 @contextmanager
 def _sqlite_instance(folder: Path) -> Iterator[tuple[Any, Callable[[], int]]]:
-    from awp_pipelines.instance import open_instance
+    from awp_pipelines.orchestration.instance import open_instance
 
     instance = open_instance(folder, folder)  # an empty folder becomes embedded SQLite, as `awp run` does
     try:
@@ -259,7 +259,7 @@ def _postgres_instance(folder: Path, server_url: str) -> Iterator[tuple[Any, Cal
     import sqlalchemy as sa
     import yaml
 
-    from awp_pipelines.instance import open_instance
+    from awp_pipelines.orchestration.instance import open_instance
 
     server = sa.make_url(server_url)
     name = f"awp_bench_{uuid.uuid4().hex[:12]}"

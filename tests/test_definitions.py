@@ -13,18 +13,20 @@ from dagster.components.testing import create_defs_folder_sandbox
 
 from awp_pipelines.components import PacketComponent
 from awp_pipelines.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
+from awp_pipelines.orchestration.naming import prompt_key
 from awp_pipelines.verifiers.items import contract_items
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # A snapshot of the demo packet's graph: an accidental reshape shows up here in review.
-DEMO_ASSETS = {"demo/01": [], "demo/02": ["demo/01"], "demo/03": ["demo/01"]}
+G, C, S = "demo/01_write_greeting", "demo/02_write_changelog", "demo/03_write_status_report"
+DEMO_ASSETS = {G: [], C: [G], S: [G]}
 DEMO_CHECKS = {
-    "demo/01:changed_paths_only", "demo/01:contains_1_greeting_md", "demo/01:files_exist_1_greeting_md",
-    "demo/02:changed_paths_only", "demo/02:contains_1_changelog_md", "demo/02:contains_2_changelog_md",
-    "demo/02:files_exist_1_changelog_md", "demo/03:changed_paths_only", "demo/03:contains_1_status_md",
-    "demo/03:doc_1_status_md", "demo/03:files_exist_1_status_md",
-    *(f"demo/0{n}:commands_1_git_diff_quiet_head_readme_md" for n in (1, 2, 3)),
+    f"{G}:changed_paths_only", f"{G}:contains_1_greeting_md", f"{G}:files_exist_1_greeting_md",
+    f"{C}:changed_paths_only", f"{C}:contains_1_changelog_md", f"{C}:contains_2_changelog_md",
+    f"{C}:files_exist_1_changelog_md", f"{S}:changed_paths_only", f"{S}:contains_1_status_md",
+    f"{S}:doc_1_status_md", f"{S}:files_exist_1_status_md",
+    *(f"{k}:commands_1_git_diff_quiet_head_readme_md" for k in (G, C, S)),
 }
 
 
@@ -51,15 +53,16 @@ def test_every_packet_is_one_group_and_one_job_with_one_blocking_check_per_verif
     assert packets, "assets/ holds at least the demo packet"
     for packet in packets:
         group = packet.name.replace("-", "_")
-        keys = {AssetKey([group, p.id]) for p in packet.prompts}
+        keys = {prompt_key(packet, p.id) for p in packet.prompts}
         assert {k for k in graph.get_all_asset_keys() if graph.get(k).group_name == group} == keys
         job = defs.resolve_job_def(f"packet__{group}")
         assert job.asset_layer.executable_asset_keys == keys
         for prompt in packet.prompts:
             expected = {i.check_name for i in contract_items(prompt.front.verify)} if prompt.front.verify else set()
-            checks = {c for c in graph.asset_check_keys if c.asset_key == AssetKey([group, prompt.id])}
+            checks = {c for c in graph.asset_check_keys if c.asset_key == prompt_key(packet, prompt.id)}
             assert {c.name for c in checks} == expected
             assert all(graph.get_check_spec(c).blocking for c in checks)
+        assert defs.resolve_sensor_def(f"packet__{group}__recovery") is not None
 
 
 def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root: Path, tmp_path: Path) -> None:
@@ -74,27 +77,37 @@ def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root:
     assert len(recovery_checks) == 27  # nine prompts × (files_exist, contains or second file, changed paths)
 
 
-def test_packet_component_declares_a_packet_in_a_dg_project(compat_root: Path, tmp_path: Path) -> None:
-    packet = tmp_path / "authoring_packet"
-    shutil.copytree(compat_root / "authoring_packet", packet)
+def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root: Path, tmp_path: Path) -> None:
+    """Each component builds through the one builder; equal resources are one object, so they merge."""
+    for name in ("authoring_packet", "single_repo_packet"):
+        shutil.copytree(compat_root / name, tmp_path / name)
     with create_defs_folder_sandbox() as sandbox:
-        defs_path = sandbox.scaffold_component(
-            component_cls=PacketComponent,
-            defs_yaml_contents={"type": "awp_pipelines.components.PacketComponent",
-                                "attributes": {"path": str(packet)}})
-        with sandbox.load_component_and_build_defs(defs_path=defs_path) as (component, defs):
-            assert isinstance(component, PacketComponent)
+        for name in ("authoring_packet", "single_repo_packet"):
+            sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
+                                       defs_yaml_contents={"type": "awp_pipelines.components.PacketComponent",
+                                                           "attributes": {"path": str(tmp_path / name)}})
+        with sandbox.build_all_defs() as defs:
             graph = defs.resolve_asset_graph()
-            assert graph.get_all_asset_keys() == {AssetKey(["authoring_packet", "01"]),
-                                                  AssetKey(["authoring_packet", "02"])}
-            assert len(graph.asset_check_keys) == 8
-            assert defs.resolve_job_def("packet__authoring_packet") is not None
+            assert {k.path[0] for k in graph.get_all_asset_keys()} == {"authoring_packet", "single_repo_packet"}
+            assert AssetKey(["authoring_packet", "01_capture_runtime_boundaries"]) in graph.get_all_asset_keys()
+            assert len([c for c in graph.asset_check_keys if c.asset_key.path[0] == "authoring_packet"]) == 8
+            for job in ("packet__authoring_packet", "packet__single_repo_packet"):
+                assert defs.resolve_job_def(job) is not None
+                assert defs.resolve_sensor_def(f"{job}__recovery") is not None
+
+
+# The Dagster layer, and the modules that merge it with the core (CLI, code location, dg registry).
+DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.definitions", "awp_pipelines.components",
+                 "awp_pipelines.cli")
 
 
 def test_pure_core_imports_nothing_from_dagster() -> None:
-    pure = ["awp_pipelines.packet", "awp_pipelines.plan", "awp_pipelines.lint", "awp_pipelines.attempts",
-            "awp_pipelines.verifiers.engine", "awp_pipelines.providers.simulated", "awp_pipelines.tags",
-            "awp_pipelines.committer", "awp_pipelines.events", "awp_pipelines.authoring"]
+    """Every module outside the Dagster layer, found by walking the package, not from a hand-kept list."""
+    package = REPO_ROOT / "awp_pipelines"
+    pure = sorted(".".join(("awp_pipelines", *f.relative_to(package).with_suffix("").parts)).removesuffix(".__init__")
+                  for f in package.rglob("*.py"))
+    pure = [m for m in pure if not m.startswith(DAGSTER_LAYER)]
+    assert "awp_pipelines.launches" in pure and "awp_pipelines.policy" in pure
     code = ("import importlib, sys\n"
             f"for m in {pure!r}: importlib.import_module(m)\n"
             "print(sorted(n for n in sys.modules if n == 'dagster' or n.startswith('dagster.')))")

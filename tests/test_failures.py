@@ -105,4 +105,4 @@ def test_every_class_with_a_retry_budget_or_a_simulated_kind_is_a_failure_class(
 
     assert set(BUDGETED_CLASSES) <= set(FAILURE_CLASSES)
     assert set(get_args(SimulatedErrorKind)) <= set(FAILURE_CLASSES)
-    assert len(FAILURE_CLASSES) == 18
+    assert len(FAILURE_CLASSES) == 19

@@ -42,7 +42,7 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     loaded = open_packet(packet)
     completed = frozenset()
     if remaining:
-        from awp_pipelines.state import completed_prompts
+        from awp_pipelines.orchestration.state import completed_prompts
 
         completed = frozenset(completed_prompts(loaded))
     overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)

@@ -36,7 +36,6 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @override_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
-@click.option("--keep-going", is_flag=True, help="Continue with independent prompts after a failure.")
 @click.option("--packet-run", metavar="ID", help="Continue this packet run: its AgentRuns keep their ids and "
               "Attempts count on from stored history (default: a new packet run).")
 @click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
@@ -53,7 +52,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @user_errors
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
-                effort: str | None, profile: str | None, dry_run: bool, no_commit: bool, keep_going: bool,
+                effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
                 packet_run: str | None, no_recovery: bool, verbose: bool,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
@@ -61,59 +60,77 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
     Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
     """
-    from awp_pipelines.instance import open_instance
-    from awp_pipelines.resources import AwpRuntime
-    from awp_pipelines.runner import RunOptions, run_packet
-    from awp_pipelines.state import completed_prompts
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.state import completed_prompts
 
     loaded = open_packet(packet)
     catalog = open_catalog(providers_file)
-    overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
+    context = PlanContext(catalog=catalog, overrides=Overrides(provider=provider, model=model, effort=effort,
+                                                               profile=profile))
     completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
-    plan = build_plan(loaded, PlanContext(catalog=catalog, overrides=overrides), selection)
+    plan = build_plan(loaded, context, selection)
     _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file)
     if dry_run:
         emit_json(plan) if as_json else print_plan(plan)
         return
-    prompts = [loaded.prompt(p.id) for p in plan.prompts]
     runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=not no_commit,
-                         providers_file=str(providers_file) if providers_file else None,
                          simulate_overlay=str(simulate_overlay.resolve()) if simulate_overlay else None)
+    compiled = packet_assets(loaded, catalog, runtime, plan_context=context)
+    selected = [p.id for p in plan.prompts]
+    names = {p.id: p.name for p in plan.prompts}
+    printer = _Printer(selected, names, quiet=as_json)
     instance = open_instance(loaded.root, instance_dir)
-    total = len(prompts)
-
-    def started(prompt):  # type: ignore[no-untyped-def]
-        index = [p.id for p in prompts].index(prompt.id) + 1
-        console.print(f"[{index}/{total}] {prompt.id} {prompt.name} …", highlight=False)
-
-    def done(outcome):  # type: ignore[no-untyped-def]
-        style = _STYLE.get(outcome.result, "red")
-        detail = f" — {outcome.message}" if outcome.message else ""
-        if outcome.decision and not outcome.completed:
-            detail += f" ({outcome.decision})"
-        attempt = f" ({outcome.attempt})" if outcome.attempt else ""
-        console.print(f"      [{style}]{outcome.result}[/{style}]{attempt}{detail}", highlight=False)
-
-    def decided(prompt, verdict):  # type: ignore[no-untyped-def]
-        if not verdict.terminal:
-            console.print(f"      → {verdict.action}: {verdict.reason}", highlight=False, markup=False)
-
     try:
-        options = RunOptions(overrides, keep_going, packet_run, recover=not no_recovery,
-                             log_level="INFO" if verbose else "CRITICAL")
-        outcomes = run_packet(loaded, plan.prompts, catalog, runtime, instance, options, on_start=started,
-                              on_done=done, on_decision=decided)
+        options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
+        packet_run_id, outcomes = run_packet(compiled, instance, selected, options,
+                                             Progress(attempt=printer.attempt, launch=printer.launch))
     finally:
         instance.dispose()
-    ok = len(outcomes) == total and all(o.completed for o in outcomes)
+    ok = bool(outcomes) and all(o.completed for o in outcomes)
     if as_json:
-        emit_json({"packet": loaded.name, "ok": ok, "prompts": [
-            {k: v for k, v in o.__dict__.items() if k != "metadata"} for o in outcomes]})
+        emit_json({"packet": loaded.name, "packet_run": packet_run_id, "ok": ok,
+                   "prompts": [dict(o.__dict__) for o in outcomes]})
     else:
+        for o in outcomes:
+            style = _STYLE.get(o.result, "red")
+            detail = f" — {o.message}" if o.message else ""
+            if o.decision:
+                detail += f" ({o.decision})"
+            attempt = f" ({o.attempt})" if o.attempt else ""
+            out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{detail}", highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{total} prompts completed")
+        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {packet_run_id})")
     sys.exit(0 if ok else 1)
+
+
+class _Printer:
+    """Progress lines as Attempts start and end, and each recovery decision."""
+
+    def __init__(self, selected: list[str], names: dict[str, str], quiet: bool) -> None:
+        self.selected, self.names, self.quiet = selected, names, quiet
+
+    def _head(self, prompt: str) -> str:
+        index = self.selected.index(prompt) + 1 if prompt in self.selected else "?"
+        return f"[{index}/{len(self.selected)}] {prompt} {self.names.get(prompt, '')}"
+
+    def attempt(self, line: str) -> None:
+        """`Attempt <packet run>.<prompt>.a<n> …` from the compute, headed by its prompt."""
+        if self.quiet:
+            return
+        attempt = line.split(" ", 2)[1] if line.count(" ") >= 2 else ""
+        agent_run = attempt.rsplit(".a", 1)[0]
+        prompt = next((p for p in self.selected if agent_run.endswith(f".{p}")), None)
+        head = f"{self._head(prompt)}: " if prompt else ""
+        console.print(f"{head}{line}", highlight=False, markup=False)
+
+    def launch(self, launch) -> None:  # type: ignore[no-untyped-def]
+        if not self.quiet:
+            console.print(f"{self._head(launch.prompt)} → {launch.mode}: {launch.reason}", highlight=False,
+                          markup=False)
 
 
 def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log
 
-from awp_pipelines.instance import open_instance
+from awp_pipelines.orchestration.instance import open_instance
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
@@ -56,7 +56,7 @@ def test_attempt_writes_no_secret_and_never_commits_its_own_state(tmp_path: Path
         [run] = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "inside"}))
         assert run.tags["awp/account"] == "sim-a"
         assert all(SECRET not in value for value in run.tags.values())
-        event = instance.get_latest_materialization_event(AssetKey(["inside", "01"]))
+        event = instance.get_latest_materialization_event(AssetKey(["inside", "01_note"]))
         stored = str(event.asset_materialization.metadata)
         assert SECRET not in stored
         assert event.asset_materialization.metadata["awp/account"].value == "sim-a"
@@ -74,8 +74,8 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
         assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
         assert tags["awp/agent_run"] == f"{tags['awp/packet_run']}.01"
         assert tags["awp/attempt"] == f"{tags['awp/agent_run']}.a1"
-        meta = instance.get_latest_materialization_event(AssetKey(["authoring_packet", "01"])) \
-            .asset_materialization.metadata
+        key = AssetKey(["authoring_packet", "01_capture_runtime_boundaries"])
+        meta = instance.get_latest_materialization_event(key).asset_materialization.metadata
         record = meta["awp/record"].value
         assert record["identity"]["agent_run"] == tags["awp/agent_run"]
         assert record["identity"]["attempt_id"] == f"{tags['awp/agent_run']}.a1"
@@ -99,7 +99,7 @@ def test_attempt_numbers_are_counted_from_stored_history_per_agent_run(compat_pa
     assert (packet / "workspace" / "retry.txt").read_text() == "retry ok"
 
 
-def test_a_cli_profile_reaches_the_attempt_through_its_run_tag(tmp_path: Path, make_git_repo) -> None:
+def test_a_cli_profile_reaches_the_attempt_through_the_resolved_plan(tmp_path: Path, make_git_repo) -> None:
     from awp_pipelines.profile import profiles_dir
 
     profiles_dir().mkdir(parents=True, exist_ok=True)
@@ -115,8 +115,8 @@ def test_a_cli_profile_reaches_the_attempt_through_its_run_tag(tmp_path: Path, m
     instance = open_instance(root)
     try:
         [run] = instance.get_runs()
-        assert run.tags["awp/profile"] == "sim"
-        meta = instance.get_latest_materialization_event(AssetKey(["plain", "01"])).asset_materialization.metadata
+        assert run.tags["awp/model"] == "simulated-from-profile"
+        meta = instance.get_latest_materialization_event(AssetKey(["plain", "01_x"])).asset_materialization.metadata
         assert meta["awp/model"].value == "simulated-from-profile"
     finally:
         instance.dispose()

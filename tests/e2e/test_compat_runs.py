@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from dagster import AssetKey, DagsterRunStatus, RunsFilter
 from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
-from awp_pipelines.instance import open_instance
+from awp_pipelines.orchestration.instance import open_instance
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],
@@ -55,10 +55,14 @@ def test_authoring_packet_runs_to_completion_with_one_trailed_commit_per_prompt(
     _run_authoring(packet)
     instance = open_instance(packet)
     try:
-        runs = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "authoring-packet"}))
-        assert {r.tags["awp/prompt"] for r in runs} == {"01", "02"}
-        assert all(r.status == DagsterRunStatus.SUCCESS for r in runs)
-        event = instance.get_latest_materialization_event(AssetKey(["authoring_packet", "02"]))
+        # Both prompts in one run, as "Materialize all" launches them; Dagster's deps order them.
+        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "authoring-packet"}))
+        assert run.tags["awp/prompts"] == "01,02" and run.status == DagsterRunStatus.SUCCESS
+        # Listed with the code location's job in the UI, as launched by awp run.
+        assert run.tags[".dagster/repository"] == "__repository__@awp_pipelines"
+        assert run.tags["user"].startswith("awp run")
+        event = instance.get_latest_materialization_event(
+            AssetKey(["authoring_packet", "02_create_execution_checklist"]))
         assert event is not None
         meta = event.asset_materialization.metadata
         assert meta["awp/result"].value == "completed"
@@ -131,7 +135,7 @@ def test_remaining_skips_prompts_completed_in_stored_history(compat_packet) -> N
     assert awp("run", packet, "01").exit_code == 0
     result = awp("run", packet, "--remaining")
     assert result.exit_code == 0, result.output
-    assert "02" in result.output and "[1/1]" in result.output
+    assert "[1/1] 02" in result.output and "01 " not in result.output.split("[1/1]")[1]
 
 
 @pytest.mark.postgres
@@ -144,7 +148,7 @@ def test_authoring_packet_runs_with_the_instance_on_postgres(compat_packet, fres
     with engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT count(*) FROM runs")).scalar()
     engine.dispose()
-    assert stored == 2
+    assert stored == 1  # one run holds both prompts
     assert not (packet / ".awp" / "dagster" / "history").exists()
 
 
@@ -159,7 +163,7 @@ def test_single_and_multi_repo_packets_run_with_the_instance_on_postgres(
         assert result.exit_code == 0, result.output
     instance = open_instance(tmp_path, home)
     try:
-        assert len(instance.get_runs()) == 4
+        assert len(instance.get_runs()) == 2  # one run per packet: every prompt completed first time
     finally:
         instance.dispose()
 

@@ -9,12 +9,14 @@ from pathlib import Path
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from awp_pipelines.catalog import BUILTIN
-from awp_pipelines.compile import repo_pools
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import load_packet
-from awp_pipelines.resources import AwpRuntime
-from awp_pipelines.runner import packet_definitions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+GREETING, CHANGELOG, STATUS = (AssetKey(["demo", n]) for n in ("01_write_greeting", "02_write_changelog",
+                                                                "03_write_status_report"))
 
 
 def test_prompts_sharing_a_repo_share_a_pool_and_disjoint_repos_do_not(compat_root: Path, tmp_path: Path) -> None:
@@ -34,24 +36,27 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
     packet = load_packet(demo)
-    defs = packet_definitions(packet, BUILTIN, AwpRuntime())
+    defs = packet_assets(packet, BUILTIN, AwpRuntime()).definitions()
     with DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
         assert not result.success  # 02 misses an item (blocking check), 03 is rate limited: sensors recover later
         checks = instance.event_log_storage
         passed = checks.get_latest_asset_check_execution_by_key([
-            AssetCheckKey(AssetKey(["demo", "01"]), "contains_1_greeting_md"),
-            AssetCheckKey(AssetKey(["demo", "02"]), "contains_1_changelog_md")])
-        assert passed[AssetCheckKey(AssetKey(["demo", "01"]), "contains_1_greeting_md")].evaluation.passed
-        assert not passed[AssetCheckKey(AssetKey(["demo", "02"]), "contains_1_changelog_md")].evaluation.passed
-        meta = instance.get_latest_materialization_event(AssetKey(["demo", "01"])).asset_materialization.metadata
-        # Without awp/ tags the Dagster run names the packet run.
-        assert meta["awp/packet_run"].value == result.run_id[:8]
+            AssetCheckKey(GREETING, "contains_1_greeting_md"),
+            AssetCheckKey(CHANGELOG, "contains_1_changelog_md")])
+        assert passed[AssetCheckKey(GREETING, "contains_1_greeting_md")].evaluation.passed
+        assert not passed[AssetCheckKey(CHANGELOG, "contains_1_changelog_md")].evaluation.passed
+        meta = instance.get_latest_materialization_event(GREETING).asset_materialization.metadata
+        # Without awp/ tags the Dagster run names the packet run, and the run is tagged with it.
+        assert meta["awp/packet_run"].value == f"pr-{result.run_id[:8]}"
         # An Attempt that did not complete produced no work product: observed, never materialized.
-        assert instance.get_latest_materialization_event(AssetKey(["demo", "02"])) is None
-        assert instance.get_latest_materialization_event(AssetKey(["demo", "03"])) is None
+        assert instance.get_latest_materialization_event(CHANGELOG) is None
+        assert instance.get_latest_materialization_event(STATUS) is None
         run_tags = instance.get_run_by_id(result.run_id).tags
-        assert run_tags["awp/attempt"].startswith(result.run_id[:8])
-        observed = instance.fetch_observations(AssetKey(["demo", "03"]), limit=5).records
+        # A run of several prompts names the packet run and its prompts, never one prompt's Attempt.
+        assert run_tags["awp/packet_run"] == f"pr-{result.run_id[:8]}"
+        assert run_tags["awp/prompts"] == "01,02,03"
+        assert "awp/attempt" not in run_tags and "awp/prompt" not in run_tags
+        observed = instance.fetch_observations(STATUS, limit=5).records
         assert any(r.asset_observation.metadata.get("awp/result") and
                    r.asset_observation.metadata["awp/result"].value == "provider_failed" for r in observed)

@@ -12,8 +12,9 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log
 
-from awp_pipelines.history import agent_run_records
-from awp_pipelines.instance import open_instance
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.state import agent_run_records
+from awp_pipelines.packet import load_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.
@@ -24,10 +25,10 @@ RECOVERY_MATRIX = {
 }
 
 
-def _records(packet: Path, group: str, prompt: str, agent_run: str) -> list[dict]:
+def _records(packet: Path, prompt: str, packet_run: str) -> list[dict]:
     instance = open_instance(packet)
     try:
-        return agent_run_records(instance, AssetKey([group, prompt]), agent_run)
+        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), packet_run, prompt)]
     finally:
         instance.dispose()
 
@@ -44,16 +45,16 @@ def test_simulated_recovery_packet_completes_every_prompt_with_prompt_runners_re
     assert [o["result"] for o in outcomes] == ["completed"] * 9
     packet_run = outcomes[0]["attempt"].split(".")[0]
     for prompt, modes in RECOVERY_MATRIX.items():
-        records = _records(packet, "simulated_recovery_packet", prompt, f"{packet_run}.{prompt}")
+        records = _records(packet, prompt, packet_run)
         assert [r["identity"]["mode"] for r in records] == modes, prompt
         assert records[-1]["result"] == "completed"
     # 03 and 09 recovered inside their one Attempt by resuming the provider session.
-    assert _records(packet, "simulated_recovery_packet", "03", f"{packet_run}.03")[0]["resumes"] == 1
+    assert _records(packet, "03", packet_run)[0]["resumes"] == 1
     # 06: the provider reported an error, the verifier passed: complete, with the error kept as provenance.
-    [override] = _records(packet, "simulated_recovery_packet", "06", f"{packet_run}.06")
+    [override] = _records(packet, "06", packet_run)
     assert override["provider_failure"]["failure_class"] == "provider_runtime_claim"
     # 07's repair prompt carried the unmet item and the last runtime error.
-    repair = _records(packet, "simulated_recovery_packet", "07", f"{packet_run}.07")[-1]
+    repair = _records(packet, "07", packet_run)[-1]
     assert "## Repair Instructions" in repair["prompt_text"]
     assert "draft.meta.txt" in repair["prompt_text"] and "provider_runtime_claim" in repair["prompt_text"]
     assert len(git_log(packet / "workspace")) == 10
@@ -113,7 +114,7 @@ def test_rate_limit_falls_back_to_the_next_account_then_the_next_provider(tmp_pa
         assert targets == [("run", "simulated", "sim-a"), ("fallback", "simulated", "sim-b"),
                            ("fallback", "backup", None)]
         assert "provider_rate_limit" in runs[1].tags["awp/reason"]
-        meta = instance.get_latest_materialization_event(AssetKey(["rotate", "01"])).asset_materialization.metadata
+        meta = instance.get_latest_materialization_event(AssetKey(["rotate", "01_work"])).asset_materialization.metadata
         assert meta["awp/provider"].value == "backup" and meta["awp/model"].value == "backup-model"
         assert meta["awp/mode"].value == "fallback"
     finally:

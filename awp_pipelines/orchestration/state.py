@@ -6,9 +6,10 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from awp_pipelines.history import plain_value
-from awp_pipelines.instance import open_instance
-from awp_pipelines.naming import prompt_key
+from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.orchestration.history import packet_run_history, plain_value
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import prompt_key
 from awp_pipelines.packet import Packet
 
 
@@ -30,3 +31,11 @@ def completed_prompts(packet: Packet, home: Path | None = None) -> set[str]:
         return {pid for pid, result in latest_results(packet, instance).items() if result == "completed"}
     finally:
         instance.dispose()
+
+
+def agent_run_records(instance: DagsterInstance, packet: Packet, packet_run: str,
+                      prompt_id: str) -> list[AttemptRecord]:
+    """The stored records of one AgentRun, oldest first."""
+    keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
+    history = packet_run_history(instance, packet_run, keys).agent_runs.get(prompt_id)
+    return history.records if history else []

@@ -1,0 +1,137 @@
+"""What to launch next in a packet run, from its stored history. Pure: no Dagster, no clock of its own.
+
+The one function both drivers use. Under the daemon, the recovery sensor turns each due `Launch` into a
+`RunRequest`; `awp run` executes the same launches in process. Dependency order inside one launch of
+several prompts is Dagster's; this only says which AgentRuns go on once a run has ended: a retry,
+fallback or repair of an unfinished AgentRun (the decision function says which), or the first Attempt
+of a prompt whose upstream prompts have now completed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide
+from awp_pipelines.tags import Mode, RunIntent, agent_run_id, attempt_id
+
+PRIMARY_REASON = "primary target of the plan"
+
+
+@dataclass(frozen=True)
+class PromptState:
+    """One prompt of a packet run, as the stored history says."""
+
+    prompt: str
+    recovery: RecoveryConfig
+    chain: Chain
+    deps: tuple[str, ...] = ()
+    facts: tuple[AttemptFact, ...] = ()  # finished Attempts of its AgentRun, oldest first
+    started: int = 0  # Attempts started, recorded or not: every started Attempt counts
+    busy: bool = False  # a run that holds this prompt has not ended yet
+    last_ended: float | None = None  # epoch seconds the last Attempt ended (backoff counts from it)
+    last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.facts) and self.facts[-1].result == "completed"
+
+    def verdict(self) -> Verdict:
+        # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
+        rng = random.Random(f"{self.prompt}.{self.started}")
+        return decide(list(self.facts), self.recovery, self.chain, rng)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One Attempt to start: a run of one prompt, with the identity its tags carry."""
+
+    prompt: str
+    number: int
+    mode: Mode
+    reason: str
+    target: Target
+    parent_run: str | None = None
+    due_at: float = 0.0
+
+    def attempt(self, packet_run: str) -> str:
+        return attempt_id(agent_run_id(packet_run, self.prompt), self.number)
+
+    def intent(self, packet_run: str) -> RunIntent:
+        t = self.target
+        return RunIntent(packet_run=packet_run, mode=self.mode, provider=t.provider, account=t.account,
+                         model=t.model, effort=t.effort, reason=self.reason, parent_run=self.parent_run,
+                         attempt=self.attempt(packet_run))
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """What a packet run does next: launches due now, launches waiting for their backoff, and AgentRuns
+    that ended without completing (with the decision's reason)."""
+
+    due: list[Launch] = field(default_factory=list)
+    waiting: list[Launch] = field(default_factory=list)
+    ended: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def idle(self) -> bool:
+        return not self.due and not self.waiting
+
+
+def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
+    primary = state.chain.candidates()[0]
+    return Launch(state.prompt, state.started + 1, "run", reason, primary)
+
+
+def continuation(state: PromptState) -> Launch | Verdict:
+    """The next Attempt of an AgentRun that has history, or the terminal verdict that ends it."""
+    verdict = state.verdict()
+    if verdict.terminal or verdict.action == "complete":
+        return verdict
+    last = state.facts[-1]
+    target = verdict.target or Target(last.provider, last.model or None, last.account, last.effort)
+    mode: Mode = verdict.action if verdict.action in ("retry", "fallback", "repair", "iterate") else "retry"
+    due = (state.last_ended or 0.0) + verdict.delay_ms / 1000
+    return Launch(state.prompt, state.started + 1, mode, verdict.reason, target, state.last_run, due)
+
+
+def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
+    """Every AgentRun of the packet run that can go on, and when."""
+    by_prompt = {s.prompt: s for s in states}
+    outlook = Outlook()
+    for state in states:
+        if state.busy:
+            continue
+        if not state.facts:
+            upstream = [by_prompt[d] for d in state.deps if d in by_prompt]
+            if all(u.completed for u in upstream):
+                outlook.due.append(first_launch(state, PRIMARY_REASON if not upstream else
+                                                f"upstream {', '.join(u.prompt for u in upstream)} completed"))
+            continue
+        step = continuation(state)
+        if isinstance(step, Verdict):
+            if step.action != "complete":
+                outlook.ended[state.prompt] = step.reason
+            continue
+        (outlook.due if step.due_at <= now else outlook.waiting).append(step)
+    return outlook
+
+
+def manual_launch(state: PromptState) -> Launch:
+    """A run of this prompt launched by a person (re-execution, a materialization from the UI): the
+    AgentRun goes on as the decision says, or, when the decision had ended it, once more by hand."""
+    if not state.facts:
+        return first_launch(state)
+    step = continuation(state)
+    if isinstance(step, Launch):
+        return replace(step, due_at=0.0)
+    last = state.facts[-1]
+    target = Target(last.provider, last.model or None, last.account, last.effort)
+    if last.result == "completed":
+        return Launch(state.prompt, state.started + 1, "run", "launched again by hand", target, state.last_run)
+    mode: Mode = "repair" if last.result == "verification_failed" else "retry"
+    return Launch(state.prompt, state.started + 1, mode, f"launched by hand after: {step.reason}", target,
+                  state.last_run)
+

@@ -1,0 +1,112 @@
+"""The one builder: packet → Dagster definitions. One asset per prompt (its compute runs one Attempt), one
+blocking check per verifier item, one asset group, one asset job and one recovery sensor per packet.
+
+`definitions.py`, `PacketComponent` and `awp run` all build through `packet_assets`.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetExecutionContext,
+    AssetObservation,
+    AssetsDefinition,
+    ConfigurableResource,
+    Definitions,
+    Failure,
+    MaterializeResult,
+    SensorDefinition,
+    asset,
+    define_asset_job,
+)
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from awp_pipelines.catalog import Catalog
+from awp_pipelines.orchestration.attempt_step import run_attempt
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.resources import (
+    RUNTIME_KEY,
+    AwpRuntime,
+    account_key,
+    canonical,
+    catalog_resources,
+    provider_key,
+)
+from awp_pipelines.orchestration.sensors import recovery_sensor
+from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.plan import PlanContext
+
+NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
+                "dagster-daemon running (`dagster dev` starts it with the UI).")
+
+
+@dataclass(frozen=True)
+class CompiledPacket:
+    binding: PacketBinding
+    assets: list[AssetsDefinition]
+    job: UnresolvedAssetJobDefinition
+    sensor: SensorDefinition
+    resources: Mapping[str, ConfigurableResource]
+
+    @property
+    def packet(self) -> Packet:
+        return self.binding.packet
+
+    def definitions(self) -> Definitions:
+        return Definitions(assets=self.assets, jobs=[self.job], sensors=[self.sensor], resources=dict(self.resources))
+
+
+def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
+                  translator: PacketTranslator | None = None,
+                  plan_context: PlanContext | None = None) -> CompiledPacket:
+    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any)."""
+    translator = translator or PacketTranslator()
+    keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
+    binding = PacketBinding.resolve(packet, catalog, keys, plan_context)
+    assets = [_prompt_asset(binding, prompt, translator) for prompt in packet.prompts]
+    job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={"awp/packet": packet.name},
+                           description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}")
+    providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
+    accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
+    resources = {RUNTIME_KEY: canonical(runtime or AwpRuntime()), **catalog_resources(catalog, providers, accounts)}
+    return CompiledPacket(binding, assets, job, recovery_sensor(binding, job_name(packet)), resources)
+
+
+def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator) -> AssetsDefinition:
+    packet = binding.packet
+    key = translator.asset_key(packet, prompt)
+    chain = binding.chains[prompt.id].candidates()
+    # Each asset lists only what it uses: its chain's providers and accounts.
+    uses = {RUNTIME_KEY, *(provider_key(c.provider) for c in chain),
+            *(account_key(c.account) for c in chain if c.account)}
+
+    @asset(key=key, deps=translator.deps(packet, prompt), group_name=translator.group_name(packet),
+           description=translator.description(packet, prompt), check_specs=translator.check_specs(packet, prompt),
+           required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
+           pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
+           metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt))
+    def _attempt(context: AssetExecutionContext) -> MaterializeResult:
+        record, transcript = run_attempt(context, binding, prompt)
+        metadata = record_metadata(record, transcript)
+        if record.result == "completed":
+            return MaterializeResult(metadata=metadata, check_results=check_results(record))
+        # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
+        # observation, and the checks it did evaluate are stored as failed evaluations.
+        context.log_event(AssetObservation(asset_key=key, metadata=metadata))
+        for result in check_results(record):
+            context.log_event(AssetCheckEvaluation(asset_key=key, check_name=result.check_name,
+                                                   passed=result.passed, metadata=result.metadata,
+                                                   severity=result.severity, description=result.description,
+                                                   blocking=True))
+        failure = record.failure
+        reason = failure.message if failure else unmet_summary(record)
+        raise Failure(description=f"{record.result}: {reason}".strip(),
+                      metadata={"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
+                                "awp/failure_class": failure.failure_class if failure else "none"},
+                      allow_retries=False)
+
+    return _attempt

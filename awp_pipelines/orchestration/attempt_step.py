@@ -1,0 +1,144 @@
+"""The compute of a prompt asset: one Attempt. However the run was launched (the UI, a schedule, the
+recovery sensor, GraphQL, `awp run`), the Attempt's identity comes from the stored history of its
+AgentRun, and what it does (run, retry, fallback, repair) from the decision function.
+
+A launcher that knows the decision (the sensor, `awp run`) puts it on the run's tags with the Attempt it
+expects; the compute follows the tags when that Attempt is the next one, and decides itself otherwise
+(a re-execution from the UI, a materialization by hand).
+"""
+
+from __future__ import annotations
+
+from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
+
+from awp_pipelines import tags
+from awp_pipelines.attempts import (
+    AttemptIdentity,
+    AttemptRecord,
+    AttemptSpec,
+    AttemptTarget,
+    execute_attempt,
+    repair_instructions,
+)
+from awp_pipelines.events import EventSink
+from awp_pipelines.launches import Launch, manual_launch
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import ATTEMPT_STARTED, packet_run_history, prompt_states, prompts_of_run
+from awp_pipelines.orchestration.lease import account_lease
+from awp_pipelines.orchestration.resources import (
+    RUNTIME_KEY,
+    AccountResource,
+    AwpRuntime,
+    ProviderResource,
+    account_key,
+    provider_key,
+)
+from awp_pipelines.packet import Prompt
+from awp_pipelines.policy import Target
+from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+
+
+def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
+    """The packet run this run belongs to: its tag, or a new one named after the run. Runs that hold
+    several prompts carry only packet-level tags; each Attempt's identity is in its events."""
+    run = context.run
+    packet_run = run.tags.get(tags.PACKET_RUN) or f"pr-{run.run_id[:8]}"
+    held = prompts_of_run(run, binding.keys)
+    wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
+    if len(held) > 1:
+        wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
+    missing = {k: v for k, v in wanted.items() if run.tags.get(k) != v}
+    if missing:
+        context.instance.add_run_tags(run.run_id, missing)
+    return packet_run
+
+
+def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+                  packet_run: str) -> tuple[Launch, AttemptRecord | None]:
+    """This Attempt's launch, and the AgentRun's last record (what a repair or retry continues from)."""
+    history = packet_run_history(context.instance, packet_run, binding.keys)
+    state = prompt_states(binding, history, [prompt.id])[0]
+    last = history.agent_runs[prompt.id].last_record if prompt.id in history.agent_runs else None
+    intent = RunIntent.from_tags(context.run.tags)
+    expected = attempt_id(agent_run_id(packet_run, prompt.id), state.started + 1)
+    single = prompts_of_run(context.run, binding.keys) == {prompt.id}
+    if single and intent.attempt == expected and intent.provider:
+        target = Target(intent.provider, intent.model, intent.account, intent.effort)
+        return Launch(prompt.id, state.started + 1, intent.mode, intent.reason or "", target,
+                      intent.parent_run), last
+    return manual_launch(state), last
+
+
+def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> tuple[AttemptRecord, str]:
+    runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
+    packet = binding.packet
+    plan = binding.plans[prompt.id]
+    key = binding.key(prompt.id)
+    packet_run = packet_run_of(context, binding)
+    launch, last = choose_launch(context, binding, prompt, packet_run)
+    agent_run = agent_run_id(packet_run, prompt.id)
+    identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
+                               number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
+                               mode=launch.mode, parent_run=launch.parent_run, dagster_run=context.run.run_id)
+    provider, account = _resources_for(context, launch.target)
+    target = AttemptTarget(provider=provider.name, provider_kind=provider.kind,
+                           account=account.name if account else None,
+                           model=launch.target.model or provider.default_model or plan.model,
+                           effort=launch.target.effort, reason=launch.reason)
+    # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
+    context.log_event(AssetObservation(asset_key=key, metadata={
+        "awp/event": ATTEMPT_STARTED, "awp/agent_run": agent_run, "awp/attempt": identity.attempt_id,
+        "awp/attempt_number": launch.number, "awp/mode": launch.mode, "awp/provider": target.provider,
+        "awp/account": target.account or "none", "awp/model": target.model, "awp/effort": target.effort or "default"}))
+    if prompts_of_run(context.run, binding.keys) == {prompt.id}:
+        _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
+    events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
+                   / f"{identity.attempt_id}.jsonl")
+    secrets = account.secrets() if account else {}
+    sink = EventSink(events_file, identity.attempt_id, secrets=_all_secrets(context, binding, prompt).values())
+    continuing = last is not None and launch.mode != "run"
+    attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
+                          commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
+                          secret_env=secrets,
+                          repair_text=repair_instructions(last) if last and launch.mode == "repair" else None,
+                          restore=last.wip if continuing and last else None)
+    context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
+                     + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
+    step_key = context.get_step_execution_context().step.key
+    with account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info):
+        record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
+    context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    return record, sink.transcript_markdown()
+
+
+def _resources_for(context: AssetExecutionContext, target: Target) -> tuple[ProviderResource, AccountResource | None]:
+    provider = getattr(context.resources, provider_key(target.provider), None)
+    if not isinstance(provider, ProviderResource):
+        raise Failure(description=f"provider '{target.provider}' is not among this prompt's targets (its plan "
+                      "and fallback chain); launch it with a target of its own chain", allow_retries=False)
+    account = getattr(context.resources, account_key(target.account), None) if target.account else None
+    if target.account and not isinstance(account, AccountResource):
+        raise Failure(description=f"account '{target.account}' is not among this prompt's accounts",
+                      allow_retries=False)
+    return provider, account
+
+
+def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> dict[str, str]:
+    """Every credential of this prompt's accounts (its whole chain): none of them is ever written out."""
+    found: dict[str, str] = {}
+    for candidate in binding.chains[prompt.id].candidates():
+        resource = getattr(context.resources, account_key(candidate.account), None) if candidate.account else None
+        if isinstance(resource, AccountResource):
+            found.update(resource.secrets())
+    return found
+
+
+def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: AttemptIdentity,
+                           target: AttemptTarget) -> None:
+    """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it."""
+    known = {tags.PROMPT: identity.prompt, tags.AGENT_RUN: identity.agent_run, tags.ATTEMPT: identity.attempt_id,
+             tags.MODE: identity.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
+             tags.ACCOUNT: target.account or "", tags.EFFORT: target.effort or "", tags.REASON: target.reason,
+             tags.PARENT_RUN: identity.parent_run or ""}
+    instance.add_run_tags(run_id, {k: tags.short(v) for k, v in known.items() if v})

@@ -1,0 +1,47 @@
+"""The Dagster instance `awp run` and the README's UI use: embedded SQLite under `<packet>/.awp/dagster`
+unless told otherwise.
+
+The embedded instance gets the concurrency the packets need: one agent per work tree (the repo pools,
+limit 1) and one Attempt per account (lease pools, limit 1). Runs start as soon as they are launched (no
+queue to wait on a daemon); the daemon is needed for the recovery sensors, which `dagster dev` starts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import DagsterInstance
+from dagster._core.instance.ref import InstanceRef
+
+EMBEDDED_CONFIG = """\
+# Written by AWP for the embedded instance (SQLite). Serve the UI with the daemon on it:
+#   DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml
+telemetry:
+  enabled: false
+concurrency:
+  pools:
+    # Prompts that share a work tree share a pool: one agent at a time edits it.
+    default_limit: 1
+run_monitoring:
+  enabled: true
+  # A run that died holding a pool slot gives it back (needs the daemon).
+  free_slots_after_run_end_seconds: 30
+"""
+
+
+def instance_home(packet_root: Path, home: Path | None = None) -> Path:
+    if home is not None:
+        return home
+    env = os.environ.get("AWP_DAGSTER_HOME")
+    return Path(env) if env else packet_root / ".awp" / "dagster"
+
+
+def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstance:
+    """A folder with a dagster.yaml (e.g. Postgres storage) is used as it is; an empty one becomes SQLite."""
+    folder = instance_home(packet_root, home).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "dagster.yaml"
+    if not config.exists():
+        config.write_text(EMBEDDED_CONFIG, encoding="utf-8")
+    return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))

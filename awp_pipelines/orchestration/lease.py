@@ -1,0 +1,47 @@
+"""One Attempt per account at a time, however the run was launched: a lease on a Dagster concurrency
+pool per account (`awp_account_<name>`, limit 1), taken by the compute once it knows the account.
+
+The pool lives in the instance's storage, so every process and every run shares it, and it shows on the
+UI's concurrency page. A run that dies holding it is freed by Dagster's run monitoring
+(`free_slots_after_run_end_seconds`), like any op's pool slot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from dagster import DagsterInstance
+
+from awp_pipelines.orchestration.naming import dagster_name
+
+_POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+def account_pool(account: str) -> str:
+    return f"awp_account_{dagster_name(account)}"
+
+
+@contextmanager
+def account_lease(instance: DagsterInstance, account: str | None, run_id: str, step_key: str,
+                  on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
+    storage = instance.event_log_storage
+    if account is None or not storage.supports_global_concurrency_limits:
+        yield
+        return
+    pool = account_pool(account)
+    if pool not in storage.get_concurrency_keys():
+        storage.set_concurrency_slots(pool, 1)
+    # Its own step key, so the op's repo-pool slot and this lease are freed independently.
+    holder = f"{step_key}@account"
+    waited = 0
+    while not storage.claim_concurrency_slot(pool, run_id, holder).is_claimed:
+        if waited == 0:
+            on_wait(f"account {account} is busy with another Attempt; waiting for it (pool {pool})")
+        time.sleep(_POLL_S[min(waited, len(_POLL_S) - 1)])
+        waited += 1
+    try:
+        yield
+    finally:
+        storage.free_concurrency_slot_for_step(run_id, holder)

@@ -1,0 +1,179 @@
+"""`awp run` in process: the daemon's path without a daemon.
+
+It launches the selected prompts as one run of the packet's job (as "Materialize all" does; Dagster's
+deps order them), then asks `next_launches` — the function the recovery sensor asks — what comes next,
+and executes each launch as its own run, until nothing is left. Runs go to the same instance and carry
+the code location's repository tag and `user: awp run`, so the UI lists them with the job's runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dagster import DagsterInstance, Definitions, JobDefinition, logger
+
+from awp_pipelines import tags
+from awp_pipelines.launches import Launch, Outlook, next_launches
+from awp_pipelines.orchestration.assets import CompiledPacket
+from awp_pipelines.orchestration.history import (
+    PacketRunHistory,
+    attempt_outcomes,
+    packet_run_history,
+    prompt_states,
+)
+from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.sensors import launch_tags
+
+# The code location of workspace.yaml: runs tagged with it show under the job in the UI.
+REPOSITORY_TAG = {".dagster/repository": "__repository__@awp_pipelines"}
+_MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
+
+
+def new_packet_run_id() -> str:
+    return "pr-" + secrets.token_hex(4)
+
+
+@dataclass
+class PromptOutcome:
+    prompt: str
+    name: str
+    result: str
+    dagster_run: str | None = None
+    attempt: str | None = None
+    failure_class: str | None = None
+    message: str = ""
+    decision: str = ""
+
+    @property
+    def completed(self) -> bool:
+        return self.result == "completed"
+
+
+@dataclass
+class RunOptions:
+    packet_run: str | None = None
+    recover: bool = True  # retry, fallback and repair in process, as the sensor does under the daemon
+    verbose: bool = False  # also print Dagster's own event log
+
+
+@dataclass
+class Progress:
+    """What `awp run` prints as it goes: each Attempt as it starts and ends, each decision."""
+
+    attempt: Callable[[str], None] = lambda line: None
+    launch: Callable[[Launch], None] = lambda launch: None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
+               progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
+    progress = progress or Progress()
+    binding = compiled.binding
+    job = _job(compiled, progress)
+    packet_run = options.packet_run or new_packet_run_id()
+    base = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run, "user": _launched_by(),
+            **REPOSITORY_TAG}
+    history = packet_run_history(instance, packet_run, binding.keys)
+    fresh = [pid for pid in selected if pid not in history.agent_runs]
+    if fresh:
+        # One run for the selection, as the UI launches it: Dagster's deps order the prompts.
+        _execute(job, instance, [binding.key(pid) for pid in fresh], base, options)
+    # Without recovery, one Attempt per selected prompt: the fresh ones just ran; a continued packet run
+    # gets one round of what comes next.
+    rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
+    executed = 0
+    for _ in range(2 * _MAX_LAUNCHES):
+        history = packet_run_history(instance, packet_run, binding.keys)
+        outlook = next_launches(prompt_states(binding, history), time.time())
+        if executed >= rounds or outlook.idle:
+            return packet_run, _outcomes(compiled, history, selected, outlook)
+        if not outlook.due:
+            time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
+            continue
+        executed += 1
+        for launch in outlook.due:
+            progress.launch(launch)
+            _execute(job, instance, [binding.key(launch.prompt)],
+                     {**base, **launch_tags(binding, history, launch)}, options)
+    raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
+                       "should have ended every AgentRun")
+
+
+def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
+             options: RunOptions) -> None:
+    loggers = {"awp_progress": {}, **({"console": {"config": {"log_level": "INFO"}}} if options.verbose else {})}
+    job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
+                           run_config={"loggers": loggers})
+
+
+def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
+    from dagster import colored_console_logger
+
+    @logger(description="Prints each Attempt's start and end for `awp run`.")
+    def awp_progress(_init_context):  # type: ignore[no-untyped-def]
+        log = logging.getLogger(f"awp.progress.{id(progress)}")
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        log.handlers = [_ProgressHandler(progress.attempt)]
+        return log
+
+    defs = Definitions(assets=compiled.assets, jobs=[compiled.job], resources=dict(compiled.resources),
+                       loggers={"awp_progress": awp_progress, "console": colored_console_logger})
+    return defs.resolve_job_def(job_name(compiled.packet))
+
+
+class _ProgressHandler(logging.Handler):
+    """Forwards the compute's own Attempt lines (not Dagster's engine events)."""
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        super().__init__(logging.INFO)
+        self._sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        message = meta.get("orig_message") if isinstance(meta, dict) else None
+        if isinstance(message, str) and message.startswith("Attempt "):
+            self._sink(message)
+
+
+def _launched_by() -> str:
+    return f"awp run (pid {os.getpid()} on {socket.gethostname()})"
+
+
+def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],
+              outlook: Outlook) -> list[PromptOutcome]:
+    packet = compiled.packet
+    out = []
+    for pid in selected:
+        prompt = packet.prompt(pid)
+        agent_run = history.agent_runs.get(pid)
+        record = agent_run.last_record if agent_run else None
+        if record is None:
+            waits = [d for d in packet.dependencies(prompt) if d in history.agent_runs or d in selected]
+            out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if waits else "not_run",
+                                     message=f"waits for {', '.join(waits)}" if waits else ""))
+            continue
+        failure = record.failure
+        out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
+                                 record.identity.attempt_id, failure.failure_class if failure else None,
+                                 _explain(record), outlook.ended.get(pid, "")))
+    return out
+
+
+def _explain(record) -> str:  # type: ignore[no-untyped-def]
+    if record.result == "completed":
+        return ""
+    if record.result == "verification_failed" and record.verifier is not None:
+        unmet = [i.label + (f" ({i.details[0]})" if i.details else "") for i in record.verifier.items if not i.passed]
+        return "unmet: " + "; ".join(unmet)
+    failure = record.failure
+    return f"{failure.failure_class}: {failure.message}" if failure else ""
+
+
+__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "new_packet_run_id", "attempt_outcomes"]

@@ -1,0 +1,95 @@
+"""The recovery sensor: under the daemon, what `awp run` does in process. One per packet.
+
+Each tick looks at the packet runs whose runs ended since its cursor (and those still waiting for a
+backoff), asks `next_launches` what comes next, and returns each due launch as a `RunRequest` of one
+prompt. The run key is the Attempt's id, so a launch is requested once however often it is computed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    sensor,
+)
+
+from awp_pipelines import tags
+from awp_pipelines.launches import Launch, next_launches
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.naming import recovery_sensor_name
+
+INTERVAL_S = 5
+_BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
+
+
+@dataclass
+class RecoveryCursor:
+    after: float = 0.0  # update time of the last finished run looked at
+    waiting: set[str] = field(default_factory=set)  # packet runs with a launch waiting for its backoff
+
+    @classmethod
+    def parse(cls, text: str | None) -> RecoveryCursor:
+        if not text:
+            return cls()
+        data = json.loads(text)
+        return cls(float(data.get("after", 0.0)), set(data.get("waiting", [])))
+
+    def dump(self) -> str:
+        return json.dumps({"after": self.after, "waiting": sorted(self.waiting)})
+
+
+def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launch) -> dict[str, str]:
+    """The run's tags: the Attempt's identity, and Dagster's own parent/root lineage so the UI groups
+    a retry, fallback or repair with the run it follows."""
+    out = launch.intent(history.packet_run).to_tags(binding.packet.name, launch.prompt)
+    if launch.parent_run:
+        parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
+        root = parent.tags.get("dagster/root_run_id", parent.run_id) if parent else launch.parent_run
+        out.update({"dagster/parent_run_id": launch.parent_run, "dagster/root_run_id": root})
+    return out
+
+
+def recovery_sensor(binding: PacketBinding, job: str) -> SensorDefinition:
+    packet = binding.packet
+
+    @sensor(name=recovery_sensor_name(packet), job_name=job, minimum_interval_seconds=INTERVAL_S,
+            default_status=DefaultSensorStatus.RUNNING,
+            description=f"Retries, fallbacks and repairs of packet {packet.name}, decided by the same function "
+                        "as `awp run`; then the prompts whose upstream prompts have completed.")
+    def _recover(context: SensorEvaluationContext) -> SensorResult:
+        cursor = RecoveryCursor.parse(context.cursor)
+        instance = context.instance
+        finished = instance.get_run_records(
+            RunsFilter(tags={tags.PACKET: packet.name}, statuses=list(FINISHED),
+                       updated_after=datetime.fromtimestamp(cursor.after, UTC)),
+            limit=_BATCH, order_by="update_timestamp", ascending=True)
+        packet_runs = set(cursor.waiting)
+        after = cursor.after
+        for record in finished:
+            after = max(after, record.update_timestamp.timestamp())
+            if tags.PACKET_RUN in record.dagster_run.tags:
+                packet_runs.add(record.dagster_run.tags[tags.PACKET_RUN])
+        requests, waiting = [], set()
+        now = time.time()
+        for packet_run in sorted(packet_runs):
+            history = packet_run_history(instance, packet_run, binding.keys)
+            outlook = next_launches(prompt_states(binding, history), now)
+            for launch in outlook.due:
+                requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job,
+                                           asset_selection=[binding.key(launch.prompt)],
+                                           tags=launch_tags(binding, history, launch)))
+            if outlook.waiting:
+                waiting.add(packet_run)
+        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, waiting).dump())
+
+    return _recover

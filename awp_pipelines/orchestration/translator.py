@@ -1,0 +1,95 @@
+"""Packet → Dagster specs, one overridable method per field (as dagster-dbt's and dagster-sling's
+translators): subclass `PacketTranslator` to change keys, groups, descriptions or pools, and pass it to
+`packet_assets`."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from dagster import AssetCheckSpec, AssetKey, MetadataValue
+
+from awp_pipelines.orchestration.naming import dagster_name, prompt_key
+from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.plan import PromptPlan
+from awp_pipelines.verifiers.items import contract_items
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+
+
+class PacketTranslator:
+    def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
+        return prompt_key(packet, prompt.id)
+
+    def group_name(self, packet: Packet) -> str:
+        return dagster_name(packet.name)
+
+    def description(self, packet: Packet, prompt: Prompt) -> str:
+        """The prompt's title and its first paragraph of prose: no raw Markdown headings."""
+        return f"{prompt.name}\n\n{first_paragraph(prompt.body)}".strip()
+
+    def deps(self, packet: Packet, prompt: Prompt) -> list[AssetKey]:
+        return [self.asset_key(packet, packet.prompt(dep)) for dep in packet.dependencies(prompt)]
+
+    def check_specs(self, packet: Packet, prompt: Prompt) -> list[AssetCheckSpec]:
+        contract = prompt.front.verify
+        key = self.asset_key(packet, prompt)
+        return [AssetCheckSpec(name=item.check_name, asset=key, blocking=True, description=item.label)
+                for item in (contract_items(contract) if contract is not None else [])]
+
+    def pool(self, packet: Packet, prompt: Prompt) -> str:
+        return repo_pools(packet)[prompt.id]
+
+    def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
+        return {"agent", plan.provider}
+
+    def tags(self, packet: Packet, prompt: Prompt) -> dict[str, str]:
+        return {"awp/role": prompt.front.agent or "coder"}
+
+    def code_version(self, packet: Packet, prompt: Prompt) -> str:
+        """Changes when the prompt file (body and contract) changes: the UI shows the asset as changed."""
+        return hashlib.sha256(prompt.file.read_bytes()).hexdigest()[:16]
+
+    def metadata(self, packet: Packet, prompt: Prompt) -> dict[str, object]:
+        return {"awp/prompt_file": MetadataValue.path(prompt_file_path(packet, prompt)),
+                "awp/prompt": prompt.name}
+
+
+def prompt_file_path(packet: Packet, prompt: Prompt) -> str:
+    """Relative to the packet's folder: the same on every machine."""
+    try:
+        return f"{packet.root.name}/{prompt.file.relative_to(packet.root)}"
+    except ValueError:
+        return prompt.file.name
+
+
+def first_paragraph(body: str) -> str:
+    lines: list[str] = []
+    for line in body.strip().splitlines():
+        if _HEADING.match(line):
+            if lines:
+                break
+            continue
+        if not line.strip():
+            if lines:
+                break
+            continue
+        lines.append(line.strip())
+    return " ".join(lines)
+
+
+def repo_pools(packet: Packet) -> dict[str, str]:
+    """prompt id → concurrency pool. Prompts whose target repos overlap (transitively) share one pool, so
+    two agents never edit one work tree at once; prompts on disjoint repos may run in parallel."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    targets = {p.id: p.front.targets or [packet.default_repo or "packet"] for p in packet.prompts}
+    for names in targets.values():
+        for other in names[1:]:
+            parent[find(other)] = find(names[0])
+    return {pid: f"awp_{dagster_name(packet.name)}_{dagster_name(find(names[0]))}" for pid, names in targets.items()}
