@@ -274,4 +274,4 @@ def _commit(spec: AttemptSpec, targets: Mapping[str, Path]) -> list[CommitInfo]:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

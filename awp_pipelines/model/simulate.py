@@ -39,6 +39,8 @@ class SimulatedStep(StrictModel):
     messages: list[str] = Field(default_factory=list, description="Assistant messages emitted.")
     writes: list[SimulatedWrite] = Field(default_factory=list, description="File side effects, in order.")
     error: SimulatedError | None = Field(None, description="Ends the step with this provider failure.")
+    delay_ms: int = Field(0, ge=0, le=3_600_000, description="AWP: a slow agent. Pause after the messages, "
+                          "before the writes (demos, watch and concurrency tests).")
 
 
 class SimulateSpec(StrictModel):

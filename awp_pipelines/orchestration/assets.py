@@ -23,7 +23,7 @@ from dagster import (
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from awp_pipelines.catalog import Catalog
-from awp_pipelines.orchestration.attempt_step import run_attempt
+from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
@@ -39,9 +39,6 @@ from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PlanContext
-
-NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
-                "dagster-daemon running (`dagster dev` starts it with the UI).")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ expects; the compute follows the tags when that Attempt is the next one, and dec
 
 from __future__ import annotations
 
+import time
+
 from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
 
 from awp_pipelines import tags
@@ -37,6 +39,10 @@ from awp_pipelines.packet import Prompt
 from awp_pipelines.policy import Target
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+
+NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
+                "dagster-daemon running (`dagster dev` starts it with the UI).")
+_DAEMON_STALE_S = 120
 
 
 def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
@@ -76,6 +82,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     plan = binding.plans[prompt.id]
     key = binding.key(prompt.id)
     packet_run = packet_run_of(context, binding)
+    _warn_without_daemon(context)
     launch, last = choose_launch(context, binding, prompt, packet_run)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
@@ -110,6 +117,15 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     return record, sink.transcript_markdown()
+
+
+def _warn_without_daemon(context: AssetExecutionContext) -> None:
+    """Say so in the run when nothing will launch what comes after it."""
+    if context.run.tags.get("user", "").startswith("awp run"):
+        return  # awp run recovers in process
+    beat = context.instance.get_daemon_heartbeats().get("SENSOR")
+    if beat is None or time.time() - beat.timestamp > _DAEMON_STALE_S:
+        context.log.warning(f"No dagster-daemon is running on this instance. {NEEDS_DAEMON}")
 
 
 def _resources_for(context: AssetExecutionContext, target: Target) -> tuple[ProviderResource, AccountResource | None]:

@@ -19,6 +19,11 @@ EMBEDDED_CONFIG = """\
 #   DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml
 telemetry:
   enabled: false
+# Runs start when launched, daemon or not: the UI works with the webserver alone, and the run says when
+# no daemon is there to launch its retries, fallbacks and repairs.
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: DefaultRunCoordinator
 concurrency:
   pools:
     # Prompts that share a work tree share a pool: one agent at a time edits it.

@@ -8,9 +8,11 @@ UI's concurrency page. A run that dies holding it is freed by Dagster's run moni
 
 from __future__ import annotations
 
+import fcntl
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from dagster import DagsterInstance
 
@@ -31,8 +33,7 @@ def account_lease(instance: DagsterInstance, account: str | None, run_id: str, s
         yield
         return
     pool = account_pool(account)
-    if pool not in storage.get_concurrency_keys():
-        storage.set_concurrency_slots(pool, 1)
+    ensure_pool(instance, pool)
     # Its own step key, so the op's repo-pool slot and this lease are freed independently.
     holder = f"{step_key}@account"
     waited = 0
@@ -45,3 +46,20 @@ def account_lease(instance: DagsterInstance, account: str | None, run_id: str, s
         yield
     finally:
         storage.free_concurrency_slot_for_step(run_id, holder)
+
+
+def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
+    """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
+    processes doing it at once would make two slots, so a file lock in the instance folder serialises it."""
+    storage = instance.event_log_storage
+    if pool in storage.get_concurrency_keys():
+        return
+    lock_file = Path(instance.root_directory) / ".awp-pools.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            if pool not in storage.get_concurrency_keys():
+                storage.set_concurrency_slots(pool, limit)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -7,6 +7,8 @@ It only produces events and file side effects; the verifier still decides comple
 
 from __future__ import annotations
 
+import time
+
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulatedStep, SimulatedWrite
@@ -62,6 +64,8 @@ class SimulatedProvider:
               session_id: str) -> ProviderOutcome:
         for text in step.messages:
             sink.message(text)
+        if step.delay_ms:
+            time.sleep(step.delay_ms / 1000)
         # Deterministic stand-in telemetry: words in, words out, no cost.
         sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages))
         changed: list[str] = []

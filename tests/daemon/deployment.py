@@ -1,0 +1,122 @@
+"""A real Dagster deployment for tests: `dagster-webserver` and `dagster-daemon` as separate processes on a
+project folder (assets/, resources/, sensors/, workspace.yaml) and a Dagster home, launched the way an
+operator launches them. Runs are started through the webserver's GraphQL API, as the UI starts them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
+from dagster_graphql import DagsterGraphQLClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_project(root: Path, packets: dict[str, Path], providers: str | None = None) -> Path:
+    """A project folder as the repo lays it out, holding the given packets under assets/."""
+    (root / "assets").mkdir(parents=True)
+    for name, source in packets.items():
+        shutil.copytree(source, root / "assets" / name, ignore=shutil.ignore_patterns(".awp", "workspace"))
+    shutil.copytree(REPO_ROOT / "sensors", root / "sensors")
+    (root / "resources").mkdir()
+    if providers is not None:
+        (root / "resources" / "providers.yaml").write_text(providers, encoding="utf-8")
+    shutil.copy(REPO_ROOT / "workspace.yaml", root / "workspace.yaml")
+    return root
+
+
+@dataclass
+class Deployment:
+    home: Path
+    project: Path
+    port: int
+
+    def client(self) -> DagsterGraphQLClient:
+        return DagsterGraphQLClient("127.0.0.1", port_number=self.port)
+
+    def launch_job(self, job: str) -> str:
+        """What "Materialize all" sends: the launchRun mutation for the packet's job."""
+        return self.client().submit_job_execution(job, repository_location_name="awp_pipelines",
+                                                  repository_name="__repository__")
+
+    def instance(self) -> DagsterInstance:
+        return DagsterInstance.from_config(str(self.home))
+
+    def wait_until(self, done: Callable[[DagsterInstance], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self.instance() as instance:
+            while time.monotonic() < deadline:
+                if done(instance):
+                    return
+                time.sleep(2)
+            runs = [(r.run_id[:8], r.status.value, dict(r.tags)) for r in instance.get_runs(limit=20)]
+        raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; runs: {runs}")
+
+
+def all_finished(instance: DagsterInstance, runs: list[DagsterRun]) -> bool:
+    return bool(runs) and all(r.status in FINISHED for r in runs)
+
+
+@contextmanager
+def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> Iterator[Deployment]:
+    """Start the webserver and the daemon; stop both (their whole process groups) on the way out."""
+    port = free_port()
+    full_env = {**os.environ, "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project),
+                "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = []
+    try:
+        for name, argv in (("webserver", [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1",
+                                          "-p", str(port)]),
+                           ("daemon", [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"])):
+            out = (logs / f"{name}.log").open("w")
+            procs.append(subprocess.Popen(argv, cwd=project, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, start_new_session=True))
+        dep = Deployment(home, project, port)
+        _wait_for_webserver(port, procs, logs)
+        dep.wait_until(lambda i: "SENSOR" in i.get_daemon_heartbeats(), 180, "the daemon's sensor heartbeat")
+        yield dep
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            raise AssertionError("a Dagster process exited:\n" + "\n".join(
+                f.read_text()[-3000:] for f in logs.glob("*.log")))
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/server_info", timeout=2).ok:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+    raise AssertionError("the webserver did not answer within 180 s")
