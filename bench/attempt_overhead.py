@@ -6,7 +6,8 @@ Modes, each repeated N times on a fresh workspace (interleaved, so machine drift
 
   engine    `execute_attempt` called directly, the AttemptSpec built as the asset's compute builds it, the
             recovery loop driven by the same pure decision function (the baseline);
-  sqlite    `run_packet` in process on an embedded SQLite instance: one Dagster run per Attempt;
+  sqlite    `run_packet` in process on an embedded SQLite instance: the selection in one Dagster run,
+            then one run per recovery Attempt (as the UI and the recovery sensor do);
   postgres  the same on PostgreSQL, when AWP_TEST_PG_URL is set (tests/pg.sh start DIR prints one).
 
 Recovery is on, so the demo makes 5 Attempts per repetition. Only ratios measured in this one run mean
@@ -99,7 +100,8 @@ class Repetition:
 
 
 def _engine_repetition(demo: Demo, state: Path) -> Repetition:
-    """The pure engine, Attempt by Attempt, as the asset's compute and `awp run`'s loop would drive it."""
+    """The pure engine, Attempt by Attempt, driven by the same pure decision code as the sensor and `awp run`
+    (`launches.first_launch` and `launches.continuation`), with no Dagster at all."""
     from awp_pipelines.attempts import (
         AttemptIdentity,
         AttemptRecord,
@@ -110,11 +112,12 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     )
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.events import EventSink
+    from awp_pipelines.launches import PromptState, continuation, first_launch
     from awp_pipelines.packet import load_packet
-    from awp_pipelines.plan import Overrides, PlanContext, base_layers, build_plan, plan_prompt
-    from awp_pipelines.policy import chain_of, decide, fact_of
+    from awp_pipelines.plan import PlanContext, build_plan
+    from awp_pipelines.policy import chain_of
     from awp_pipelines.providers.registry import adapter_for
-    from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+    from awp_pipelines.tags import agent_run_id, attempt_id
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -122,91 +125,78 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     packet_run = "pr-bench" + uuid.uuid4().hex[:4]
     samples: list[Sample] = []
     results: list[str] = []
-    for pplan in build_plan(packet, PlanContext(catalog=catalog)).prompts:
-        prompt = packet.prompt(pplan.id)
+    for plan in build_plan(packet, PlanContext(catalog=catalog)).prompts:
+        prompt = packet.prompt(plan.id)
         agent_run = agent_run_id(packet_run, prompt.id)
-        intent = RunIntent(packet_run=packet_run, mode="run", provider=pplan.provider, model=pplan.model,
-                           effort=pplan.effort, account=pplan.accounts[0] if pplan.accounts else None,
-                           reason="primary target of the plan")
-        chain = chain_of(pplan.provider, pplan.model, pplan.effort, pplan.accounts, pplan.fallback)
-        history: list[dict[str, Any]] = []
+        chain = chain_of(plan.provider, plan.model, plan.effort, catalog.accounts_of(plan.accounts, plan.provider),
+                         plan.fallback)
+        pstate = PromptState(prompt.id, prompt.recovery, chain)
+        launch = first_launch(pstate)
         records: list[AttemptRecord] = []
         while True:
             t0 = time.perf_counter()
-            number = len(records) + 1
-            identity = AttemptIdentity(attempt_id=attempt_id(agent_run, number), agent_run=agent_run,
-                                       number=number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
-                                       mode=intent.mode, parent_run=intent.parent_run)
-            ctx = PlanContext(catalog=catalog, overrides=Overrides(provider=intent.provider, model=intent.model,
-                                                                   effort=intent.effort, profile=intent.profile))
-            layers, _ = base_layers(packet, ctx)
-            plan = plan_prompt(packet, prompt, layers, ctx)
-            pspec = catalog.providers[plan.provider]
-            target = AttemptTarget(provider=plan.provider, provider_kind=pspec.kind,
-                                   account=intent.account or (plan.accounts[0] if plan.accounts else None),
-                                   model=plan.model, effort=plan.effort,
-                                   reason=intent.reason or "primary target of the plan")
+            identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
+                                       number=launch.number, packet=packet.name, packet_run=packet_run,
+                                       prompt=prompt.id, mode=launch.mode, parent_run=launch.parent_run)
+            pspec = catalog.providers[launch.target.provider]
+            target = AttemptTarget(provider=launch.target.provider, provider_kind=pspec.kind,
+                                   account=launch.target.account, model=launch.target.model or plan.model,
+                                   effort=launch.target.effort, reason=launch.reason)
             secrets = catalog.account_secrets(target.account)
             sink = EventSink(state / "events" / packet_run / prompt.id / f"{identity.attempt_id}.jsonl",
                              identity.attempt_id, secrets=secrets.values())
+            last = records[-1] if records else None
             spec = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                                commit=True, simulate=prompt.front.simulate, secret_env=secrets,
-                               repair_text=repair_instructions(records[-1]) if intent.mode == "repair" and records
-                               else None)
+                               repair_text=repair_instructions(last) if last and launch.mode == "repair" else None,
+                               restore=last.wip if last else None)
             t1 = time.perf_counter()
             record = execute_attempt(spec, adapter_for(pspec), sink)
             t2 = time.perf_counter()
             sink.transcript_markdown()
             records.append(record)
-            data = record.model_dump(mode="json")
-            history.append(data)
-            verdict = decide([fact_of(r) for r in history], prompt.recovery, chain)
+            pstate = replace(pstate, facts=tuple(r.fact() for r in records), started=len(records),
+                             last_ended=time.time(), last_run="engine")
+            step = continuation(pstate)
             t3 = time.perf_counter()
-            samples.append(Sample(f"{prompt.id}.a{number}", t3 - t0, t2 - t1, _json_bytes(data)))
-            if verdict.terminal:
+            samples.append(Sample(f"{prompt.id}.a{launch.number}", t3 - t0, t2 - t1,
+                                  _json_bytes(record.model_dump(mode="json"))))
+            if not hasattr(step, "due_at"):  # a Verdict: the AgentRun is over
                 results.append(f"{prompt.id}:{record.result}")
                 break
-            time.sleep(verdict.delay_ms / 1000)
-            tgt = verdict.target
-            intent = replace(intent, mode=verdict.action, reason=verdict.reason, parent_run="engine",
-                             **({"provider": tgt.provider, "model": tgt.model, "account": tgt.account,
-                                 "effort": tgt.effort} if tgt else {}))
+            launch = step
+            time.sleep(max(0.0, launch.due_at - time.time()))
     return Repetition("engine", samples, time.perf_counter() - started, results=results)
 
 
 def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
                         prompt_ids: list[str] | None = None) -> Repetition:
-    """`run_packet` in process; each Attempt timed from its launch to the decision on its stored history."""
+    """`run_packet` in process (the selection as one run, then the recovery launches); each Attempt timed
+    from the end of the one before (or the start) to its own end, as the compute reports them."""
     from awp_pipelines.catalog import load_catalog
-    from awp_pipelines.packet import load_packet
-    from awp_pipelines.plan import PlanContext, build_plan
+    from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.resources import AwpRuntime
-    from awp_pipelines.orchestration.runner import RunOptions, run_packet
+    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.packet import load_packet
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
-    catalog = load_catalog(PROVIDERS)
-    plans = build_plan(packet, PlanContext(catalog=catalog)).prompts
-    if prompt_ids is not None:
-        plans = [p for p in plans if p.id in prompt_ids]
-    runtime = AwpRuntime(state_dir=str(state), commit=True, providers_file=str(PROVIDERS))
-    marks: list[float] = []  # per prompt: launch, then one mark per decided Attempt
+    compiled = packet_assets(packet, load_catalog(PROVIDERS), AwpRuntime(state_dir=str(state), commit=True))
+    ids = prompt_ids if prompt_ids is not None else [p.id for p in packet.prompts]
+    marks = [time.perf_counter()]
     walls: list[float] = []
 
-    def on_start(prompt: Any) -> None:
-        marks[:] = [time.perf_counter()]
+    def on_attempt(line: str) -> None:
+        if " ended " in line:
+            now = time.perf_counter()
+            walls.append(now - marks[-1])
+            marks.append(now)
 
-    def on_decision(prompt: Any, verdict: Any) -> None:
-        now = time.perf_counter()
-        walls.append(now - marks[-1])
-        marks.append(now)
-
-    outcomes = run_packet(packet, plans, catalog, runtime, instance, RunOptions(recover=True),
-                          on_start=on_start, on_decision=on_decision)
+    _, outcomes = run_packet(compiled, instance, ids, RunOptions(), Progress(attempt=on_attempt))
     total = time.perf_counter() - started
     stored = _stored_attempts(instance)
     if len(stored) != len(walls):
-        raise RuntimeError(f"{mode}: {len(walls)} decisions but {len(stored)} stored Attempt records")
+        raise RuntimeError(f"{mode}: {len(walls)} Attempts reported but {len(stored)} stored Attempt records")
     samples = [Sample(name, wall, engine, size) for wall, (name, engine, size) in zip(walls, stored, strict=True)]
     return Repetition(mode, samples, total, results=[f"{o.prompt}:{o.result}" for o in outcomes])
 
@@ -445,7 +435,7 @@ def render(summary: dict[str, Any]) -> str:
                      f"{data['wall_ms']['p90']:>9.1f} {ratio.get('median', float('nan')):>9.2f} "
                      f"{ratio.get('p90', float('nan')):>7.2f} "
                      f"{'' if paired is None else f'{paired:.2f}':>9} "
-                     f"{data.get('overhead_ms_median', float('nan')):>+8.1f}   one Dagster run per Attempt")
+                     f"{data.get('overhead_ms_median', float('nan')):>+8.1f}   selection in one run, a run per recovery")
         if data["engine_ms"]:
             lines.append(f"{'':<10} {'':>8} {data['engine_ms']['median']:>10.1f} {data['engine_ms']['p90']:>9.1f}"
                          f" {'':>9} {'':>7} {'':>9} {'':>8}   of which execute_attempt (record's duration_s)")

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import requests
 import sqlalchemy as sa
 import yaml
 from dagster import DagsterEventType, DagsterInstance, RunsFilter
@@ -165,3 +166,26 @@ def test_a_rate_limited_account_falls_back_through_the_sensor_and_no_account_run
         on_a = sorted((datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["ended_at"]))
                       for r in records if r["target"]["account"] == "sim-a")
         assert len(on_a) == 2 and on_a[0][1] <= on_a[1][0]  # the account's two Attempts one after the other
+
+
+JOB_RUNS = """query JobRuns($filter: RunsFilter!) {
+  runsOrError(filter: $filter) { ... on Runs { results { runId tags { key value } } } }
+}"""
+
+
+def test_runs_made_by_awp_run_are_listed_with_the_job_as_launched_by_awp_run(running: Deployment) -> None:
+    """The query the job's Runs tab sends: the job name and the code location's repository tag."""
+    from e2e_support import awp
+
+    packet = running.project / "assets" / "rotate"
+    result = awp("run", packet, "--instance", running.home, "--json")
+    assert result.exit_code == 0, result.output
+    variables = {"filter": {"pipelineName": "packet__rotate",
+                            "tags": [{"key": ".dagster/repository", "value": "__repository__@awp_pipelines"}]}}
+    answer = requests.post(f"http://127.0.0.1:{running.port}/graphql", json={"query": JOB_RUNS,
+                                                                           "variables": variables}, timeout=30)
+    runs = answer.json()["data"]["runsOrError"]["results"]
+    assert len(runs) == 2  # the selection, then 01's fallback
+    for run in runs:
+        tags = {t["key"]: t["value"] for t in run["tags"]}
+        assert tags["user"].startswith("awp run")  # what the UI shows as "Launched by"
