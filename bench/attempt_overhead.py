@@ -435,7 +435,7 @@ def render(summary: dict[str, Any]) -> str:
                      f"{data['wall_ms']['p90']:>9.1f} {ratio.get('median', float('nan')):>9.2f} "
                      f"{ratio.get('p90', float('nan')):>7.2f} "
                      f"{'' if paired is None else f'{paired:.2f}':>9} "
-                     f"{data.get('overhead_ms_median', float('nan')):>+8.1f}   selection in one run, a run per recovery")
+                     f"{data.get('overhead_ms_median', float('nan')):>+8.1f}   one run, then a run per recovery")
         if data["engine_ms"]:
             lines.append(f"{'':<10} {'':>8} {data['engine_ms']['median']:>10.1f} {data['engine_ms']['p90']:>9.1f}"
                          f" {'':>9} {'':>7} {'':>9} {'':>8}   of which execute_attempt (record's duration_s)")
