@@ -60,3 +60,26 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         observed = instance.fetch_observations(STATUS, limit=5).records
         assert any(r.asset_observation.metadata.get("awp/result") and
                    r.asset_observation.metadata["awp/result"].value == "provider_failed" for r in observed)
+
+
+def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(tmp_path: Path) -> None:
+    from dagster import build_sensor_context
+
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
+    compiled = packet_assets(load_packet(demo), BUILTIN, AwpRuntime())
+    defs = compiled.definitions()
+    with DagsterInstance.ephemeral() as instance:
+        first = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
+        tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
+        requests = {r.tags["awp/prompt"]: r for r in tick.run_requests}
+        assert {p: r.tags["awp/mode"] for p, r in requests.items()} == {"02": "repair", "03": "retry"}
+        packet_run = f"pr-{first.run_id[:8]}"
+        assert {r.run_key for r in tick.run_requests} == {f"{packet_run}.02.a2", f"{packet_run}.03.a2"}
+        assert requests["02"].asset_selection == [CHANGELOG]
+        assert requests["02"].tags["dagster/parent_run_id"] == first.run_id
+        # The cursor moved past the run: the next tick asks for nothing new.
+        again = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs,
+                                                                   cursor=tick.cursor))
+        assert again.run_requests == []

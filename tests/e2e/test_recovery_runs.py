@@ -131,3 +131,30 @@ def test_the_demo_packet_completes_all_three_prompts(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     attempts = [o["attempt"].rsplit(".", 1)[1] for o in json.loads(result.stdout)["prompts"]]
     assert attempts == ["a1", "a2", "a2"]
+
+
+def test_a_prompt_whose_upstream_recovers_runs_after_the_repair(tmp_path: Path, make_git_repo) -> None:
+    """02 waits on 01: Dagster skips it when 01 fails, and it starts once 01's repair completed."""
+    root = tmp_path / "chain"
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "chain", "provider": "simulated",
+                                                      "repos": {"app": {"path": "./workspace", "default": True}}}))
+    (root / "prompts").mkdir()
+    first = {"verify": {"contains": [{"path": "a.txt", "text": "done"}]},
+             "simulate": {"attempts": [{"writes": [{"path": "a.txt", "text": "half"}]},
+                                       {"writes": [{"path": "a.txt", "text": "done"}]}]}}
+    second = {"verify": {"files_exist": ["b.txt"]}, "simulate": {"attempts": [{"writes": [{"path": "b.txt"}]}]}}
+    for name, front in (("01_first", first), ("02_second", second)):
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
+    result = awp("run", root, "--json")
+    assert result.exit_code == 0, result.output
+    instance = open_instance(root)
+    try:
+        runs = _oldest_first(instance, {"awp/packet": "chain"})
+        assert runs[0].tags["awp/prompts"] == "01,02"  # the selection in one run; 02 was skipped there
+        assert [(r.tags["awp/prompt"], r.tags["awp/mode"]) for r in runs[1:]] == [("01", "repair"), ("02", "run")]
+        assert runs[2].tags["awp/reason"] == "upstream 01 completed"
+    finally:
+        instance.dispose()
+    trailers = [m for m in git_log(root / "workspace") if "AWP-Attempt:" in m]
+    assert [m.split("AWP-Prompt: ")[1].split()[0] for m in trailers] == ["02", "01"]  # newest first
