@@ -35,6 +35,9 @@ run_monitoring:
 """
 
 
+_EARLIER_CONFIG = "telemetry:\n  enabled: false\n"
+
+
 def instance_home(packet_root: Path, home: Path | None = None) -> Path:
     if home is not None:
         return home
@@ -47,6 +50,7 @@ def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstanc
     folder = instance_home(packet_root, home).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "dagster.yaml"
-    if not config.exists():
+    # Also upgrades the config earlier versions wrote (telemetry only: no pools, so no one-agent-per-tree).
+    if not config.exists() or config.read_text(encoding="utf-8") == _EARLIER_CONFIG:
         config.write_text(EMBEDDED_CONFIG, encoding="utf-8")
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
