@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from awp_pipelines.errors import PacketError
+from awp_pipelines.ids import ID_RULE, id_problem
 from awp_pipelines.model.manifest import Manifest, RepoSpec
 from awp_pipelines.model.prompt import PromptFrontMatter
 from awp_pipelines.model.recovery import RecoveryConfig, deep_merge
@@ -166,10 +167,27 @@ def _load_prompt(file: Path, packet_recovery: dict[str, Any]) -> Prompt:
     number, slug = (int(match.group(1)), match.group(2)) if match else (_UNNUMBERED, stem)
     filename_id = normalize_id(match.group(1)) if match else None
     prompt_id = normalize_id(front.id) if front.id is not None else (filename_id or stem)
+    _check_prompt_id(prompt_id, file, fm.doc, from_front=front.id is not None)
     merged = deep_merge(packet_recovery, fm.doc.data.get("recovery") or {})
     recovery = validate_doc(RecoveryConfig, fm.doc, data=merged)
     return Prompt(prompt_id, number, slug, file, front, fm.body, fm.body_line, recovery,
                   fm.doc.data, fm.doc, filename_id)
+
+
+def _check_prompt_id(prompt_id: str, file: Path, doc: YamlDoc, *, from_front: bool) -> None:
+    """The id names files under .awp/ and goes into run tags and commit trailers: an identifier, nothing more."""
+    problem = id_problem(prompt_id)
+    if problem is None:
+        return
+    if from_front:
+        raise PacketError(file, f"prompt id {_shown(prompt_id)} {problem}", key="id", line=doc.line_of(("id",)),
+                          hint=f"use an id like \"01\": {ID_RULE}")
+    raise PacketError(file, f"prompt id {_shown(prompt_id)} (from the filename) {problem}", line=1,
+                      hint=f"rename the file NN_slug.prompt.md, or set `id:` in its front matter: {ID_RULE}")
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
 def _read(file: Path) -> str:

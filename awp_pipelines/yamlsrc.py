@@ -58,6 +58,13 @@ class _BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        # The scanner looks ahead over a whole flow collection at a cost that grows with the square of its
+        # depth: refuse `[[[[…` as it is read, not after thousands of levels.
+        if self.flow_level >= MAX_DEPTH:
+            raise _TooDeep(None, None, f"nested more than {MAX_DEPTH} levels deep", self.get_mark())
+        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:  # type: ignore[override]
         self._depth += 1
         try:

@@ -10,10 +10,11 @@ from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.verifiers.pathtext import PathText
 
 
 class RepoSpec(StrictModel):
-    path: str = Field(description="Repository folder, relative to the packet root.")
+    path: PathText = Field(description="Repository folder, relative to the packet root.")
     default: bool = Field(False, description="The default repo for verifier entries without a repo.")
 
 
@@ -24,10 +25,10 @@ class NamedRepoSpec(RepoSpec):
 class Manifest(ExecutionSettings):
     name: str = Field(min_length=1, description="Packet name; the Dagster asset group and job are named for it.")
     description: str | None = Field(None, description="What the packet does (native packet.yaml).")
-    profile: str | None = Field(None, description="Home profile to layer under the packet "
+    profile: PathText | None = Field(None, description="Home profile to layer under the packet "
                                 "(~/.config/awp/profiles/NAME.md); absent is a warning.")
-    prompt_template: str | None = Field(None, description="Default template for `awp prompt new`.")
-    prompt_dir: str = Field("prompts", description="Folder of NN_slug.prompt.md files.")
+    prompt_template: PathText | None = Field(None, description="Default template for `awp prompt new`.")
+    prompt_dir: PathText = Field("prompts", description="Folder of NN_slug.prompt.md files.")
     repos: dict[str, RepoSpec] | list[NamedRepoSpec] = Field(
         default_factory=dict, description="Repositories: {name: {path, default}} or a list with names.")
     phases: dict[str, str] = Field(default_factory=dict, description="Phase number → title.")
