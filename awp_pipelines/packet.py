@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,8 +155,11 @@ def _check_repos(manifest: Manifest, doc: YamlDoc) -> None:
 def _load_prompts(prompt_dir: Path, packet_recovery: dict[str, Any]) -> list[Prompt]:
     if not prompt_dir.is_dir():
         return []
-    files = [f for f in prompt_dir.iterdir()
-             if f.is_file() and f.name.endswith(PROMPT_SUFFIX) and not f.name.endswith(CHECKLIST_SUFFIX)]
+    named = [f for f in prompt_dir.iterdir()
+             if f.name.endswith(PROMPT_SUFFIX) and not f.name.endswith(CHECKLIST_SUFFIX)]
+    for f in named:
+        _check_not_broken_link(f)
+    files = [f for f in named if f.is_file()]
     prompts = [_load_prompt(f, packet_recovery) for f in files]
     return sorted(prompts, key=lambda p: (p.number, p.file.name))
 
@@ -172,6 +177,21 @@ def _load_prompt(file: Path, packet_recovery: dict[str, Any]) -> Prompt:
     recovery = validate_doc(RecoveryConfig, fm.doc, data=merged)
     return Prompt(prompt_id, number, slug, file, front, fm.body, fm.body_line, recovery,
                   fm.doc.data, fm.doc, filename_id)
+
+
+def _check_not_broken_link(file: Path) -> None:
+    """A prompt that is a dangling or looping symlink is an error, not a prompt silently left out of the run."""
+    if not file.is_symlink():
+        return
+    try:
+        file.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13 reports a loop this way
+        raise PacketError(file, "prompt file is a symlink loop",
+                          hint="point the link at a real file, or remove it") from None
+    except OSError as err:
+        what = "a symlink loop" if err.errno == errno.ELOOP else f"a dangling symlink (to {os.readlink(file)})"
+        raise PacketError(file, f"prompt file is {what}", hint="point the link at a real file, or remove it"
+                          ) from None
 
 
 def _check_prompt_id(prompt_id: str, file: Path, doc: YamlDoc, *, from_front: bool) -> None:

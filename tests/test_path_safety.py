@@ -99,3 +99,24 @@ def test_a_verify_entry_too_long_for_the_os_is_a_load_error(tmp_path: Path) -> N
     with pytest.raises(PacketError) as caught:
         load_packet(root)
     assert caught.value.key == "verify.files_exist.0"
+
+
+@pytest.mark.parametrize(("target", "message"), [("nowhere.md", "dangling symlink (to nowhere.md)"),
+                                                 ("02_link.prompt.md", "symlink loop")])
+@pytest.mark.parametrize("command", ["lint", "plan"])
+def test_a_broken_prompt_symlink_is_an_error_with_its_path(tmp_path: Path, target: str, message: str,
+                                                           command: str) -> None:
+    root = packet_with_prompt(tmp_path, "01_hello.prompt.md", "01")
+    link = root / "prompts" / "02_link.prompt.md"
+    link.symlink_to(target)
+    result = CliRunner().invoke(cli, [command, str(root)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {link}: prompt file is a {message} (point the link at a real file, or " \
+        "remove it)\n"
+
+
+def test_a_prompt_symlink_to_a_real_file_still_loads(tmp_path: Path) -> None:
+    root = packet_with_prompt(tmp_path, "01_hello.prompt.md", "01")
+    (tmp_path / "shared.md").write_text("---\nid: \"02\"\nname: y\n---\nbody\n")
+    (root / "prompts" / "02_shared.prompt.md").symlink_to(tmp_path / "shared.md")
+    assert [p.id for p in load_packet(root).prompts] == ["01", "02"]
