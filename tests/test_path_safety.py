@@ -78,7 +78,8 @@ def test_the_packet_run_callback_turns_a_bad_id_into_a_usage_error() -> None:
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("prompt_dir", "x" * 300, "path component is longer"),
-    ("profile", "p/" * 2000, "path is longer"),
+    ("prompt_template", "t/" * 2000, "path is longer"),
+    ("profile", "../../etc/passwd", "profile name '../../etc/passwd' is not an identifier"),
 ])
 def test_paths_no_os_call_could_take_are_load_errors(tmp_path: Path, key: str, value: str, message: str) -> None:
     root = tmp_path / "p"

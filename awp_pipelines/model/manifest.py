@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from awp_pipelines.ids import check_id
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
@@ -25,7 +26,7 @@ class NamedRepoSpec(RepoSpec):
 class Manifest(ExecutionSettings):
     name: str = Field(min_length=1, description="Packet name; the Dagster asset group and job are named for it.")
     description: str | None = Field(None, description="What the packet does (native packet.yaml).")
-    profile: PathText | None = Field(None, description="Home profile to layer under the packet "
+    profile: str | None = Field(None, description="Home profile to layer under the packet "
                                 "(~/.config/awp/profiles/NAME.md); absent is a warning.")
     prompt_template: PathText | None = Field(None, description="Default template for `awp prompt new`.")
     prompt_dir: PathText = Field("prompts", description="Folder of NN_slug.prompt.md files.")
@@ -35,6 +36,12 @@ class Manifest(ExecutionSettings):
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="Recovery budgets.")
     agent_control: AgentControlConfig = Field(default_factory=AgentControlConfig,
                                               description="Agent-driven iteration control.")
+
+    @field_validator("profile")
+    @classmethod
+    def _profile_is_a_name(cls, value: str | None) -> str | None:
+        # It names a file in the home profiles folder: `../../x` would read any .md file as a profile.
+        return None if value is None else check_id(value, "profile name")
 
     @field_validator("phases", mode="before")
     @classmethod
