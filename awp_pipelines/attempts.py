@@ -23,7 +23,7 @@ from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
 from awp_pipelines.policy import AttemptFact
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
-from awp_pipelines.redact import redact
+from awp_pipelines.redact import Redactor
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
@@ -135,6 +135,12 @@ class AttemptSpec:
     repair_text: str | None = None
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
+    # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
+    # account's credential is known. The account's own `secret_env` values are always added.
+    redactor: Redactor | None = None
+
+    def boundary_redactor(self) -> Redactor:
+        return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
 
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -164,6 +170,8 @@ def prompt_text(spec: AttemptSpec) -> str:
 
 
 def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
+    """Run the Attempt; the record it returns has passed the boundary redactor as a whole."""
+    redactor = spec.boundary_redactor()
     started, clock = _now(), time.monotonic()
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
@@ -180,28 +188,31 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     changed = bool(changed_since(before, snapshot(targets)))
     report = _verify(spec)
     if report is not None:
+        report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = _decide(outcome, report)
     commits: list[CommitInfo] = []
     if result == "completed" and spec.commit:
         try:
-            commits = _commit(spec, targets)
+            commits = _commit(spec, targets, redactor)
             for info in commits:
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
-            result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
+            result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
     usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                   cost_usd=outcome.usage.cost_usd)
-    return AttemptRecord(
+    record = AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
         workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, messages=outcome.messages, verifier=report, workspace_changed=changed,
-        prompt_text=redact(request.prompt_text),
+        prompt_text=request.prompt_text,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
         restored=restored)
+    # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
+    return redactor.model(record)
 
 
 def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:
@@ -264,12 +275,12 @@ def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[At
     return "verification_failed", None
 
 
-def _commit(spec: AttemptSpec, targets: Mapping[str, Path]) -> list[CommitInfo]:
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitInfo]:
     ident, target = spec.identity, spec.target
     trailers = {"AWP-Packet": ident.packet, "AWP-Prompt": ident.prompt, "AWP-Agent-Run": ident.agent_run,
                 "AWP-Attempt": ident.attempt_id, "AWP-Provider": target.provider,
                 "AWP-Account": target.account or "none", "AWP-Model": target.model}
-    results = commit_targets(targets, redact(spec.plan.commit_message), trailers)
+    results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
     return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from pydantic import BaseModel, Field
 
@@ -10,6 +11,9 @@ SEVEN_DAYS_MS = 7 * 24 * 60 * 60 * 1000
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 UNBOUNDED = ("unbounded", "infinity", "inf", "none")
+# Above seven days a timeout is clamped; a number beyond ~3,000 years is no duration anyone meant (and a float
+# of 400 digits is infinite, which no int holds): an error where it is written, not an OverflowError later.
+MAX_WRITTEN_MS = 10**14
 
 
 class Bounds(BaseModel):
@@ -29,14 +33,20 @@ def parse_timeout_ms(value: int | str | None) -> tuple[int, str]:
         return SEVEN_DAYS_MS, "default (unset)"
     if isinstance(value, str) and value.strip().lower() in UNBOUNDED:
         return SEVEN_DAYS_MS, "unbounded"
+    shown = repr(value) if len(str(value)) <= 40 else repr(str(value)[:40]) + "…"
     if isinstance(value, int):
-        ms = value
+        number = Decimal(value)
     else:
         match = _DURATION.match(value)
         if not match:
-            raise ValueError(f"timeout {value!r} is not a duration; use milliseconds, '45m', '2h', '1d' "
+            raise ValueError(f"timeout {shown} is not a duration; use milliseconds, '45m', '2h', '1d' "
                              "or 'unbounded'")
-        ms = int(float(match.group(1)) * _UNITS_MS[match.group(2) or "ms"])
+        # Decimal, not float: 400 digits are a large number, not infinity.
+        number = Decimal(match.group(1)) * _UNITS_MS[match.group(2) or "ms"]
+    if number > MAX_WRITTEN_MS:
+        raise ValueError(f"timeout {shown} is too large to be a duration; at most 7 days apply anyway: "
+                         "write '7d' or 'unbounded'")
+    ms = int(number)
     if ms <= 0:
         raise ValueError("timeout must be positive")
     if ms > SEVEN_DAYS_MS:

@@ -11,6 +11,7 @@ from pydantic import Field
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.execution import Effort, TargetSpec
 from awp_pipelines.validation import validate_doc
+from awp_pipelines.verifiers.pathtext import PathText
 from awp_pipelines.yamlsrc import parse_yaml
 
 ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_http", "command", "simulated"]
@@ -18,7 +19,7 @@ ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_htt
 
 class ProviderSpec(StrictModel):
     kind: ProviderKind = Field(description="Adapter that runs this provider.")
-    command: str | None = Field(None, description="Executable for CLI kinds; default the kind's usual name.")
+    command: PathText | None = Field(None, description="Executable for CLI kinds; default the kind's usual name.")
     base_url: str | None = Field(None, description="Endpoint for openai_http.")
     default_model: str | None = Field(None, description="Model used when a prompt names none.")
     credential_env: str | None = Field(None, description="Variable holding the credential when no account is set.")
@@ -31,7 +32,7 @@ class AccountSpec(StrictModel):
     provider: str = Field(description="Provider this account belongs to.")
     credential_env: str | None = Field(None, description="Variable holding this account's credential "
                                        "(its name is recorded, never its value).")
-    config_dir: str | None = Field(None, description="This account's own CLI config folder.")
+    config_dir: PathText | None = Field(None, description="This account's own CLI config folder.")
     cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from awp_pipelines.redact import redact
+from awp_pipelines.redact import Redactor
 from awp_pipelines.workspace import WorkspaceError, changed_paths, git, head
 
 CommitStatus = Literal["committed", "no_changes"]
@@ -41,8 +41,13 @@ def _single_line(value: str) -> str:
     return " ".join(str(value).split())
 
 
-def commit_message(message: str, trailers: Mapping[str, str]) -> str:
-    """The message, a blank line, then one `Key: value` trailer per line (single-line, redacted)."""
+def commit_message(message: str, trailers: Mapping[str, str], redactor: Redactor | None = None) -> str:
+    """The message, a blank line, then one `Key: value` trailer per line (single-line, redacted).
+
+    Pass the run's `Redactor` (Redactor.for_catalog): a git object is forever, so an account's literal
+    credential must never reach one; without it only the secret patterns are removed.
+    """
+    redact = redactor or Redactor()
     body = redact(message).strip()
     if not body:
         raise ValueError("empty commit message")
@@ -81,10 +86,11 @@ def _commit_one(name: str, repo: Path, text: str) -> CommitResult:
     return CommitResult(name, "committed", sha)
 
 
-def commit_targets(repos: Mapping[str, Path], message: str,
-                   trailers: Mapping[str, str]) -> dict[str, CommitResult]:
+def commit_targets(repos: Mapping[str, Path], message: str, trailers: Mapping[str, str],
+                   redactor: Redactor | None = None) -> dict[str, CommitResult]:
     """Commit each target repo's changes (`git add -A`); a clean repo is `no_changes`. Never pushes."""
-    text = commit_message(message, trailers)
+    redact = redactor or Redactor()
+    text = commit_message(message, trailers, redact)
     results: dict[str, CommitResult] = {}
     for name, repo in repos.items():
         try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from awp_pipelines.errors import PacketError
+from awp_pipelines.ids import ID_RULE, id_problem
 from awp_pipelines.model.manifest import Manifest, RepoSpec
 from awp_pipelines.model.prompt import PromptFrontMatter
 from awp_pipelines.model.recovery import RecoveryConfig, deep_merge
@@ -152,8 +155,11 @@ def _check_repos(manifest: Manifest, doc: YamlDoc) -> None:
 def _load_prompts(prompt_dir: Path, packet_recovery: dict[str, Any]) -> list[Prompt]:
     if not prompt_dir.is_dir():
         return []
-    files = [f for f in prompt_dir.iterdir()
-             if f.is_file() and f.name.endswith(PROMPT_SUFFIX) and not f.name.endswith(CHECKLIST_SUFFIX)]
+    named = [f for f in prompt_dir.iterdir()
+             if f.name.endswith(PROMPT_SUFFIX) and not f.name.endswith(CHECKLIST_SUFFIX)]
+    for f in named:
+        _check_not_broken_link(f)
+    files = [f for f in named if f.is_file()]
     prompts = [_load_prompt(f, packet_recovery) for f in files]
     return sorted(prompts, key=lambda p: (p.number, p.file.name))
 
@@ -166,10 +172,42 @@ def _load_prompt(file: Path, packet_recovery: dict[str, Any]) -> Prompt:
     number, slug = (int(match.group(1)), match.group(2)) if match else (_UNNUMBERED, stem)
     filename_id = normalize_id(match.group(1)) if match else None
     prompt_id = normalize_id(front.id) if front.id is not None else (filename_id or stem)
+    _check_prompt_id(prompt_id, file, fm.doc, from_front=front.id is not None)
     merged = deep_merge(packet_recovery, fm.doc.data.get("recovery") or {})
     recovery = validate_doc(RecoveryConfig, fm.doc, data=merged)
     return Prompt(prompt_id, number, slug, file, front, fm.body, fm.body_line, recovery,
                   fm.doc.data, fm.doc, filename_id)
+
+
+def _check_not_broken_link(file: Path) -> None:
+    """A prompt that is a dangling or looping symlink is an error, not a prompt silently left out of the run."""
+    if not file.is_symlink():
+        return
+    try:
+        file.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13 reports a loop this way
+        raise PacketError(file, "prompt file is a symlink loop",
+                          hint="point the link at a real file, or remove it") from None
+    except OSError as err:
+        what = "a symlink loop" if err.errno == errno.ELOOP else f"a dangling symlink (to {os.readlink(file)})"
+        raise PacketError(file, f"prompt file is {what}", hint="point the link at a real file, or remove it"
+                          ) from None
+
+
+def _check_prompt_id(prompt_id: str, file: Path, doc: YamlDoc, *, from_front: bool) -> None:
+    """The id names files under .awp/ and goes into run tags and commit trailers: an identifier, nothing more."""
+    problem = id_problem(prompt_id)
+    if problem is None:
+        return
+    if from_front:
+        raise PacketError(file, f"prompt id {_shown(prompt_id)} {problem}", key="id", line=doc.line_of(("id",)),
+                          hint=f"use an id like \"01\": {ID_RULE}")
+    raise PacketError(file, f"prompt id {_shown(prompt_id)} (from the filename) {problem}", line=1,
+                      hint=f"rename the file NN_slug.prompt.md, or set `id:` in its front matter: {ID_RULE}")
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
 def _read(file: Path) -> str:

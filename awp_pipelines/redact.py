@@ -6,9 +6,15 @@ credential values of the account in use (known exactly, so found even when they 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
 
 REDACTED = "[REDACTED]"
 # Shorter literals would redact ordinary words; no real credential is this short.
@@ -68,7 +74,11 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
 
 def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     """`text` with every pattern hit and every given literal secret (length >= 6) replaced by [REDACTED]."""
-    for value in _literals(extra_values):
+    return _redact_text(text, _literals(extra_values))
+
+
+def _redact_text(text: str, literals: list[str]) -> str:
+    for value in literals:
         text = text.replace(value, REDACTED)
     for pattern in SECRET_PATTERNS.values():
         text = _replace(pattern, text)
@@ -86,7 +96,7 @@ def redact_obj(obj: Any, extra_values: Iterable[str] = ()) -> Any:
 
 def _redact_obj(obj: Any, literals: list[str]) -> Any:
     if isinstance(obj, str):
-        return redact(obj, literals)
+        return _redact_text(obj, literals)
     if isinstance(obj, Mapping):
         return {
             key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _SECRET_KEY.search(key)
@@ -97,6 +107,65 @@ def _redact_obj(obj: Any, literals: list[str]) -> Any:
         items = [_redact_obj(item, literals) for item in obj]
         return items if isinstance(obj, list) else tuple(items)
     return obj
+
+
+class _Spec(Protocol):
+    credential_env: str | None
+
+
+class _Catalog(Protocol):
+    """What the redactor reads of a Catalog (no import: the catalog module sits above this one)."""
+
+    @property
+    def providers(self) -> Mapping[str, _Spec]: ...
+
+    @property
+    def accounts(self) -> Mapping[str, _Spec]: ...
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """The one redactor at the boundary: every secret pattern, and every literal credential value it was given.
+
+    Build it with `for_catalog` at run time so it knows the value of every account's `credential_env` (not just
+    the account in use: a fallback, an agent or a verifier may print another one), then pass everything that
+    leaves an Attempt through it: commit messages, verifier items, failure messages, metadata, log lines and
+    asset descriptions.
+    """
+
+    literals: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "literals", tuple(_literals(self.literals)))
+
+    @classmethod
+    def for_catalog(cls, catalog: _Catalog | None, environ: Mapping[str, str] | None = None,
+                    extra: Iterable[str] = ()) -> Redactor:
+        """Patterns plus the current values of every credential variable the catalog names (accounts and
+        providers), read from `environ` (default: this process's environment) when it is called."""
+        env = os.environ if environ is None else environ
+        names = set()
+        if catalog is not None:
+            specs = [*catalog.accounts.values(), *catalog.providers.values()]
+            names = {spec.credential_env for spec in specs if spec.credential_env}
+        return cls((*(env[name] for name in sorted(names) if env.get(name)), *extra))
+
+    def with_values(self, values: Iterable[str]) -> Redactor:
+        return Redactor((*self.literals, *values))
+
+    def __call__(self, text: str) -> str:
+        return _redact_text(text, list(self.literals))
+
+    def text(self, text: str) -> str:
+        return self(text)
+
+    def obj(self, obj: Any) -> Any:
+        """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
+        return _redact_obj(obj, list(self.literals))
+
+    def model(self, model: M) -> M:
+        """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""
+        return type(model).model_validate(self.obj(model.model_dump(mode="python")))
 
 
 def find_secrets(text: str) -> list[tuple[int, str]]:

@@ -40,8 +40,51 @@ class FrontMatter:
     body_line: int
 
 
+# Packet files nest a few levels; deeper input is hostile or broken, and PyYAML's composer (like every walk
+# after it) recurses once per level, so 3,000 brackets would end in a RecursionError.
+MAX_DEPTH = 64
+# Aliases make a YAML graph, not a tree: `&a [*a, *a]` chains expand exponentially in every later walk.
+MAX_NODES = 50_000
+
+
+class _TooDeep(yaml.MarkedYAMLError):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses nesting deeper than MAX_DEPTH while composing, before anything recurses."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        # The scanner looks ahead over a whole flow collection at a cost that grows with the square of its
+        # depth: refuse `[[[[…` as it is read, not after thousands of levels.
+        if self.flow_level >= MAX_DEPTH:
+            raise _TooDeep(None, None, f"nested more than {MAX_DEPTH} levels deep", self.get_mark())
+        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:  # type: ignore[override]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _TooDeep(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
+
+
 def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = _BoundedLoader(text)
+    except yaml.reader.ReaderError as err:
+        # A control character (NUL, ...) anywhere in the text: PyYAML refuses it before parsing starts.
+        line = text.count("\n", 0, err.position) + 1
+        raise PacketError(file, f"invalid YAML: control character {_codepoint(err.character)} is not allowed",
+                          line=line + line_offset, key=key_near(text, line),
+                          hint="remove it; write it escaped in a double-quoted string if it is meant") from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -50,15 +93,22 @@ def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
         line = mark.line + 1 + line_offset if mark else None
         raise PacketError(file, f"invalid YAML: {err.problem or err}", line=line,
                           key=key_near(text, mark.line + 1) if mark else None,
-                          hint="check indentation and quoting") from None
+                          hint="flatten it" if isinstance(err, _TooDeep) else "check indentation and quoting"
+                          ) from None
     except yaml.YAMLError as err:
         raise PacketError(file, f"invalid YAML: {err}") from None
     finally:
         loader.dispose()
     doc = YamlDoc(file=file, data=data, line_offset=line_offset)
     if node is not None:
-        _index(node, (), doc)
+        _Indexer(doc).walk(node, ())
     return doc
+
+
+def _codepoint(character: int | str) -> str:
+    # PyYAML's ReaderError carries the code point as an int for text input.
+    code = character if isinstance(character, int) else ord(character[:1] or "\0")
+    return f"U+{code:04X}"
 
 
 _KEY_LINE = re.compile(r"^( *(?:- +)?)([\"']?)([^\"'#:\s][^\"'#:]*?)\2\s*:(?:\s|$)")
@@ -78,22 +128,45 @@ def key_near(text: str, line: int) -> str | None:
     return ".".join(key for _, key in stack) or None
 
 
-def _index(node: yaml.Node, path: KeyPath, doc: YamlDoc) -> None:
-    doc.lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
+class _Indexer:
+    """Records each key path's line; refuses duplicate keys, NUL characters and alias bombs, with their line."""
+
+    def __init__(self, doc: YamlDoc) -> None:
+        self.doc = doc
+        self.visited = 0
+
+    def fail(self, node: yaml.Node, path: KeyPath, message: str, hint: str) -> PacketError:
+        return PacketError(self.doc.file, message, key=".".join(path) or None,
+                           line=node.start_mark.line + 1 + self.doc.line_offset, hint=hint)
+
+    def walk(self, node: yaml.Node, path: KeyPath) -> None:
+        self.visited += 1
+        # Depth is bounded by the loader; a recursive alias (`&a [*a]`) is caught here by the same bound.
+        if self.visited > MAX_NODES or len(path) > MAX_DEPTH:
+            raise self.fail(node, path, f"more than {MAX_NODES} values or {MAX_DEPTH} levels (recursive or "
+                            "exponential aliases?)", "write the values out; packets need no deep aliases")
+        self.doc.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.ScalarNode) and "\0" in node.value:
+            # A path with NUL makes every os call raise; no packet value needs one.
+            raise self.fail(node, path, "NUL character (\\0) in a value", "remove the \\0 escape")
+        if isinstance(node, yaml.MappingNode):
+            self._mapping(node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                self.walk(item, (*path, str(index)))
+
+    def _mapping(self, node: yaml.MappingNode, path: KeyPath) -> None:
         seen: set[str] = set()
         for key_node, value_node in node.value:
             key = str(key_node.value)
+            if "\0" in key:
+                raise self.fail(key_node, path, "NUL character (\\0) in a key", "remove the \\0 escape")
             if key in seen:
-                raise PacketError(doc.file, f"duplicate key '{key}'", key=".".join((*path, key)),
-                                  line=key_node.start_mark.line + 1 + doc.line_offset,
-                                  hint="YAML keeps only the last one; remove one of them")
+                raise self.fail(key_node, (*path, key), f"duplicate key '{key}'",
+                                "YAML keeps only the last one; remove one of them")
             seen.add(key)
-            _index(value_node, (*path, key), doc)
-            doc.lines[(*path, key)] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _index(item, (*path, str(index)), doc)
+            self.walk(value_node, (*path, key))
+            self.doc.lines[(*path, key)] = key_node.start_mark.line + 1
 
 
 def split_front_matter(text: str, file: Path, required: bool = True) -> FrontMatter:

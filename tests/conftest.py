@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+# The reliability summary table (tests/reliability/summary.py). Registered here, in the conftest every process
+# loads, because the xdist controller collects nothing and so never loads tests/reliability/conftest.py.
+from reliability.summary import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from awp_pipelines.catalog import Catalog, load_catalog
 from awp_pipelines.errors import PacketError
+from awp_pipelines.ids import check_id
 from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.selection import Selection, selection_from_flags
 
@@ -43,6 +44,16 @@ def user_errors(func: F) -> F:
             fail_input(err)
 
     return wrapper  # type: ignore[return-value]
+
+
+def packet_run_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for `--packet-run`: the id names a folder under .awp/, so `../..` is bad input (exit 2)."""
+    if value is None:
+        return None
+    try:
+        return check_id(value, "packet run id")
+    except ValueError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
 
 
 def packet_argument(func: F) -> F:

@@ -18,8 +18,10 @@ while loading, so it arrives as `invalid_packet` with the clause's line and a di
 """
 
 from .contracts import SHELLS
+from .hygiene import refuse_secrets, secrets_in_packet
 from .linter import lint_packet
 from .report import KINDS, Finding, LintReport, Severity, finding
 from .targets import MIN_TIMEOUT_MS
 
-__all__ = ["KINDS", "MIN_TIMEOUT_MS", "SHELLS", "Finding", "LintReport", "Severity", "finding", "lint_packet"]
+__all__ = ["KINDS", "MIN_TIMEOUT_MS", "SHELLS", "Finding", "LintReport", "Severity", "finding", "lint_packet",
+           "refuse_secrets", "secrets_in_packet"]

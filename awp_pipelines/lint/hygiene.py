@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from awp_pipelines import profile as home
 from awp_pipelines.authoring import find_template
+from awp_pipelines.errors import PacketError
 from awp_pipelines.model.prompt import INERT_KEYS
-from awp_pipelines.packet import Prompt
+from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.redact import find_secrets
 
 from .context import LintContext
@@ -50,8 +52,34 @@ def _template_missing(ctx: LintContext, name: str, where: Where) -> None:
                 hint=f"looked in {ctx.packet.root / 'templates'} and {home.templates_dir()}")
 
 
+_SECRET_HINT = "remove and rotate it; an account's credential_env names the variable that holds it"
+
+
 def _secrets_written(ctx: LintContext, file: Path) -> None:
-    for line, kind in find_secrets(file.read_text(encoding="utf-8")):
-        ctx.findings.append(finding(
-            "secret_in_packet", file, f"a {kind.replace('_', ' ')} is written on line {line}", line=line,
-            hint="remove and rotate it; an account's credential_env names the variable that holds it"))
+    for line, kind in secrets_in_file(file):
+        ctx.findings.append(finding("secret_in_packet", file, _secret_message(kind, line), line=line,
+                                    hint=_SECRET_HINT))
+
+
+def secrets_in_file(file: Path) -> list[tuple[int, str]]:
+    """(line, kind) of each secret written in `file`: what lint reports as `secret_in_packet`."""
+    return find_secrets(file.read_text(encoding="utf-8"))
+
+
+def secrets_in_packet(packet: Packet) -> Iterator[tuple[Path, int, str]]:
+    """(file, line, kind) of each secret in the manifest and the prompt files, in lint's order."""
+    for file in (packet.manifest_file, *(prompt.file for prompt in packet.prompts)):
+        for line, kind in secrets_in_file(file):
+            yield file, line, kind
+
+
+def refuse_secrets(packet: Packet) -> None:
+    """`awp run` (and any launcher) refuses a packet that lint finds a secret in: a PacketError at the first
+    one, with its file and line (exit 2). The secret itself is never echoed."""
+    for file, line, kind in secrets_in_packet(packet):
+        raise PacketError(file, f"refusing to run: {_secret_message(kind, line)}", line=line, key=None,
+                          hint=_SECRET_HINT + "; `awp lint` lists them all")
+
+
+def _secret_message(kind: str, line: int) -> str:
+    return f"a {kind.replace('_', ' ')} is written on line {line}"

@@ -6,14 +6,16 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from awp_pipelines.ids import check_id
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.verifiers.pathtext import PathText
 
 
 class RepoSpec(StrictModel):
-    path: str = Field(description="Repository folder, relative to the packet root.")
+    path: PathText = Field(description="Repository folder, relative to the packet root.")
     default: bool = Field(False, description="The default repo for verifier entries without a repo.")
 
 
@@ -26,14 +28,20 @@ class Manifest(ExecutionSettings):
     description: str | None = Field(None, description="What the packet does (native packet.yaml).")
     profile: str | None = Field(None, description="Home profile to layer under the packet "
                                 "(~/.config/awp/profiles/NAME.md); absent is a warning.")
-    prompt_template: str | None = Field(None, description="Default template for `awp prompt new`.")
-    prompt_dir: str = Field("prompts", description="Folder of NN_slug.prompt.md files.")
+    prompt_template: PathText | None = Field(None, description="Default template for `awp prompt new`.")
+    prompt_dir: PathText = Field("prompts", description="Folder of NN_slug.prompt.md files.")
     repos: dict[str, RepoSpec] | list[NamedRepoSpec] = Field(
         default_factory=dict, description="Repositories: {name: {path, default}} or a list with names.")
     phases: dict[str, str] = Field(default_factory=dict, description="Phase number → title.")
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="Recovery budgets.")
     agent_control: AgentControlConfig = Field(default_factory=AgentControlConfig,
                                               description="Agent-driven iteration control.")
+
+    @field_validator("profile")
+    @classmethod
+    def _profile_is_a_name(cls, value: str | None) -> str | None:
+        # It names a file in the home profiles folder: `../../x` would read any .md file as a profile.
+        return None if value is None else check_id(value, "profile name")
 
     @field_validator("phases", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.verifiers.contract import VerifyContract
+from awp_pipelines.verifiers.pathtext import PathText
 
 # Accepted for compatibility but never read by the runtime: lint warns (put them in the body instead).
 INERT_KEYS: tuple[str, ...] = ("references", "required_reading", "context_files")
@@ -19,7 +20,7 @@ class PromptFrontMatter(ExecutionSettings):
     id: str | int | None = Field(None, description="Prompt id; must match the filename's numeric prefix.")
     name: str | None = Field(None, description="Human title; default the slug.")
     phase: int | str | None = Field(None, description="Phase key from the manifest's `phases`.")
-    template: str | None = Field(None, description="Template the prompt was created from.")
+    template: PathText | None = Field(None, description="Template the prompt was created from.")
     targets: list[str] | None = Field(None, description="Repo names; the first is the agent's cwd. "
                                       "Default: the default repo.")
     commit: str | None = Field(None, description="Commit message; default the Mission's first line.")

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from awp_pipelines.model.base import StrictModel
+from awp_pipelines.verifiers.pathtext import PathText
 
 SimulatedErrorKind = Literal[
     "provider_capacity",
@@ -24,7 +25,7 @@ SimulatedErrorKind = Literal[
 
 
 class SimulatedWrite(StrictModel):
-    path: str = Field(description="File to write, relative to the repo (default: the prompt's first target).")
+    path: PathText = Field(description="File to write, relative to the repo (default: the prompt's first target).")
     text: str = Field("", description="Content written.")
     append: bool = Field(False, description="Append instead of replacing.")
     repo: str | None = Field(None, description="Repo name; default the prompt's first target.")

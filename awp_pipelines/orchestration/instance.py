@@ -8,7 +8,10 @@ queue to wait on a daemon); the daemon is needed for the recovery sensors, which
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from dagster import DagsterInstance
@@ -45,12 +48,40 @@ def instance_home(packet_root: Path, home: Path | None = None) -> Path:
     return Path(env) if env else packet_root / ".awp" / "dagster"
 
 
+INIT_LOCK = ".awp-instance.lock"
+
+
+@contextlib.contextmanager
+def instance_folder_lock(folder: Path) -> Iterator[None]:
+    """Exclusive between processes for one instance folder; released when the block ends or the process dies.
+
+    A fresh SQLite instance is created by whoever opens it first: each storage creates its tables and stamps
+    alembic. Two processes doing that at once left `alembic_version` with two heads and every later command
+    failing (4 of 8 in the probe). Not covered: machines sharing one Postgres database (no shared folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / INIT_LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def open_instance_folder(folder: Path, default_config: str = EMBEDDED_CONFIG) -> DagsterInstance:
+    """The instance stored in `folder`. A folder without a dagster.yaml gets `default_config` (embedded SQLite);
+    one with a dagster.yaml (e.g. Postgres storage) is used as it is. Safe to call from many processes at once."""
+    folder = folder.resolve()
+    with instance_folder_lock(folder):
+        config = folder / "dagster.yaml"
+        # Also upgrades the config earlier versions wrote (telemetry only: no pools, so no one-agent-per-tree).
+        if not config.exists() or config.read_text(encoding="utf-8") == _EARLIER_CONFIG:
+            # Written whole, then renamed: no process ever reads half a config.
+            partial = folder / f".dagster.yaml.{os.getpid()}"
+            partial.write_text(default_config, encoding="utf-8")
+            partial.replace(config)
+        return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+
+
 def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstance:
     """A folder with a dagster.yaml (e.g. Postgres storage) is used as it is; an empty one becomes SQLite."""
-    folder = instance_home(packet_root, home).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "dagster.yaml"
-    # Also upgrades the config earlier versions wrote (telemetry only: no pools, so no one-agent-per-tree).
-    if not config.exists() or config.read_text(encoding="utf-8") == _EARLIER_CONFIG:
-        config.write_text(EMBEDDED_CONFIG, encoding="utf-8")
-    return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+    return open_instance_folder(instance_home(packet_root, home))

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .pathtext import PathText
+
 # Prompt Runner's defaults, plus the scaffold placeholder so an unfilled template never passes as a document.
 DEFAULT_FORBIDDEN_MARKERS: tuple[str, ...] = ("TODO", "TBD", "FIXME", "XXX", "<!-- prompt_runner:placeholder")
 # Directories no source scan wants to read; an entry's `prune` adds to these.
@@ -48,14 +50,14 @@ class RepoPath(BaseModel):
         description="Repository name from the manifest's `repos`, or `packet` for the packet folder; "
         "omitted means the prompt's default repository.",
     )
-    path: str = Field(
+    path: PathText = Field(
         description="Path relative to the repository root. Absolute paths, `..` that leaves the root and "
         "symlinks resolving outside it fail the item."
     )
 
 
 # An entry is "path", "repo:path" (only when `repo` names a known repository) or {repo, path}.
-Entry = str | RepoPath
+Entry = PathText | RepoPath
 
 
 class ContainsCheck(RepoPath):
@@ -185,7 +187,7 @@ class JsonCheck(RepoPath):
 class GlobCheck(RepoPath):
     """`glob`: how many files a glob pattern matches, and optionally that each is non-empty."""
 
-    path: str = Field(
+    path: PathText = Field(
         description="Glob pattern relative to the repository root (`*`, `?`, `[..]`, `**` for any depth; "
         "`*` does not match names starting with a dot)."
     )
@@ -197,7 +199,7 @@ class GlobCheck(RepoPath):
 class SourceAbsentCheck(RepoPath):
     """`source_absent`: no line of the source files under `path` matches a forbidden regex."""
 
-    path: str = Field(description="File or directory to scan, relative to the repository root.")
+    path: PathText = Field(description="File or directory to scan, relative to the repository root.")
     patterns: list[str] = Field(
         min_length=1, description="Regular expressions searched line by line; any hit fails the item."
     )
@@ -225,14 +227,14 @@ class CommandCheck(BaseModel):
     repo: str | None = Field(
         default=None, description="Repository the command runs in; omitted means the default repository."
     )
-    exec: str = Field(
+    exec: PathText = Field(
         min_length=1,
         description="Executable: a bare name looked up on PATH (missing: verifier_fault), an absolute path "
         "(missing: verifier_fault) or a path relative to `cwd` such as `bin/check` (missing: an ordinary, "
         "repairable failure, since the prompt may be expected to create it).",
     )
     args: list[str] = Field(default_factory=list, description="Arguments, passed as argv.")
-    cwd: str = Field(
+    cwd: PathText = Field(
         default=".", description="Working directory relative to the repository root; it must exist."
     )
     env: dict[str, str] = Field(
@@ -257,7 +259,7 @@ class CommandCheck(BaseModel):
         description="Regular expression the output must match: searched case-insensitively, as in Prompt "
         "Runner. Output is stdout and stderr interleaved.",
     )
-    regenerates: list[str] = Field(
+    regenerates: list[PathText] = Field(
         default_factory=list,
         description="Files (relative to the repository root) the command must write afresh: each is moved "
         "aside first and must exist non-empty afterwards; on any failure the previous file is restored.",
@@ -315,7 +317,7 @@ class VerifyContract(BaseModel):
         default_factory=list, description="Files a regular expression must match: {repo?, path, pattern}."
     )
     # A mapping is always a DocCheck (a RepoPath with options), so options are never dropped by the union.
-    doc: list[str | DocCheck] = Field(
+    doc: list[PathText | DocCheck] = Field(
         default_factory=list,
         description="Documents: a path, or {repo?, path, min_lines, requires_sections, forbids_markers}.",
     )
