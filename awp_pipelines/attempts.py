@@ -214,9 +214,13 @@ def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[At
 
 def _commit(spec: AttemptSpec, targets: Mapping[str, Path]) -> list[CommitInfo]:
     ident, target = spec.identity, spec.target
+    # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
+    reason = " ".join(target.reason.split())
+    reason = reason if len(reason) <= 120 else reason[:119] + "…"
     trailers = {"AWP-Packet": ident.packet, "AWP-Prompt": ident.prompt, "AWP-Agent-Run": ident.agent_run,
-                "AWP-Attempt": ident.attempt_id, "AWP-Provider": target.provider,
-                "AWP-Account": target.account or "none", "AWP-Model": target.model}
+                "AWP-Attempt": ident.attempt_id, "AWP-Mode": ident.mode, "AWP-Reason": reason,
+                "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
+                "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
     results = commit_targets(targets, redact(spec.plan.commit_message), trailers)
     return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
 
