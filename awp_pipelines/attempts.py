@@ -139,6 +139,7 @@ def prompt_text(spec: AttemptSpec) -> str:
 
 
 def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
+    sink.prompt_sent(prompt_text(spec))  # first in the transcript: what the agent was asked
     started, clock = _now(), time.monotonic()
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
