@@ -1,0 +1,63 @@
+"""The Dagster UI after a demo run on PostgreSQL, read in headless chromium: what a user sees, with screenshots."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_pages import (
+    graph_node_titles,
+    listed_run_ids,
+    open_asset_graph,
+    open_runs,
+    open_transcript,
+    runs_filtered_by_tag,
+    screenshot,
+)
+from ui_server import DagsterUi
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+PROMPTS = ("01", "02", "03")
+
+
+def test_asset_graph_shows_the_prompts_and_the_runs_list_shows_every_attempt(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    open_asset_graph(page, url)
+    titles = graph_node_titles(page)
+    for prompt in PROMPTS:
+        # The prompt id starts the node's title (bare today; a human title may follow it).
+        assert any(re.match(rf"{prompt}\b", title) for title in titles), f"prompt {prompt} not in {titles}"
+    assert len(titles) == len(PROMPTS)
+    assert page.get_by_text("Materialized", exact=True).count() == len(PROMPTS)  # every prompt completed
+    assert screenshot(page, shots, "asset-graph").stat().st_size > 10_000
+
+    open_runs(page, url)
+    body = page.inner_text("body")
+    # Every Attempt is a run: 01 once, 02 and its repair, 03 and its retry after the rate limit.
+    for attempt in dagster_ui.attempts():
+        assert f"awp/attempt: {attempt}" in body
+    assert f"awp/attempt: {dagster_ui.attempts()[1].removesuffix('.a2')}.a1" in body
+    finals = {o["dagster_run"][:8] for o in dagster_ui.run_output["prompts"]}
+    listed = listed_run_ids(page)
+    assert len(listed) == 5 and finals <= set(listed)
+    screenshot(page, shots, "runs")
+
+
+def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    repair = next(o for o in dagster_ui.run_output["prompts"] if o["prompt"] == "02")
+    runs_filtered_by_tag(page, url, "awp/attempt", repair["attempt"])
+    assert listed_run_ids(page) == [repair["dagster_run"][:8]]
+    screenshot(page, shots, "runs-filtered-by-attempt")
+
+    transcript = open_transcript(page, url, ["demo", "02"])
+    screenshot(page, shots, "transcript-02", full_page=False)
+    # The prompt as sent, then the repair's unmet item, then what the agent did.
+    assert "Create CHANGELOG.md with a ## Unreleased section" in transcript
+    assert "Repair Instructions" in transcript and "text not found: '## Unreleased'" in transcript
+    assert transcript.index("Repair Instructions") < transcript.index("Adding the missing Unreleased section.")
