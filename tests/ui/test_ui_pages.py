@@ -10,9 +10,14 @@ import pytest
 from ui_pages import (
     graph_node_titles,
     listed_run_ids,
+    metadata_text,
+    open_asset_check,
+    open_asset_events,
     open_asset_graph,
+    open_run,
     open_runs,
     open_transcript,
+    run_log_entry,
     runs_filtered_by_tag,
     screenshot,
 )
@@ -61,3 +66,22 @@ def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
     assert "Create CHANGELOG.md with a ## Unreleased section" in transcript
     assert "Repair Instructions" in transcript and "text not found: '## Unreleased'" in transcript
     assert transcript.index("Repair Instructions") < transcript.index("Adding the missing Unreleased section.")
+
+
+def test_the_repair_attempt_can_be_followed_from_its_asset_events_to_a_check_and_its_run(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    repair = next(o for o in dagster_ui.run_output["prompts"] if o["prompt"] == "02")
+    open_asset_events(page, url, ["demo", "02"])
+    assert "repair" in metadata_text(page, "awp/mode")
+    assert repair["attempt"] in metadata_text(page, "awp/attempt")
+    screenshot(page, shots, "asset-02-events", full_page=False)
+
+    open_asset_check(page, url, ["demo", "02"], "contains_1_changelog_md")
+    body = page.inner_text("body")
+    assert "contains: CHANGELOG.md ('## Unreleased')" in body and "Passed" in body
+    screenshot(page, shots, "check-02-contains", full_page=False)
+
+    open_run(page, url, repair["dagster_run"])
+    run_log_entry(page, f"Attempt {repair['attempt']} ended completed")
+    screenshot(page, shots, "run-02-repair", full_page=False)

@@ -123,6 +123,15 @@ def open_run(page: Page, base_url: str, run_id: str) -> Page:
     return _goto(page, base_url, f"/runs/{run_id}")
 
 
+def run_log_entry(page: Page, text: str | re.Pattern[str]) -> Locator:
+    """The first entry of an open run's event log showing `text` (a `context.log` line, a live-feed batch),
+    scrolled into view so a screenshot shows it."""
+    entry = page.get_by_text(text).first
+    entry.wait_for(timeout=SETTLE_MS)
+    entry.scroll_into_view_if_needed()
+    return entry
+
+
 _RUN_ID_CELL = re.compile(r"^[0-9a-f]{8}$")
 
 
