@@ -109,13 +109,22 @@ def open_transcript(page: Page, base_url: str, key_path: Sequence[str]) -> str:
     return open_markdown_metadata(page, "awp/transcript")
 
 
+# The table header renders before its rows: wait for a run's id link, or for the empty state.
+_RUNS_LOADED = """() => [...document.querySelectorAll("a[href^='/runs/']")]
+    .some(a => /^[0-9a-f]{8}$/.test(a.innerText.trim())) || /No runs/i.test(document.body.innerText)"""
+
+
 def open_runs(page: Page, base_url: str) -> Page:
-    return _goto(page, base_url, "/runs", ready="Launched by")
+    _goto(page, base_url, "/runs", ready="Launched by")
+    page.wait_for_function(_RUNS_LOADED, timeout=SETTLE_MS)
+    return page
 
 
 def runs_filtered_by_tag(page: Page, base_url: str, key: str, value: str) -> Page:
     """The Runs list filtered as the UI's own tag filter does (`tag:key=value`), e.g. a commit sha tag."""
-    return _goto(page, base_url, "/runs?" + urlencode({"q[]": f"tag:{key}={value}"}), ready="Launched by")
+    _goto(page, base_url, "/runs?" + urlencode({"q[]": f"tag:{key}={value}"}), ready="Launched by")
+    page.wait_for_function(_RUNS_LOADED, timeout=SETTLE_MS)
+    return page
 
 
 def open_run(page: Page, base_url: str, run_id: str) -> Page:
