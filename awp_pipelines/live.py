@@ -4,13 +4,16 @@ The Dagster layer forwards each batch to `context.log`, where every call is a st
 batched (at most one batch per `interval_s`, unless `max_lines` are waiting), each line is cut to
 `line_chars`, and an Attempt forwards at most `max_total_lines` in all (the transcript has the rest).
 The first line after a quiet spell goes out at once, so a user watching the run sees the agent start.
-Pure: the clock is injected, no Dagster, no threads. Events arrive already redacted (EventSink writes first).
+Pure: the clock is injected, no Dagster. Events arrive already redacted (EventSink writes first). `ticking`
+polls from a daemon thread so a waiting line never waits for the agent's next event longer than the interval.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from awp_pipelines.transcript import files_summary, one_line
@@ -88,8 +91,14 @@ class LiveFeed:
         self._dropped = 0
         self._last_sent: float | None = None
         self.batches_sent = 0
+        # add() runs on the Attempt's thread, poll() may run on a ticker's: one batch at a time, in order.
+        self._lock = threading.RLock()
 
     def add(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._add(event)
+
+    def _add(self, event: Mapping[str, Any]) -> None:
         if self.listener is None:
             return
         if event.get("type") == "message_streamed":
@@ -104,21 +113,23 @@ class LiveFeed:
 
     def poll(self) -> None:
         """Send waiting lines when a batch is due: `max_lines` waiting, or `interval_s` since the last batch."""
-        if not self._pending or self.listener is None:
-            return
-        now = self._clock()
-        due = self._last_sent is None or now - self._last_sent >= self.interval_s
-        if due or len(self._pending) >= self.max_lines:
-            self._send(now)
+        with self._lock:
+            if not self._pending or self.listener is None:
+                return
+            now = self._clock()
+            due = self._last_sent is None or now - self._last_sent >= self.interval_s
+            if due or len(self._pending) >= self.max_lines:
+                self._send(now)
 
     def flush(self) -> None:
         """The Attempt ended: send everything still waiting, and say how much was not forwarded."""
-        self._end_stream()
-        if self._dropped:
-            self._pending.append(f"[{self._dropped} more lines not shown live; the transcript has them]")
-            self._dropped = 0
-        while self._pending and self.listener is not None:
-            self._send(self._clock())
+        with self._lock:
+            self._end_stream()
+            if self._dropped:
+                self._pending.append(f"[{self._dropped} more lines not shown live; the transcript has them]")
+                self._dropped = 0
+            while self._pending and self.listener is not None:
+                self._send(self._clock())
 
     def _end_stream(self) -> None:
         if self._stream:
@@ -143,3 +154,28 @@ class LiveFeed:
         except Exception:  # noqa: BLE001 - a broken log must not fail the agent's work
             self.listener = None
             self._pending.clear()
+
+
+@contextmanager
+def ticking(feed: LiveFeed | None, every_s: float = 1.0) -> Iterator[LiveFeed | None]:
+    """Poll `feed` every `every_s` seconds from a daemon thread while the block runs; flush it on the way out.
+
+    `with ticking(sink.live): execute_attempt(...)`: lines wait at most about `interval_s` + `every_s`.
+    """
+    if feed is None:
+        yield None
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            feed.poll()
+
+    thread = threading.Thread(target=loop, name="awp-live-feed", daemon=True)
+    thread.start()
+    try:
+        yield feed
+    finally:
+        stop.set()
+        thread.join(timeout=max(1.0, every_s * 2))
+        feed.flush()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.live import LiveFeed, live_line
+from awp_pipelines.live import LiveFeed, live_line, ticking
 
 SECRET = "acct-credential-77aa55cc"
 
@@ -155,3 +156,17 @@ def test_token_counters_and_unknown_events_make_no_line() -> None:
 def test_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError):
         LiveFeed(print, max_lines=0)
+
+
+def test_ticking_sends_a_waiting_line_without_a_new_event_and_flushes_at_the_end() -> None:
+    got: list[list[str]] = []
+    feed = LiveFeed(got.append, interval_s=0.2)
+    with ticking(feed, every_s=0.05):
+        feed.add(msg("first"))  # goes at once
+        feed.add(msg("second"))  # waits for the interval: no further event comes, the ticker sends it
+        deadline = time.monotonic() + 5
+        while len(got) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert got == [["agent: first"], ["agent: second"]]
+        feed.add(msg("third"))  # still inside the interval when the block ends
+    assert got[-1] == ["agent: third"]  # flushed on the way out
