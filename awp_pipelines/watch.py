@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -235,3 +236,47 @@ def violations(live: Liveness, prog: Progress, finished: bool = False) -> list[V
     if not finished and prog.violation:
         found.append("progress_stale")
     return found
+
+
+# -- one look ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WatchReport:
+    """One `awp watch` observation: liveness, progress, per-repo activity, minutes quiet and violations."""
+
+    liveness: Liveness
+    progress: Progress
+    repos: list[RepoActivity]
+    quiet_minutes: float | None
+    violations: list[Violation]
+
+    def as_dict(self) -> dict[str, object]:
+        """For `--json` lines: plain values only."""
+        return {"running": self.liveness.running, "liveness": asdict(self.liveness), "progress": asdict(self.progress),
+                "repos": [asdict(r) for r in self.repos], "quiet_minutes": self.quiet_minutes,
+                "violations": list(self.violations)}
+
+    def line(self) -> str:
+        """Prompt Runner's watch line: `runner=UP|DOWN quiet=Nmin dirty=N commits=N progress=STATE [violations]`."""
+        quiet = "?" if self.quiet_minutes is None else f"{self.quiet_minutes:.0f}"
+        parts = [f"runner={'UP' if self.liveness.running else 'DOWN'}", f"quiet={quiet}min",
+                 f"dirty={sum(len(r.dirty) for r in self.repos)}",
+                 f"commits={sum(len(r.new_commits) for r in self.repos)}", f"progress={self.progress.state}"]
+        if self.violations:
+            parts.append("violations=" + ",".join(self.violations))
+        return " ".join(parts)
+
+
+def watch_once(lock_path: Path | str, progress_path: Path | str | None,
+               repos: Mapping[str, tuple[Path | str, str | None]],
+               progress_timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, finished: bool = False,
+               now: float | None = None) -> WatchReport:
+    """Look once. `repos` maps a repo name to (path, sha the Attempt started from); `finished`: no work remains
+    (then neither a dead runner nor old progress is a violation)."""
+    now = time.time() if now is None else now
+    live = liveness(lock_path)
+    prog = progress(progress_path, progress_timeout_s, now) if progress_path is not None else Progress("missing")
+    activity = [replace(repo_activity(path, since), repo=name) for name, (path, since) in repos.items()]
+    stamps = [a.last_change for a in activity] + [now - prog.age_s if prog.age_s is not None else None]
+    return WatchReport(live, prog, activity, quiet_minutes(stamps, now), violations(live, prog, finished))
+

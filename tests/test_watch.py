@@ -28,6 +28,7 @@ from awp_pipelines.watch import (
     release,
     repo_activity,
     violations,
+    watch_once,
 )
 
 MakeRepo = Callable[[Path], Path]
@@ -167,3 +168,28 @@ def _iso(epoch: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_one_look_reports_not_running_after_the_runner_is_killed_and_stale_progress(
+        make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "docs")
+    base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lock, record = tmp_path / "run.lock", tmp_path / "progress.json"
+    record.write_text(json.dumps({"summary": "drafting", "updated_at": _iso(time.time())}))
+    runner = runner_holding_lock(lock)
+    try:
+        (repo / "draft.md").write_text("wip")
+        report = watch_once(lock, record, {"docs": (repo, base)}, progress_timeout_s=600)
+        assert report.violations == [] and report.liveness.running
+        assert report.line().startswith("runner=UP quiet=0min dirty=1 commits=0 progress=fresh")
+    finally:
+        runner.kill()
+        runner.wait()
+    later = time.time() + 700  # the record is now older than the timeout
+    report = watch_once(lock, record, {"docs": (repo, base)}, progress_timeout_s=600, now=later)
+    assert report.violations == ["not_running", "progress_stale"]
+    data = json.loads(json.dumps(report.as_dict()))  # --json lines: plain values only
+    assert data["running"] is False and data["violations"] == ["not_running", "progress_stale"]
+    assert data["repos"][0]["repo"] == "docs" and data["repos"][0]["dirty"] == ["draft.md"]
+    assert data["quiet_minutes"] >= 11
+    assert watch_once(lock, None, {}, finished=True).violations == []
