@@ -18,6 +18,7 @@ from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.live import LiveFeed, LiveListener
 from awp_pipelines.redact import redact_obj
 from awp_pipelines.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
+from awp_pipelines.workspace import WorkspaceError, diff_stat
 
 __all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "read_events",
            "render_transcript"]
@@ -154,6 +155,16 @@ class EventSink:
         rows = [{"path": str(f["path"]), "status": f.get("status") or "M", "added": f.get("added"),
                  "removed": f.get("removed")} for f in files]
         return self.emit("files_changed", repo=repo, base=base, files=rows)
+
+    def files_changed_since(self, repos: Mapping[str, Path | str], checkpoint: Mapping[str, str | None]) -> None:
+        """`files_changed` for each target repo against the Attempt's checkpoint (HEAD before it ran). A git
+        error leaves that repo out: what the agent changed is observed here, never decided."""
+        for name, path in repos.items():
+            try:
+                files = diff_stat(path, checkpoint.get(name))
+            except WorkspaceError:
+                continue
+            self.files_changed(name, files, checkpoint.get(name))
 
     # -- reading -------------------------------------------------------------------------------------
     @property

@@ -210,3 +210,23 @@ def test_prompt_and_files_changed_are_redacted_like_every_event(sink: EventSink)
     sink.files_changed("app", [{"path": f"notes-{ACCOUNT_SECRET}.md", "added": 1, "removed": 0}])
     raw = sink.path.read_text()
     assert ACCOUNT_SECRET not in raw and ACCOUNT_SECRET not in sink.transcript_markdown()
+
+
+def test_files_changed_since_the_checkpoint_reads_each_target_repo(tmp_path: Path, make_git_repo) -> None:
+    docs = make_git_repo(tmp_path / "docs")
+    app = make_git_repo(tmp_path / "app")
+    checkpoint = {"docs": _head(docs), "app": _head(app)}
+    (docs / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n")
+    sink = EventSink(tmp_path / "e.jsonl", "a1")
+    sink.files_changed_since({"docs": docs, "app": app, "gone": tmp_path / "missing"}, checkpoint)
+    [first, second] = [e for e in sink.events() if e["type"] == "files_changed"]
+    assert (first["repo"], first["base"], first["files"]) == (
+        "docs", checkpoint["docs"], [{"path": "CHANGELOG.md", "status": "A", "added": 3, "removed": 0}])
+    assert (second["repo"], second["files"]) == ("app", [])  # a repo left alone says so; a broken one is skipped
+    md = sink.transcript_markdown()
+    assert "- `docs`: 1 file changed, +3 −0\n  - `CHANGELOG.md` (new) +3 −0\n- `app`: no changes" in md
+
+
+def _head(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
