@@ -44,6 +44,7 @@ EventType = Literal[
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 RESERVED_KEYS = frozenset({"ts", "type", "attempt", "seq"})
+FILES_STORED = 500  # rows per files_changed event
 
 
 def _utc_now() -> str:
@@ -154,7 +155,10 @@ class EventSink:
         file (status A/M/D/R; added/removed None for binary). `workspace.diff_stat(repo, base)` builds it."""
         rows = [{"path": str(f["path"]), "status": f.get("status") or "M", "added": f.get("added"),
                  "removed": f.get("removed")} for f in files]
-        return self.emit("files_changed", repo=repo, base=base, files=rows)
+        # Totals over every file; the rows themselves are capped so one event line stays small.
+        return self.emit("files_changed", repo=repo, base=base, total_files=len(rows),
+                         added=sum(int(r["added"] or 0) for r in rows),
+                         removed=sum(int(r["removed"] or 0) for r in rows), files=rows[:FILES_STORED])
 
     def files_changed_since(self, repos: Mapping[str, Path | str], checkpoint: Mapping[str, str | None]) -> None:
         """`files_changed` for each target repo against the Attempt's checkpoint (HEAD before it ran). A git

@@ -44,7 +44,7 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
         repo = event.get("repo")
         text = f"wrote {(str(repo) + ':') if repo else ''}{event.get('path')}"
     elif kind == "files_changed":
-        text = "changed " + files_summary(str(event.get("repo")), list(event.get("files") or []))[0]
+        text = "changed " + files_summary(event)[0]
     elif kind == "resume_started":
         text = f"resuming session {event.get('session_id') or '?'}"
     elif kind == "run_completed":

@@ -112,14 +112,18 @@ def diff_line(change: Mapping[str, Any]) -> str:
     return f"`{one_line(change.get('path'), 160)}`{status} {counts}"
 
 
-def files_summary(repo: str, files: list[Mapping[str, Any]]) -> tuple[str, list[str]]:
-    """(`repo: N files, +a −r`, per-file lines capped at FILES_SHOWN)."""
-    added = sum(int(f.get("added") or 0) for f in files)
-    removed = sum(int(f.get("removed") or 0) for f in files)
-    head = f"{repo}: {len(files)} file{'' if len(files) == 1 else 's'} changed, +{added} −{removed}"
+def files_summary(event: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """(`repo: N files changed, +a −r`, per-file lines capped at FILES_SHOWN) of a files_changed event; totals
+    from the event when it carries them (its rows may be capped), else summed from its rows."""
+    files = list(event.get("files") or [])
+    total = int(event.get("total_files") or len(files))
+    added = event.get("added") if event.get("added") is not None else sum(int(f.get("added") or 0) for f in files)
+    removed = (event.get("removed") if event.get("removed") is not None
+               else sum(int(f.get("removed") or 0) for f in files))
+    head = f"{event.get('repo')}: {total} file{'' if total == 1 else 's'} changed, +{added} −{removed}"
     lines = [diff_line(f) for f in files[:FILES_SHOWN]]
-    if len(files) > FILES_SHOWN:
-        lines.append(f"… and {len(files) - FILES_SHOWN} more")
+    if total > len(lines):
+        lines.append(f"… and {total - len(lines)} more")
     return head, lines
 
 
@@ -142,10 +146,9 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         repo = event.get("repo")
         return f"- wrote `{(repo + ':') if repo else ''}{event.get('path')}`"
     if kind == "files_changed":
-        files = list(event.get("files") or [])
-        if not files:
+        if not event.get("files") and not event.get("total_files"):
             return f"- `{event.get('repo')}`: no changes"
-        head, lines = files_summary(str(event.get("repo")), files)
+        head, lines = files_summary(event)
         return "- " + head.replace(f"{event.get('repo')}:", f"`{event.get('repo')}`:", 1) + "".join(
             f"\n  - {line}" for line in lines)
     if kind == "run_started":

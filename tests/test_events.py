@@ -230,3 +230,12 @@ def test_files_changed_since_the_checkpoint_reads_each_target_repo(tmp_path: Pat
 def _head(repo: Path) -> str:
     return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+def test_a_huge_change_is_summed_in_full_but_stored_and_shown_capped(sink: EventSink) -> None:
+    files = [{"path": f"gen/f{i:05d}.txt", "status": "A", "added": 2, "removed": 0} for i in range(2000)]
+    event = sink.files_changed("app", files)
+    assert (event["total_files"], event["added"], len(event["files"])) == (2000, 4000, 500)
+    md = sink.transcript_markdown()
+    assert "- `app`: 2000 files changed, +4000 −0" in md and "… and 1980 more" in md
+    assert "gen/f00019.txt" in md and "gen/f00020.txt" not in md
