@@ -49,7 +49,7 @@ def test_asset_graph_shows_the_prompts_and_the_runs_list_shows_every_attempt(
     finals = {o["dagster_run"][:8] for o in dagster_ui.run_output["prompts"]}
     listed = listed_run_ids(page)
     assert len(listed) == 5 and finals <= set(listed)
-    screenshot(page, shots, "runs")
+    screenshot(page, shots, "runs", height=2000)
 
 
 def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(

@@ -150,9 +150,18 @@ def listed_run_ids(page: Page) -> list[str]:
     return [text.strip() for text in links if _RUN_ID_CELL.match(text.strip())]
 
 
-def screenshot(page: Page, folder: Path, name: str, full_page: bool = True) -> Path:
-    """Save `<folder>/<name>.png` (folder created); returns the file."""
+def screenshot(page: Page, folder: Path, name: str, full_page: bool = True, height: int | None = None) -> Path:
+    """Save `<folder>/<name>.png` (folder created); returns the file. Lists such as Runs scroll inside their
+    own pane, which `full_page` cannot unroll: `height` makes the window that tall for the shot."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
+    size = page.viewport_size
+    if height and size:
+        page.set_viewport_size({"width": size["width"], "height": height})
+        page.wait_for_timeout(300)  # let the list render the rows that came into view
+    try:
+        page.screenshot(path=str(path), full_page=full_page)
+    finally:
+        if height and size:
+            page.set_viewport_size(size)
     return path
