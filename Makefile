@@ -31,3 +31,8 @@ lint: install
 .PHONY: bench
 bench: install
 	$(VENV)/bin/python bench/attempt_overhead.py
+
+# `awp blame` on a 1,000-commit repo against plain `git blame -L` (ratios within one run; goal: under 1 s).
+.PHONY: bench-blame
+bench-blame: install
+	$(VENV)/bin/python bench/blame_speed.py

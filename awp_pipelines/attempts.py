@@ -172,6 +172,7 @@ def prompt_text(spec: AttemptSpec) -> str:
 def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
     """Run the Attempt; the record it returns has passed the boundary redactor as a whole."""
     redactor = spec.boundary_redactor()
+    sink.prompt_sent(prompt_text(spec))  # first in the transcript: what the agent was asked
     started, clock = _now(), time.monotonic()
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
@@ -186,6 +187,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         session_id=None, simulate=spec.simulate)
     outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
     changed = bool(changed_since(before, snapshot(targets)))
+    sink.files_changed_since(targets, checkpoint)
     report = _verify(spec)
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
@@ -277,9 +279,13 @@ def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[At
 
 def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitInfo]:
     ident, target = spec.identity, spec.target
+    # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
+    reason = " ".join(target.reason.split())
+    reason = reason if len(reason) <= 120 else reason[:119] + "…"
     trailers = {"AWP-Packet": ident.packet, "AWP-Prompt": ident.prompt, "AWP-Agent-Run": ident.agent_run,
-                "AWP-Attempt": ident.attempt_id, "AWP-Provider": target.provider,
-                "AWP-Account": target.account or "none", "AWP-Model": target.model}
+                "AWP-Attempt": ident.attempt_id, "AWP-Mode": ident.mode, "AWP-Reason": reason,
+                "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
+                "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
     results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
     return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
 

@@ -1,23 +1,30 @@
-"""An Attempt's observable activity: JSONL events on disk and a readable Markdown transcript.
+"""An Attempt's observable activity: JSONL events on disk, a readable Markdown transcript (transcript.py)
+and, optionally, a live feed of human lines for the run's log (live.py).
 
 Events are for people and dashboards; they never decide lifecycle state (the verifier and the decision
 function do). Every line is flushed as it is written, so a crash loses nothing already emitted, and every
-payload is redacted with the account's secret values before it reaches the disk.
+payload is redacted with the account's secret values before it reaches the disk or the live feed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.live import LiveFeed, LiveListener
 from awp_pipelines.redact import redact_obj
+from awp_pipelines.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
+from awp_pipelines.workspace import WorkspaceError, diff_stat
+
+__all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "read_events",
+           "render_transcript"]
 
 EventType = Literal[
+    "prompt_sent",
     "run_started",
     "message_received",
     "message_streamed",
@@ -33,62 +40,35 @@ EventType = Literal[
     "resume_started",
     "verifier_completed",
     "commit_created",
+    "files_changed",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 RESERVED_KEYS = frozenset({"ts", "type", "attempt", "seq"})
-
-TRANSCRIPT_MAX_CHARS = 200_000
-_SUMMARY_CHARS = 200
-_PHASE_OF: dict[str, str] = {
-    "run_started": "Run",
-    "resume_started": "Resume",
-    "verifier_completed": "Verification",
-    "commit_created": "Commit",
-}
+FILES_STORED = 500  # rows per files_changed event
 
 
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass
-class Counters:
-    messages: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def count(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "message_received":
-            self.messages += 1
-        elif kind == "tool_call_started":
-            self.tool_calls += 1
-        elif kind == "token_usage_updated":
-            values = (int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0),
-                      float(event.get("cost_usd") or 0.0))
-            if event.get("cumulative"):
-                self.input_tokens, self.output_tokens, self.cost_usd = values
-            else:
-                self.input_tokens += values[0]
-                self.output_tokens += values[1]
-                self.cost_usd += values[2]
-
-
 class EventSink:
     """Appends one JSON object per line to `path`: `{ts, type, attempt, seq, ...payload}`.
 
     Opening a file that already holds this attempt's events (a resumed process) continues its sequence
-    numbers and counters. `secrets` are the literal credential values of the account in use.
+    numbers and counters. `secrets` are the literal credential values of the account in use. `root` is the
+    packet folder: the transcript names the JSONL relative to it. `live`, when given, receives the events
+    as batched human lines while the Attempt runs (see `LiveFeed`); call `close()` when the Attempt ends.
     """
 
     def __init__(self, path: Path | str, attempt: str, secrets: Iterable[str] = (),
-                 clock: Callable[[], str] = _utc_now) -> None:
+                 clock: Callable[[], str] = _utc_now, *, root: Path | str | None = None,
+                 live: LiveListener | LiveFeed | None = None) -> None:
         self.path = Path(path)
         self.attempt = attempt
+        self.root = Path(root) if root is not None else None
         self._secrets = tuple(s for s in secrets if s)
         self._clock = clock
+        self.live = live if isinstance(live, LiveFeed) or live is None else LiveFeed(live)
         self.counters = Counters()
         self._seq = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +93,18 @@ class EventSink:
             fh.write(line + "\n")
             fh.flush()
         self.counters.count(event)
+        if self.live is not None:
+            self.live.add(event)
         return event
+
+    def close(self) -> None:
+        """The Attempt ended: the live feed sends what still waits. The JSONL needs nothing (always flushed)."""
+        if self.live is not None:
+            self.live.flush()
+
+    def prompt_sent(self, text: str) -> dict[str, Any]:
+        """The prompt exactly as the agent receives it (a repair's unmet items included); redacted like all."""
+        return self.emit("prompt_sent", text=text)
 
     def run_started(self, **info: Any) -> dict[str, Any]:
         return self.emit("run_started", **info)
@@ -159,6 +150,26 @@ class EventSink:
     def commit_created(self, repo: str, status: str, sha: str | None = None) -> dict[str, Any]:
         return self.emit("commit_created", repo=repo, status=status, sha=sha)
 
+    def files_changed(self, repo: str, files: Sequence[Mapping[str, Any]], base: str | None = None) -> dict[str, Any]:
+        """What the Attempt changed in one repo, `git diff --stat`-like: one `{path, status, added, removed}` per
+        file (status A/M/D/R; added/removed None for binary). `workspace.diff_stat(repo, base)` builds it."""
+        rows = [{"path": str(f["path"]), "status": f.get("status") or "M", "added": f.get("added"),
+                 "removed": f.get("removed")} for f in files]
+        # Totals over every file; the rows themselves are capped so one event line stays small.
+        return self.emit("files_changed", repo=repo, base=base, total_files=len(rows),
+                         added=sum(int(r["added"] or 0) for r in rows),
+                         removed=sum(int(r["removed"] or 0) for r in rows), files=rows[:FILES_STORED])
+
+    def files_changed_since(self, repos: Mapping[str, Path | str], checkpoint: Mapping[str, str | None]) -> None:
+        """`files_changed` for each target repo against the Attempt's checkpoint (HEAD before it ran). A git
+        error leaves that repo out: what the agent changed is observed here, never decided."""
+        for name, path in repos.items():
+            try:
+                files = diff_stat(path, checkpoint.get(name))
+            except WorkspaceError:
+                continue
+            self.files_changed(name, files, checkpoint.get(name))
+
     # -- reading -------------------------------------------------------------------------------------
     @property
     def usage_totals(self) -> dict[str, Any]:
@@ -171,7 +182,24 @@ class EventSink:
 
     def transcript_markdown(self, max_chars: int = TRANSCRIPT_MAX_CHARS) -> str:
         return render_transcript(self.events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
-                                 source=self.path)
+                                 source=self.source_name())
+
+    def source_name(self) -> str:
+        """The JSONL as a reader should see it: relative to the packet root; without one (or outside it),
+        from its state folder on (`.awp/events/...` by default). Never this machine's absolute path."""
+        path = self.path.resolve()
+        if self.root is not None:
+            try:
+                return path.relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                pass
+        parts = path.parts
+        if "events" not in parts:
+            return path.name
+        start = len(parts) - 1 - parts[::-1].index("events")
+        if start > 0 and parts[start - 1] == ".awp":  # the default state folder, <packet>/.awp
+            start -= 1
+        return "/".join(parts[start:])
 
 
 def read_events(path: Path | str) -> list[dict[str, Any]]:
@@ -193,128 +221,3 @@ def read_events(path: Path | str) -> list[dict[str, Any]]:
         if isinstance(event, dict):
             events.append(event)
     return events
-
-
-# -- transcript --------------------------------------------------------------------------------------
-# Tool inputs worth showing on their own: the shell command, the file, the search.
-_SALIENT_KEYS = ("command", "cmd", "file_path", "path", "pattern", "query", "url", "description")
-
-
-def _plain(value: Any) -> str:
-    """A value as prose: salient key of a mapping, else `key: value` pairs; never a JSON dump."""
-    if isinstance(value, Mapping):
-        for key in _SALIENT_KEYS:
-            if value.get(key):
-                return _plain(value[key])
-        return ", ".join(f"{k}: {_plain(v)}" for k, v in value.items() if v not in (None, "", [], {}))
-    if isinstance(value, list | tuple):
-        return ", ".join(_plain(v) for v in value)
-    return "" if value is None else str(value)
-
-
-def _one_line(value: Any, limit: int = _SUMMARY_CHARS) -> str:
-    text = " ".join(_plain(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _quote(text: str, indent: str = "", max_lines: int = 20) -> str:
-    lines = str(text).strip().splitlines() or [""]
-    if len(lines) > max_lines:
-        lines = [*lines[:max_lines], f"[... {len(lines) - max_lines} more lines]"]
-    return "\n".join(f"{indent}> {line}".rstrip() for line in lines)
-
-
-def _render_event(event: Mapping[str, Any]) -> str | None:
-    kind = event.get("type")
-    name = f"`{_one_line(event.get('name'), 80) or 'tool'}`"
-    if kind == "message_received":
-        return str(event.get("text") or "").strip() or None
-    if kind == "tool_call_started":
-        detail = _one_line(event.get("input"))
-        return f"- tool {name}" + (f": {detail}" if detail else "")
-    if kind == "tool_call_completed":
-        detail = _one_line(event.get("output"))
-        return f"- tool {name} done" + (f": {detail}" if detail else "")
-    if kind == "tool_call_failed":
-        return f"- tool {name} failed:\n{_quote(_plain(event.get('error')), indent='  ')}"
-    if kind == "file_written":
-        repo = event.get("repo")
-        return f"- wrote `{(repo + ':') if repo else ''}{event.get('path')}`"
-    if kind == "run_started":
-        info = [f"{k}: {_one_line(event[k], 80)}" for k in ("provider", "account", "model", "mode", "session_id")
-                if event.get(k)]
-        return f"_{' · '.join(info)}_" if info else None
-    if kind == "resume_started":
-        parts = ["_resumed"]
-        if event.get("session_id"):
-            parts.append(f"session `{_one_line(event['session_id'], 80)}`")
-        if event.get("after"):
-            parts.append(f"after {_one_line(event['after'], 80)}")
-        return " ".join(parts) + f" with “{_one_line(event.get('prompt') or 'Continue', 80)}”_"
-    if kind == "run_completed":
-        return "**Run completed.**"
-    if kind in ("run_failed", "error_occurred", "run_cancelled"):
-        label = {"run_failed": "Run failed", "error_occurred": "Error", "run_cancelled": "Run cancelled"}[kind]
-        cls = event.get("failure_class")
-        message = event.get("message") or event.get("error") or ""
-        head = f"**{label}**" + (f" ({cls})" if cls else "")
-        return head + (f":\n\n{_quote(message)}" if message else "")
-    if kind == "verifier_completed":
-        lines = ["**Verifier passed.**" if event.get("passed") else "**Verifier failed:**"]
-        lines += [f"- {_one_line(item, 400)}" for item in event.get("failures") or []]
-        return "\n".join(lines)
-    if kind == "commit_created":
-        sha = event.get("sha")
-        return f"- `{event.get('repo')}`: {event.get('status')}" + (f" `{sha}`" if sha else "")
-    return None  # token usage goes to the footer; unknown types are left to the JSONL
-
-
-def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcript",
-                      max_chars: int = TRANSCRIPT_MAX_CHARS, source: Path | str | None = None) -> str:
-    """Markdown: a heading per phase, assistant text as paragraphs, tools as bullets, errors quoted."""
-    blocks: list[str] = [f"# {title}"]
-    phase: str | None = None
-    stream: list[str] = []
-    counters = Counters()
-    bullets_open = 0  # len(blocks) while the last block is a list of event bullets
-
-    def flush_stream() -> None:
-        if stream:
-            blocks.append("".join(stream).strip())
-            stream.clear()
-
-    for event in events:
-        counters.count(event)
-        kind = str(event.get("type"))
-        wanted = _PHASE_OF.get(kind, phase or "Run")
-        if wanted != phase:
-            flush_stream()
-            phase = wanted
-            blocks.append(f"## {phase}")
-        if kind == "message_streamed":
-            stream.append(str(event.get("delta") or ""))
-            continue
-        flush_stream()
-        rendered = _render_event(event)
-        if not rendered:
-            continue
-        bullet = rendered.startswith("- ")
-        if bullet and bullets_open and len(blocks) == bullets_open:
-            blocks[-1] += "\n" + rendered  # consecutive bullets form one tight list
-        else:
-            blocks.append(rendered)
-        bullets_open = len(blocks) if bullet else 0
-    flush_stream()
-    footer = ("---\n\n"
-              f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
-              f"tokens in/out: {counters.input_tokens}/{counters.output_tokens} · "
-              f"cost: ${counters.cost_usd:.4f}\n")
-    body = "\n\n".join(b for b in blocks if b) + "\n\n"
-    if len(body) + len(footer) <= max_chars:
-        return body + footer
-    where = f"; the full events are in {source}" if source else ""
-    room = max(0, max_chars - len(footer) - 200 - len(where))
-    cut = body.rfind("\n", 0, room)
-    shown = cut if cut > 0 else room
-    note = f"\n\n_[transcript truncated: {shown} of {len(body)} characters shown{where}]_\n\n"
-    return body[:shown] + note + footer

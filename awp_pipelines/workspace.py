@@ -185,3 +185,27 @@ def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
     if proc.returncode != 0:
         raise WorkspaceError(repo, args, proc.stderr or proc.stdout)
     return proc.stdout
+
+
+def diff_stat(repo: Path | str, base: str | None) -> list[dict[str, object]]:
+    """What changed since `base` (the Attempt's checkpoint), commits and work tree alike, untracked files
+    included: `{path, status A|M|D|T, added, removed}` per file, sorted by path; counts None for binary."""
+    base = base or _EMPTY_TREE
+    flags = ("diff", "--no-renames", "--no-ext-diff", "--no-textconv", "-z")
+    status_fields = git(repo, *flags, "--name-status", base, "--").stdout.split("\0")
+    statuses = dict(zip(status_fields[1::2], status_fields[0::2], strict=False))
+    rows: dict[str, dict[str, object]] = {}
+    for entry in git(repo, *flags, "--numstat", base, "--").stdout.split("\0"):
+        added, _, rest = entry.partition("\t")
+        removed, _, path = rest.partition("\t")
+        if path:
+            rows[path] = {"path": path, "status": statuses.get(path, "M")[:1],
+                          "added": int(added) if added.isdigit() else None,
+                          "removed": int(removed) if removed.isdigit() else None}
+    untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
+    for path in filter(None, untracked):
+        data = (Path(repo) / path).read_bytes() if (Path(repo) / path).is_file() else b""
+        binary = b"\0" in data[:8000]
+        rows[path] = {"path": path, "status": "A", "added": None if binary else len(data.splitlines()),
+                      "removed": None if binary else 0}
+    return [rows[p] for p in sorted(rows)]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -84,11 +85,11 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
-@pytest.fixture
-def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
-    """A database of its own on the test server, so concurrent tests never share Dagster's tables."""
+@contextmanager
+def pg_database(pg_url: str, prefix: str) -> Iterator[sa.URL]:
+    """A new database on the test server, dropped (connections and all) on the way out."""
     server = sa.make_url(pg_url)
-    name = f"awp_deploy_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
@@ -98,3 +99,17 @@ def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
+    """A database of its own on the test server, so concurrent tests never share Dagster's tables."""
+    with pg_database(pg_url, "awp_deploy_") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def session_pg_database(pg_url: str) -> Iterator[sa.URL]:
+    """One database for a whole session (per xdist worker): for fixtures as expensive as a served UI."""
+    with pg_database(pg_url, "awp_session_") as url:
+        yield url

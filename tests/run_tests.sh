@@ -30,6 +30,8 @@ trap 'exit 143' TERM
 AWP_TEST_PG_URL=$(bash tests/pg.sh start "$pg_dir")
 export AWP_TEST_PG_URL
 
+bash tests/ui/install_browser.sh  # Debian chromium for the browser tests (tests/ui)
+
 # 3. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.
 rc=0
 .venv/bin/python -m pytest -q -n 2 "$@" </dev/null || rc=$?

@@ -115,6 +115,8 @@ def test_read_events_skips_a_torn_last_line_but_not_corruption_in_the_middle(tmp
 
 
 def test_transcript_reads_like_a_conversation_not_a_json_dump(sink: EventSink) -> None:
+    sink.prompt_sent("# Write the changelog\n\n## Mission\n\nCreate `CHANGELOG.md`.\n\n## Repair Instructions\n\n"
+                     "Remaining verifier failures:\n\n- contains CHANGELOG.md: '## Unreleased' [contains]")
     sink.run_started(provider="claude_code", model="sonnet", account="team-a")
     sink.delta("Let me look ")
     sink.delta("at the repo.")
@@ -129,12 +131,19 @@ def test_transcript_reads_like_a_conversation_not_a_json_dump(sink: EventSink) -
     sink.emit("resume_started", {"resume": 1, "after": "transport_disconnect"})
     sink.message("Continuing.")
     sink.run_completed()
+    sink.files_changed("app", [{"path": "docs/a.md", "status": "A", "added": 12, "removed": 0},
+                               {"path": "logo.png", "status": "M", "added": None, "removed": None}])
     sink.verifier_completed(False, ["contains docs/a.md: 'Usage' not found"])
     sink.commit_created("app", "committed", "abc123")
     md = sink.transcript_markdown()
-    assert md.startswith("# Attempt pkt.01.a1\n")
-    assert [line for line in md.splitlines() if line.startswith("## ")] == [
-        "## Run", "## Resume", "## Verification", "## Commit"]
+    assert md.startswith("### Attempt pkt.01.a1\n")
+    assert not [line for line in md.splitlines() if line.startswith(("# ", "## "))]  # small headings only
+    assert [line for line in md.splitlines() if line.startswith("#### ")] == [
+        "#### Prompt", "#### Agent", "#### Resume", "#### Files changed", "#### Verification", "#### Commit"]
+    # The prompt as sent, its own headings demoted to bold, the repair's unmet item included.
+    assert ("> **Write the changelog**\n>\n> **Mission**\n>\n> Create `CHANGELOG.md`.\n>\n"
+            "> **Repair Instructions**") in md
+    assert "> - contains CHANGELOG.md: '## Unreleased' [contains]" in md
     assert "Let me look at the repo." in md
     assert ("- tool `Bash`: ls -la\n"  # the salient input on one line, a tight list of tool bullets
             "- tool `Bash` done: README.md src\n"
@@ -144,13 +153,39 @@ def test_transcript_reads_like_a_conversation_not_a_json_dump(sink: EventSink) -
             "  > second line\n"
             "- wrote `app:docs/a.md`\n\n"
             "I wrote **docs/a.md**.") in md
-    assert "I wrote **docs/a.md**." in md
     assert "**Run failed** (transport_disconnect):\n\n> connection reset by peer" in md
     assert "_resumed after transport_disconnect with “Continue”_" in md
+    assert ("- `app`: 2 files changed, +12 −0\n  - `docs/a.md` (new) +12 −0\n  - `logo.png` binary") in md
     assert "- contains docs/a.md: 'Usage' not found" in md
     assert "- `app`: committed `abc123`" in md
     assert "messages: 2 · tool calls: 2 · tokens in/out: 1200/300 · cost: $0.0123" in md
     assert '{"' not in md and '"type"' not in md
+    order = [md.index(s) for s in ("#### Prompt", "Let me look", "#### Files changed", "#### Verification",
+                                    "#### Commit", "messages: 2")]
+    assert order == sorted(order)
+
+
+def test_transcript_names_the_jsonl_relative_to_the_packet_never_absolute(tmp_path: Path) -> None:
+    packet = tmp_path / "packet"
+    path = packet / ".awp" / "events" / "pr-1" / "02" / "pr-1.02.a1.jsonl"
+    with_root = EventSink(path, "pr-1.02.a1", root=packet)
+    with_root.message("hi")
+    assert "`.awp/events/pr-1/02/pr-1.02.a1.jsonl`" in with_root.transcript_markdown()
+    # Without a root (or with a state folder elsewhere) the state layout names it, still not this machine's path.
+    assert EventSink(path, "pr-1.02.a1").source_name() == ".awp/events/pr-1/02/pr-1.02.a1.jsonl"
+    elsewhere = EventSink(tmp_path / "state" / "events" / "r" / "01" / "x.jsonl", "x", root=packet)
+    assert elsewhere.source_name() == "events/r/01/x.jsonl"
+    assert str(tmp_path) not in with_root.transcript_markdown()
+
+
+def test_a_long_repair_prompt_keeps_its_unmet_items_at_the_end(sink: EventSink) -> None:
+    body = "\n".join(f"context line {i} " + "y" * 80 for i in range(400))
+    sink.prompt_sent(body + "\n\n## Repair Instructions\n\n- contains STATUS.md: 'status: green' [contains]")
+    md = sink.transcript_markdown()
+    assert len(md) < 20_000
+    assert "context line 0 " in md and "context line 399 " in md and "context line 200 " not in md
+    assert "characters of the prompt not shown" in md
+    assert "> - contains STATUS.md: 'status: green' [contains]" in md
 
 
 def test_transcript_is_capped_with_a_note_and_keeps_its_footer(sink: EventSink) -> None:
@@ -158,12 +193,49 @@ def test_transcript_is_capped_with_a_note_and_keeps_its_footer(sink: EventSink) 
         sink.message(f"message {i} " + "x" * 500)
     md = sink.transcript_markdown(max_chars=5000)
     assert len(md) <= 5000
-    assert "_[transcript truncated:" in md and str(sink.path) in md
-    assert md.rstrip().endswith("cost: $0.0000")
+    assert "_[transcript truncated:" in md and "`events/a1.jsonl`" in md and str(sink.path) not in md
+    assert md.rstrip().endswith("`events/a1.jsonl`")
+    assert "cost: $0.0000" in md
     assert "message 0 " in md and "message 199 " not in md
 
 
 def test_render_transcript_from_stored_events_alone(tmp_path: Path) -> None:
     events = [{"type": "message_received", "text": "stored"}, {"type": "run_completed"}]
     md = render_transcript(events, title="From disk")
-    assert md.startswith("# From disk\n\n## Run\n\nstored\n\n**Run completed.**")
+    assert md.startswith("### From disk\n\n#### Agent\n\nstored\n\n**Run completed.**")
+
+
+def test_prompt_and_files_changed_are_redacted_like_every_event(sink: EventSink) -> None:
+    sink.prompt_sent(f"use the key {ACCOUNT_SECRET} please")
+    sink.files_changed("app", [{"path": f"notes-{ACCOUNT_SECRET}.md", "added": 1, "removed": 0}])
+    raw = sink.path.read_text()
+    assert ACCOUNT_SECRET not in raw and ACCOUNT_SECRET not in sink.transcript_markdown()
+
+
+def test_files_changed_since_the_checkpoint_reads_each_target_repo(tmp_path: Path, make_git_repo) -> None:
+    docs = make_git_repo(tmp_path / "docs")
+    app = make_git_repo(tmp_path / "app")
+    checkpoint = {"docs": _head(docs), "app": _head(app)}
+    (docs / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n")
+    sink = EventSink(tmp_path / "e.jsonl", "a1")
+    sink.files_changed_since({"docs": docs, "app": app, "gone": tmp_path / "missing"}, checkpoint)
+    [first, second] = [e for e in sink.events() if e["type"] == "files_changed"]
+    assert (first["repo"], first["base"], first["files"]) == (
+        "docs", checkpoint["docs"], [{"path": "CHANGELOG.md", "status": "A", "added": 3, "removed": 0}])
+    assert (second["repo"], second["files"]) == ("app", [])  # a repo left alone says so; a broken one is skipped
+    md = sink.transcript_markdown()
+    assert "- `docs`: 1 file changed, +3 −0\n  - `CHANGELOG.md` (new) +3 −0\n- `app`: no changes" in md
+
+
+def _head(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_huge_change_is_summed_in_full_but_stored_and_shown_capped(sink: EventSink) -> None:
+    files = [{"path": f"gen/f{i:05d}.txt", "status": "A", "added": 2, "removed": 0} for i in range(2000)]
+    event = sink.files_changed("app", files)
+    assert (event["total_files"], event["added"], len(event["files"])) == (2000, 4000, 500)
+    md = sink.transcript_markdown()
+    assert "- `app`: 2000 files changed, +4000 −0" in md and "… and 1980 more" in md
+    assert "gen/f00019.txt" in md and "gen/f00020.txt" not in md

@@ -12,6 +12,7 @@ from awp_pipelines.workspace import (
     WorkspaceError,
     changed_paths,
     changed_since,
+    diff_stat,
     git,
     head,
     is_git_repo,
@@ -126,3 +127,33 @@ def test_snapshot_works_in_a_repository_without_commits(tmp_path: Path) -> None:
     after = snapshot({"fresh": repo})
     assert after["fresh"].dirty_paths == ("a.txt",)
     assert changed_since(before, after) == ["fresh"]
+
+
+def test_diff_stat_counts_lines_per_file_since_the_checkpoint_commits_and_work_tree_alike(
+        make_git_repo: MakeRepo, tmp_path: Path) -> None:
+    repo = make_git_repo(tmp_path / "r")
+    base = head(repo)
+    (repo / "README.md").write_text("# r\nmore\nlines\n")
+    (repo / "gone.txt").write_text("x\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "agent commit"], check=True)
+    (repo / "gone.txt").unlink()  # committed after the checkpoint, then removed: no net change
+    (repo / "new.md").write_text("a\nb\n")
+    (repo / "blob.bin").write_bytes(b"\0\1\2")
+    assert diff_stat(repo, base) == [
+        {"path": "README.md", "status": "M", "added": 2, "removed": 0},
+        {"path": "blob.bin", "status": "A", "added": None, "removed": None},
+        {"path": "new.md", "status": "A", "added": 2, "removed": 0},
+    ]
+    assert diff_stat(repo, head(repo)) == [
+        {"path": "blob.bin", "status": "A", "added": None, "removed": None},
+        {"path": "gone.txt", "status": "D", "added": 0, "removed": 1},
+        {"path": "new.md", "status": "A", "added": 2, "removed": 0},
+    ]
+
+
+def test_diff_stat_in_a_repository_without_commits_counts_from_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "empty"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("1\n2\n3\n")
+    assert diff_stat(repo, None) == [{"path": "a.txt", "status": "A", "added": 3, "removed": 0}]

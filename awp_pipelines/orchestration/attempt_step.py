@@ -24,6 +24,7 @@ from awp_pipelines.attempts import (
 )
 from awp_pipelines.events import EventSink
 from awp_pipelines.launches import Launch, manual_launch
+from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED, packet_run_history, prompt_states, prompts_of_run
 from awp_pipelines.orchestration.lease import account_lease
@@ -103,7 +104,10 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
                    / f"{identity.attempt_id}.jsonl")
     secrets = account.secrets() if account else {}
-    sink = EventSink(events_file, identity.attempt_id, secrets=_all_secrets(context, binding, prompt).values())
+    # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
+    feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
+    sink = EventSink(events_file, identity.attempt_id, secrets=_all_secrets(context, binding, prompt).values(),
+                     root=packet.root, live=feed)
     continuing = last is not None and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
@@ -113,7 +117,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key
-    with account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info):
+    with (account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
+          ticking(sink.live)):
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     return record, sink.transcript_markdown()

@@ -1,0 +1,152 @@
+"""The browser-test harness, all real parts: the demo packet run into a PostgreSQL-backed Dagster home,
+`dagster-webserver` serving that instance, Debian's chromium driven by playwright.
+
+    dagster_ui   (session) the served UI: url, home, project, the demo's `awp run --json` output
+    ui           (test)    (url, page): a fresh chromium profile per test
+    shots        (test)    the test's screenshot folder, under its tmp_path
+
+The webserver loads the repo's workspace.yaml (code location `awp_pipelines.definitions`) with
+AWP_PROJECT_ROOT at a temporary project whose assets/demo is the packet that ran, and DAGSTER_HOME holding
+the repo's own dagster.yaml (PostgreSQL through AWP_PG_*), so the UI shows exactly what the deployment would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from ui_server import DagsterUi
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _environment(base: Path, home: Path, project: Path, db: sa.URL) -> dict[str, str]:
+    """From scratch where it matters: own config homes, the test database, no developer overrides."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("AWP_PROVIDER", "AWP_MODEL", "AWP_PROVIDERS", "AWP_DAGSTER_HOME")}
+    for var, name in (("HOME", "home"), ("XDG_CONFIG_HOME", "xdg"), ("AWP_CONFIG_HOME", "awp-config")):
+        (base / name).mkdir(parents=True, exist_ok=True)
+        env[var] = str(base / name)
+    env.update(DAGSTER_HOME=str(home), AWP_PROJECT_ROOT=str(project), AWP_PG_USER=db.username or "",
+               AWP_PG_PASSWORD=db.password or "", AWP_PG_HOST=db.host or "", AWP_PG_DB=db.database or "",
+               AWP_PG_PORT=str(db.port or 5432))
+    return env
+
+
+def _project(base: Path) -> Path:
+    """A project folder: assets/demo (a copy, its workspace repo made by its own setup.sh) and resources/."""
+    project = base / "project"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", project / "assets" / "demo",
+                    ignore=shutil.ignore_patterns("workspace", ".awp"))
+    shutil.copytree(REPO_ROOT / "resources", project / "resources")
+    subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
+    return project
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"dagster-webserver exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"dagster-webserver did not answer /server_info in {SERVER_START_S} s:\n{log.read_text()[-4000:]}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """The webserver and the code server it spawned: its own process group, started by this fixture."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUi]:
+    if not CHROMIUM.exists():
+        msg = "Debian chromium is missing: bash tests/ui/install_browser.sh"
+        if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
+            pytest.fail(f"{msg}; CI must run the browser tests")
+        pytest.skip(msg)
+    base = tmp_path_factory.mktemp("dagster-ui")
+    home = base / "dagster-home"
+    home.mkdir()
+    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    (home / ".nux").mkdir()
+    (home / ".nux" / "nux.yaml").write_text("seen: 1\n")  # no "Join the Dagster community" modal
+    project = _project(base)
+    env = _environment(base, home, project, session_pg_database)
+    run = subprocess.run([str(BIN / "awp"), "run", str(project / "assets" / "demo"), "--instance", str(home),
+                          "--providers", str(project / "resources" / "providers.yaml"), "--json"],
+                         env=env, cwd=project, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"demo run failed:\n{run.stdout}\n{run.stderr}"
+    port = _free_port()
+    log = base / "webserver.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(BIN / "dagster-webserver"), "-w", str(REPO_ROOT / "workspace.yaml"),
+                                 "-h", "127.0.0.1", "-p", str(port)], env=env, cwd=REPO_ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(url, proc, log)
+        yield DagsterUi(url=url, home=home, project=project, run_output=json.loads(run.stdout))
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def playwright_driver() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture
+def ui(dagster_ui: DagsterUi, playwright_driver: Any, tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """(url, page) in a fresh chromium profile; the browser closes after the test."""
+    context = playwright_driver.chromium.launch_persistent_context(
+        str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+        viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(30_000)
+    try:
+        yield dagster_ui.url, context.pages[0] if context.pages else context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where a test saves its screenshots: <the test's tmp_path>/screenshots."""
+    return tmp_path / "screenshots"

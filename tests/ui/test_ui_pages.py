@@ -1,0 +1,85 @@
+"""The Dagster UI after a demo run on PostgreSQL, read in headless chromium: what a user sees, with screenshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ui_pages import (
+    graph_node_titles,
+    listed_run_ids,
+    metadata_text,
+    open_asset_check,
+    open_asset_events,
+    open_asset_graph,
+    open_run,
+    open_runs,
+    open_transcript,
+    run_log_entry,
+    runs_filtered_by_tag,
+    screenshot,
+)
+from ui_server import DagsterUi
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+TITLES = ["01_write_greeting", "02_write_changelog", "03_write_status_report"]
+CHANGELOG = ["demo", "02_write_changelog"]
+
+
+def test_asset_graph_shows_the_prompts_and_the_runs_list_shows_every_attempt(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    open_asset_graph(page, url)
+    # Each node says what its prompt does, after the id the graph sorts by.
+    assert sorted(graph_node_titles(page)) == TITLES
+    assert page.get_by_text("Materialized", exact=True).count() == len(TITLES)  # every prompt completed
+    assert screenshot(page, shots, "asset-graph").stat().st_size > 10_000
+
+    open_runs(page, url)
+    body = page.inner_text("body")
+    # The three prompts in one run (as "Materialize all" launches them), then 02's repair and 03's retry,
+    # each a run of its own tagged with its Attempt.
+    assert "awp/prompts: 01,02,03" in body
+    for attempt in dagster_ui.attempts()[1:]:
+        assert f"awp/attempt: {attempt}" in body and attempt.endswith(".a2")
+    finals = {o["dagster_run"][:8] for o in dagster_ui.run_output["prompts"]}
+    listed = listed_run_ids(page)
+    assert len(listed) == 3 and finals == set(listed)
+    screenshot(page, shots, "runs", height=2000)
+
+
+def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    repair = next(o for o in dagster_ui.run_output["prompts"] if o["prompt"] == "02")
+    runs_filtered_by_tag(page, url, "awp/attempt", repair["attempt"])
+    assert listed_run_ids(page) == [repair["dagster_run"][:8]]
+    screenshot(page, shots, "runs-filtered-by-attempt")
+
+    transcript = open_transcript(page, url, CHANGELOG)
+    screenshot(page, shots, "transcript-02", full_page=False)
+    # The prompt as sent, then the repair's unmet item, then what the agent did.
+    assert "Create CHANGELOG.md with a ## Unreleased section" in transcript
+    assert "Repair Instructions" in transcript and "text not found: '## Unreleased'" in transcript
+    assert transcript.index("Repair Instructions") < transcript.index("Adding the missing Unreleased section.")
+
+
+def test_the_repair_attempt_can_be_followed_from_its_asset_events_to_a_check_and_its_run(
+        ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
+    url, page = ui
+    repair = next(o for o in dagster_ui.run_output["prompts"] if o["prompt"] == "02")
+    open_asset_events(page, url, CHANGELOG)
+    assert "repair" in metadata_text(page, "awp/mode")
+    assert repair["attempt"] in metadata_text(page, "awp/attempt")
+    screenshot(page, shots, "asset-02-events", full_page=False)
+
+    open_asset_check(page, url, CHANGELOG, "contains_1_changelog_md")
+    body = page.inner_text("body")
+    assert "contains: CHANGELOG.md ('## Unreleased')" in body and "Passed" in body
+    screenshot(page, shots, "check-02-contains", full_page=False)
+
+    open_run(page, url, repair["dagster_run"])
+    run_log_entry(page, f"Attempt {repair['attempt']} ended completed")
+    screenshot(page, shots, "run-02-repair", full_page=False)
