@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from packet_sources import PacketSource, packet_sources
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,13 +54,20 @@ def make_git_repo() -> Callable[[str | os.PathLike[str]], Path]:
     return make
 
 
+@pytest.fixture(scope="session", params=packet_sources(), ids=str)
+def prompt_runner_root(request: pytest.FixtureRequest) -> Path:
+    """A folder of the five Prompt Runner-format packets: the project's fixtures, and ../shared/compat too
+    when present. A missing fixture packet fails the test; it never skips."""
+    source: PacketSource = request.param
+    if missing := source.missing():
+        pytest.fail(f"{source.name}: Prompt Runner packets missing under {source.root}: {', '.join(missing)}")
+    return source.root
+
+
 @pytest.fixture(scope="session")
-def compat_root() -> Path:
-    """The Prompt Runner compatibility packets: ../shared/compat/prompt_runner next to the repo."""
-    root = REPO_ROOT.parent / "shared" / "compat" / "prompt_runner"
-    if not root.is_dir():
-        pytest.skip(f"compat packets not found at {root}")
-    return root
+def compat_root(prompt_runner_root: Path) -> Path:
+    """The old name of `prompt_runner_root`, kept while tests still use it."""
+    return prompt_runner_root
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +102,22 @@ def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def pytest_report_header() -> list[str]:
+    """Say which packets the Prompt Runner tests run on, so a run without ../shared says so."""
+    lines = [f"prompt runner packets: {s.name} ({s.root})" for s in packet_sources()]
+    if len(lines) == 1:
+        lines.append("prompt runner packets: ../shared/compat absent; the fixture packets stand in for it")
+    return lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI=true a skip is a failure: CI must run every test, and a green run means they all ran."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if _in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where every test must run: {reason}"
