@@ -7,7 +7,7 @@ VENV := .venv
 # Stamp newer than pyproject.toml = the venv has this version of the dependencies.
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint
+.PHONY: install test test-fast demo lint
 
 install: $(STAMP)
 
@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml
 
 test: install
 	bash tests/run_tests.sh
+
+# The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), no PostgreSQL.
+test-fast: install
+	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow and not postgres"
 
 # The main job: a fresh ./workspace repo for the demo packet, then the packet end to end in process.
 demo: install

@@ -13,6 +13,11 @@ import sqlalchemy as sa
 from packet_sources import PacketSource, packet_sources
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+E2E_DIR = REPO_ROOT / "tests" / "e2e"
+# Slow tests outside tests/e2e, by node id, each with why: kept out of `make test-fast`.
+SLOW_ELSEWHERE = {
+    "tests/test_definitions.py::test_dagster_validates_the_workspace": "a `dagster` subprocess loads the code location",
+}
 
 
 def _in_ci() -> bool:
@@ -121,3 +126,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, where every test must run: {reason}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tests here, by where they live, so the end-to-end modules need no marker of their own:
+    everything under tests/e2e/ (Dagster runs of whole packets) and the few in SLOW_ELSEWHERE."""
+    for item in items:
+        if item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE:
+            item.add_marker(pytest.mark.slow)
