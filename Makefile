@@ -28,8 +28,10 @@ demo: install
 	bash assets/demo/setup.sh
 	$(VENV)/bin/awp run assets/demo
 
+# ruff, then mypy with the pydantic plugin (config in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # Per-Attempt cost of the Dagster layer over the pure engine (ratios within one run; see bench/README.md).
 .PHONY: bench

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -20,29 +20,31 @@ from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.selection import Selection, selection_from_flags
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 EXIT_INPUT = 2
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
-def fail_input(err: PacketError) -> None:
+def fail_input(err: PacketError) -> NoReturn:
     # One line whatever the terminal width (soft_wrap), and `[...]` in a message is text, not markup.
     console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True, highlight=False)
     sys.exit(EXIT_INPUT)
 
 
-def user_errors(func: F) -> F:
+def user_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Bad input ends in one line naming file, line and key, and exit code 2 — never a traceback."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except PacketError as err:
             fail_input(err)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def packet_argument(func: F) -> F:

@@ -40,7 +40,7 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     fallback chain, the bounds derived from `timeout`, recovery budgets, verifier items, commit message,
     targets and cwd. Each value says which layer set it."""
     loaded = open_packet(packet)
-    completed = frozenset()
+    completed: frozenset[str] = frozenset()
     if remaining:
         from awp_pipelines.state import completed_prompts
 
