@@ -7,7 +7,7 @@ VENV := .venv
 # Stamp newer than pyproject.toml = the venv has this version of the dependencies.
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast demo lint
+.PHONY: install test test-fast demo ui lint
 
 install: $(STAMP)
 
@@ -29,6 +29,19 @@ demo: install
 	$(VENV)/bin/awp run assets/demo
 
 # ruff, then mypy with the pydantic plugin (config in pyproject.toml).
+# The Dagster UI and daemon (`dagster dev` runs both) on the demo's embedded instance: the runs of `make demo`.
+# Quiet on purpose: the instance's dagster.yaml turns telemetry off (awp writes it; nothing goes to ~/.dagster);
+# starting in DAGSTER_HOME keeps the repo's shared-deployment dagster.yaml from raising a "found but not used"
+# warning; and dagster's pointer to `dg dev` is filtered, since `dg` needs dagster-dg-cli, which pulls in
+# dagster-cloud-cli and is not a dependency here.
+DEMO_HOME := $(CURDIR)/assets/demo/.awp/dagster
+UI_PORT ?= 3000
+ui: install
+	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.instance import open_instance; \
+		open_instance(Path("assets/demo")).dispose()'
+	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+		"$(CURDIR)/$(VENV)/bin/dagster" dev -w "$(CURDIR)/workspace.yaml" -p $(UI_PORT)
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
