@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from packet_sources import PacketSource, packet_sources
+
+pytest_plugins = ["pytester"]  # tests/test_suite_rules.py runs pytest on this conftest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 E2E_DIR = REPO_ROOT / "tests" / "e2e"
@@ -118,10 +121,10 @@ def pytest_report_header() -> list[str]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """Under CI=true a skip is a failure: CI must run every test, and a green run means they all ran."""
     outcome = yield
-    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    report: pytest.TestReport = outcome.get_result()
     if _in_ci() and report.skipped and not hasattr(report, "wasxfail"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
