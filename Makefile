@@ -28,7 +28,6 @@ demo: install
 	bash assets/demo/setup.sh
 	$(VENV)/bin/awp run assets/demo
 
-# ruff, then mypy with the pydantic plugin (config in pyproject.toml).
 # The Dagster UI and daemon (`dagster dev` runs both) on the demo's embedded instance: the runs of `make demo`.
 # Quiet on purpose: the instance's dagster.yaml turns telemetry off (awp writes it; nothing goes to ~/.dagster);
 # starting in DAGSTER_HOME keeps the repo's shared-deployment dagster.yaml from raising a "found but not used"
@@ -42,6 +41,7 @@ ui: install
 	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
 		"$(CURDIR)/$(VENV)/bin/dagster" dev -w "$(CURDIR)/workspace.yaml" -p $(UI_PORT)
 
+# ruff, then mypy with the pydantic plugin (config in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
