@@ -7,7 +7,7 @@ VENV := .venv
 # Stamp newer than pyproject.toml = the venv has this version of the dependencies.
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint
+.PHONY: install test test-fast demo ui lint
 
 install: $(STAMP)
 
@@ -19,13 +19,32 @@ $(STAMP): pyproject.toml
 test: install
 	bash tests/run_tests.sh
 
+# The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), no PostgreSQL.
+test-fast: install
+	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow and not postgres"
+
 # The main job: a fresh ./workspace repo for the demo packet, then the packet end to end in process.
 demo: install
 	bash assets/demo/setup.sh
 	$(VENV)/bin/awp run assets/demo
 
+# The Dagster UI and daemon (`dagster dev` runs both) on the demo's embedded instance: the runs of `make demo`.
+# Quiet on purpose: the instance's dagster.yaml turns telemetry off (awp writes it; nothing goes to ~/.dagster);
+# starting in DAGSTER_HOME keeps the repo's shared-deployment dagster.yaml from raising a "found but not used"
+# warning; and dagster's pointer to `dg dev` is filtered, since `dg` needs dagster-dg-cli, which pulls in
+# dagster-cloud-cli and is not a dependency here.
+DEMO_HOME := $(CURDIR)/assets/demo/.awp/dagster
+UI_PORT ?= 3000
+ui: install
+	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.orchestration.instance import open_instance; \
+		open_instance(Path("assets/demo")).dispose()'
+	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+		"$(CURDIR)/$(VENV)/bin/dagster" dev -w "$(CURDIR)/workspace.yaml" -p $(UI_PORT)
+
+# ruff, then mypy with the pydantic plugin (config in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # Per-Attempt cost of the Dagster layer over the pure engine (ratios within one run; see bench/README.md).
 .PHONY: bench

@@ -100,6 +100,19 @@ def _dump(key: str, value: Any) -> str:
 # --- packet -------------------------------------------------------------------------------------------------
 
 
+# The folder of a project's packets: the code location (definitions.REPO_PACKETS_DIR) discovers them there.
+PACKETS_DIR = "assets"
+
+
+def packet_folder(folder: str, cwd: Path) -> Path:
+    """Where `awp packet new FOLDER` writes. A bare name (no `/`) run at a project root (a folder with
+    assets/) goes under assets/, where the UI shows it; a path, even `./NAME`, is taken as given."""
+    bare_name = "/" not in folder and os.sep not in folder and folder not in (".", "..")
+    if bare_name and (cwd / PACKETS_DIR).is_dir():
+        return Path(PACKETS_DIR) / folder
+    return Path(folder)
+
+
 def parse_repo_spec(text: str) -> tuple[str, str]:
     """`NAME=PATH` (the `--repo` flag) → (name, path)."""
     name, sep, path = text.partition("=")

@@ -119,7 +119,7 @@ def parse_trailers(text: str) -> dict[str, str]:
 
 
 def provenance(trailers: Mapping[str, str], base_url: str | None = None) -> Provenance:
-    values = {TRAILER_FIELDS[k]: v for k, v in trailers.items() if k in TRAILER_FIELDS and v}
+    values: dict[str, str | None] = {TRAILER_FIELDS[k]: v for k, v in trailers.items() if k in TRAILER_FIELDS and v}
     if values.get("account") == "none":  # _commit writes "none" for a provider without accounts
         values["account"] = None
     return Provenance(**values, dagster_run_url=dagster_run_url(values.get("dagster_run"), base_url))

@@ -14,46 +14,39 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from awp_pipelines.redact import redact
 
-FailureClass = Literal[
-    # transport: the connection broke; the provider session can be resumed
-    "protocol_error",
-    "transport_disconnect",
-    "transport_timeout",
-    # remote claims: the provider says so; retry (maybe elsewhere), a fresh session
-    "provider_rate_limit",
-    "provider_capacity",
-    "provider_auth_claim",
-    "provider_config_claim",
-    "provider_runtime_claim",
-    # terminal: a person or a policy said no
-    "user_cancelled",
-    "approval_denied",
-    "guardrail_blocked",
-    # local deterministic: the CLI did not confirm the requested provider/model
-    "cli_confirmation_missing",
-    "cli_confirmation_mismatch",
-    "unknown",
-    # AWP's local classes
-    "verifier_fault",
-    "verifier_timeout",
-    "commit_failed",
-    "launch_failed",
-    "interrupted",  # the Attempt's process died (kill, crash, signal) before its record was written
-]
+# The one definition of the failure classes, in groups; every subset elsewhere is derived from these.
+# Within a group, Prompt Runner's order (its `class_attempts` keys).
+# transport: the connection broke; the provider session can be resumed
+TransportClass = Literal["transport_disconnect", "transport_timeout", "protocol_error"]
+# remote claims: the provider says so; retry (maybe elsewhere), a fresh session
+RemoteClaimClass = Literal["provider_capacity", "provider_rate_limit", "provider_auth_claim",
+                           "provider_config_claim", "provider_runtime_claim"]
+# terminal: a person or a policy said no
+TerminalClass = Literal["user_cancelled", "approval_denied", "guardrail_blocked"]
+# local deterministic: the CLI did not confirm the requested provider/model
+CliConfirmationClass = Literal["cli_confirmation_missing", "cli_confirmation_mismatch"]
+# AWP's local classes: what happens around the provider
+AwpLocalClass = Literal["verifier_fault", "verifier_timeout", "commit_failed", "launch_failed",
+                        "interrupted"]  # interrupted: the Attempt's process died before its record was written
+
+FailureClass = Literal[TransportClass, RemoteClaimClass, TerminalClass, CliConfirmationClass, "unknown",
+                       AwpLocalClass]
 FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
+# The classes with a retry budget of their own (`recovery.retry.class_attempts`), in Prompt Runner's order.
+BudgetedClass = Literal[RemoteClaimClass, TransportClass, "unknown"]
+BUDGETED_CLASSES: tuple[BudgetedClass, ...] = get_args(BudgetedClass)
+# The error kinds a `simulate:` step may report: what a provider can say, never an AWP-local class.
+SimulatedErrorKind = Literal[RemoteClaimClass, TransportClass, TerminalClass]
 
 Phase = Literal["launch", "provider", "verify", "commit"]
 Severity = Literal["error", "fatal"]
 
-TRANSPORT_CLASSES: frozenset[str] = frozenset({"protocol_error", "transport_disconnect", "transport_timeout"})
-REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset({
-    "provider_rate_limit", "provider_capacity", "provider_auth_claim", "provider_config_claim",
-    "provider_runtime_claim", "guardrail_blocked",
-})
-TERMINAL_CLASSES: frozenset[str] = frozenset({"user_cancelled", "approval_denied", "guardrail_blocked"})
-LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = frozenset({
-    "cli_confirmation_missing", "cli_confirmation_mismatch", "verifier_fault", "commit_failed", "launch_failed",
-})
+TRANSPORT_CLASSES: frozenset[str] = frozenset(get_args(TransportClass))
+# A guardrail block is the provider's claim too, though terminal: no retry fixes it.
+REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {"guardrail_blocked"}
+TERMINAL_CLASSES: frozenset[str] = frozenset(get_args(TerminalClass))
+LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (frozenset(get_args(CliConfirmationClass))
+                                               | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})
 # Not the agent's doing and not fixed by running it again: the run halts and no repair is spent.
 LOCAL_FAULT_CLASSES: frozenset[str] = LOCAL_DETERMINISTIC_CLASSES | {"verifier_timeout"}
 # Another provider or account may succeed where this one is limited, overloaded or refused the credential.

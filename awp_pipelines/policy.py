@@ -78,8 +78,13 @@ class Chain:
 
     def candidates(self) -> list[Target]:
         first = [Target(self.primary.provider, self.primary.model, a, self.primary.effort) for a in self.accounts]
-        rest = [Target(t.provider, t.model, a, t.effort) for t in self.fallback for a in (t.accounts or [None])]
+        rest = [Target(t.provider, t.model, a, t.effort) for t in self.fallback for a in _or_none(t.accounts)]
         return (first or [self.primary]) + rest
+
+
+def _or_none(accounts: list[str] | None) -> list[str | None]:
+    """A target without accounts is tried once, with none."""
+    return list(accounts) if accounts else [None]
 
 
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,

@@ -63,15 +63,15 @@ class _BoundedLoader(yaml.SafeLoader):
         # depth: refuse `[[[[…` as it is read, not after thousands of levels.
         if self.flow_level >= MAX_DEPTH:
             raise _TooDeep(None, None, f"nested more than {MAX_DEPTH} levels deep", self.get_mark())
-        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+        super().fetch_flow_collection_start(token_class)
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:  # type: ignore[override]
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
                 raise _TooDeep(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
@@ -90,8 +90,8 @@ def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 + line_offset if mark else None
-        raise PacketError(file, f"invalid YAML: {err.problem or err}", line=line,
+        at = mark.line + 1 + line_offset if mark else None
+        raise PacketError(file, f"invalid YAML: {err.problem or err}", line=at,
                           key=key_near(text, mark.line + 1) if mark else None,
                           hint="flatten it" if isinstance(err, _TooDeep) else "check indentation and quoting"
                           ) from None

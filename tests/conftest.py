@@ -5,18 +5,27 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from packet_sources import PacketSource, packet_sources
 
 # The reliability summary table (tests/reliability/summary.py). Registered here, in the conftest every process
 # loads, because the xdist controller collects nothing and so never loads tests/reliability/conftest.py.
 from reliability.summary import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401
 
+pytest_plugins = ["pytester"]  # tests/test_suite_rules.py runs pytest on this conftest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+E2E_DIR = REPO_ROOT / "tests" / "e2e"
+# Slow tests outside tests/e2e, by node id, each with why: kept out of `make test-fast`.
+SLOW_ELSEWHERE = {
+    "tests/test_definitions.py::test_dagster_validates_the_workspace": "a `dagster` subprocess loads the code location",
+}
 
 
 def _in_ci() -> bool:
@@ -58,13 +67,20 @@ def make_git_repo() -> Callable[[str | os.PathLike[str]], Path]:
     return make
 
 
+@pytest.fixture(scope="session", params=packet_sources(), ids=str)
+def prompt_runner_root(request: pytest.FixtureRequest) -> Path:
+    """A folder of the five Prompt Runner-format packets: the project's fixtures, and ../shared/compat too
+    when present. A missing fixture packet fails the test; it never skips."""
+    source: PacketSource = request.param
+    if missing := source.missing():
+        pytest.fail(f"{source.name}: Prompt Runner packets missing under {source.root}: {', '.join(missing)}")
+    return source.root
+
+
 @pytest.fixture(scope="session")
-def compat_root() -> Path:
-    """The Prompt Runner compatibility packets: ../shared/compat/prompt_runner next to the repo."""
-    root = REPO_ROOT.parent / "shared" / "compat" / "prompt_runner"
-    if not root.is_dir():
-        pytest.skip(f"compat packets not found at {root}")
-    return root
+def compat_root(prompt_runner_root: Path) -> Path:
+    """The old name of `prompt_runner_root`, kept while tests still use it."""
+    return prompt_runner_root
 
 
 @pytest.fixture(autouse=True)
@@ -113,3 +129,30 @@ def session_pg_database(pg_url: str) -> Iterator[sa.URL]:
     """One database for a whole session (per xdist worker): for fixtures as expensive as a served UI."""
     with pg_database(pg_url, "awp_session_") as url:
         yield url
+
+
+def pytest_report_header() -> list[str]:
+    """Say which packets the Prompt Runner tests run on, so a run without ../shared says so."""
+    lines = [f"prompt runner packets: {s.name} ({s.root})" for s in packet_sources()]
+    if len(lines) == 1:
+        lines.append("prompt runner packets: ../shared/compat absent; the fixture packets stand in for it")
+    return lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Under CI=true a skip is a failure: CI must run every test, and a green run means they all ran."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if _in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where every test must run: {reason}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tests here, by where they live, so the end-to-end modules need no marker of their own:
+    everything under tests/e2e/ (Dagster runs of whole packets) and the few in SLOW_ELSEWHERE."""
+    for item in items:
+        if item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE:
+            item.add_marker(pytest.mark.slow)

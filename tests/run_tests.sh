@@ -16,7 +16,14 @@ elif [ ! -x .venv/bin/python ] || [ ! .venv/.installed -nt pyproject.toml ]; the
   touch .venv/.installed
 fi
 
-# 2. PostgreSQL, always stopped and removed on the way out.
+# 2. Lint (ruff + mypy) before anything starts: a type error fails the run as a test failure would.
+if command -v make >/dev/null 2>&1; then
+  make --no-print-directory -s lint
+else
+  .venv/bin/ruff check . && .venv/bin/mypy
+fi
+
+# 3. PostgreSQL, always stopped and removed on the way out.
 # Under /tmp, not $TMPDIR: the server's user (awp-pg when root) must reach it, and the socket path stays short.
 pg_dir=$(mktemp -d /tmp/awp-test-pg.XXXXXX)
 cleanup() {
@@ -32,7 +39,7 @@ export AWP_TEST_PG_URL
 
 bash tests/ui/install_browser.sh  # Debian chromium for the browser tests (tests/ui)
 
-# 3. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.
+# 4. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.
 rc=0
 .venv/bin/python -m pytest -q -n 2 "$@" </dev/null || rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -7,15 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
+from packet_sources import PACKET_NAMES
 
-from awp_pipelines.authoring import VERIFY_PLACEHOLDER, new_prompt, sync_checklists
+from awp_pipelines.authoring import VERIFY_PLACEHOLDER, checklist_path, new_prompt, sync_checklists
 from awp_pipelines.cli import cli
 from awp_pipelines.packet import CHECKLIST_SUFFIX, load_packet
 from awp_pipelines.profile import load_profile, profiles_dir, templates_dir
-
-COMPAT_PACKETS = ["authoring_packet", "claude_packet", "multi_repo_packet", "simulated_recovery_packet",
-                  "single_repo_packet"]
 
 
 def awp(*args: str | Path) -> Result:
@@ -34,8 +33,8 @@ def packet(tmp_path: Path) -> Path:
     return folder
 
 
-def copy_compat(compat_root: Path, name: str, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(compat_root / name, tmp_path / name))
+def copy_packet(prompt_runner_root: Path, name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(prompt_runner_root / name, tmp_path / name))
 
 
 def test_packet_new_writes_a_native_manifest_that_loads(tmp_path: Path) -> None:
@@ -108,13 +107,14 @@ def test_prompt_new_prefers_the_packet_template_then_the_home_template(packet: P
     assert prompt.front.verify.files_exist == [VERIFY_PLACEHOLDER]
 
 
-def test_prompt_new_uses_the_manifest_prompt_template_and_previous_phase(compat_root: Path,
+def test_prompt_new_uses_the_manifest_prompt_template_and_previous_phase(prompt_runner_root: Path,
                                                                          tmp_path: Path) -> None:
-    folder = copy_compat(compat_root, "authoring_packet", tmp_path)
+    folder = copy_packet(prompt_runner_root, "authoring_packet", tmp_path)
     result = awp("prompt", "new", folder, "define_api")
     assert result.exit_code == 0, result.output
-    prompt = load_packet(folder).prompt("03")
-    assert prompt.front.template == "from-adr"
+    loaded = load_packet(folder)
+    prompt = loaded.prompt("03")
+    assert loaded.manifest.prompt_template and prompt.front.template == loaded.manifest.prompt_template
     assert str(prompt.front.phase) == "2"
     assert prompt.body.startswith("# Define api\n\n## Required Reading")
 
@@ -124,9 +124,9 @@ def test_prompt_new_uses_the_manifest_prompt_template_and_previous_phase(compat_
     (["--phase", "9"], "no phase '9'"),
     (["--target", "nope"], "unknown target repo 'nope'"),
 ])
-def test_prompt_new_rejects_unknown_template_phase_and_target(compat_root: Path, tmp_path: Path,
+def test_prompt_new_rejects_unknown_template_phase_and_target(prompt_runner_root: Path, tmp_path: Path,
                                                               args: list[str], message: str) -> None:
-    folder = copy_compat(compat_root, "authoring_packet", tmp_path)
+    folder = copy_packet(prompt_runner_root, "authoring_packet", tmp_path)
     result = awp("prompt", "new", folder, "x", *args)
     assert result.exit_code == 2 and message in said(result)
     assert len(load_packet(folder).prompts) == 2
@@ -137,10 +137,10 @@ def test_prompt_new_rejects_a_bad_slug(packet: Path) -> None:
     assert result.exit_code == 2 and "invalid prompt slug" in said(result)
 
 
-@pytest.mark.parametrize("name", COMPAT_PACKETS)
-def test_checklist_sync_reproduces_prompt_runner_checklists_byte_for_byte(compat_root: Path, tmp_path: Path,
+@pytest.mark.parametrize("name", PACKET_NAMES)
+def test_checklist_sync_reproduces_prompt_runner_checklists_byte_for_byte(prompt_runner_root: Path, tmp_path: Path,
                                                                           name: str) -> None:
-    folder = copy_compat(compat_root, name, tmp_path)
+    folder = copy_packet(prompt_runner_root, name, tmp_path)
     committed = {f.name: f.read_bytes() for f in (folder / "prompts").glob(f"*{CHECKLIST_SUFFIX}")}
     assert committed
     for file in (folder / "prompts").glob(f"*{CHECKLIST_SUFFIX}"):
@@ -151,23 +151,24 @@ def test_checklist_sync_reproduces_prompt_runner_checklists_byte_for_byte(compat
     assert regenerated == committed
 
 
-def test_checklist_sync_rewrites_only_changed_files(compat_root: Path, tmp_path: Path) -> None:
-    folder = copy_compat(compat_root, "claude_packet", tmp_path)
+def test_checklist_sync_rewrites_only_changed_files(prompt_runner_root: Path, tmp_path: Path) -> None:
+    folder = copy_packet(prompt_runner_root, "claude_packet", tmp_path)
     assert sync_checklists(folder) == []
-    stale = folder / "prompts" / f"02_create_summary{CHECKLIST_SUFFIX}"
+    stale = checklist_path(load_packet(folder).prompt("02").file)
     stale.write_text("old\n")
     assert sync_checklists(folder) == [stale]
-    assert stale.read_bytes() == (compat_root / "claude_packet" / "prompts" / stale.name).read_bytes()
+    assert stale.read_bytes() == (prompt_runner_root / "claude_packet" / "prompts" / stale.name).read_bytes()
 
 
-def test_checklist_check_detects_drift_and_writes_nothing(compat_root: Path, tmp_path: Path) -> None:
-    folder = copy_compat(compat_root, "single_repo_packet", tmp_path)
+def test_checklist_check_detects_drift_and_writes_nothing(prompt_runner_root: Path, tmp_path: Path) -> None:
+    folder = copy_packet(prompt_runner_root, "single_repo_packet", tmp_path)
     clean = awp("checklist", "sync", folder, "--check")
     assert clean.exit_code == 0, clean.output
-    prompt = folder / "prompts" / "01_create_hello.prompt.md"
-    prompt.write_text(prompt.read_text().replace('    - "hello.txt"\n  contains', '    - "hello.txt"\n'
-                                                 '    - "extra.txt"\n  contains', 1))
-    checklist = folder / "prompts" / f"01_create_hello{CHECKLIST_SUFFIX}"
+    prompt = load_packet(folder).prompt("01")
+    front = yaml.safe_load(prompt.file.read_text().split("---\n", 2)[1])
+    front["verify"]["files_exist"].append("extra.txt")
+    prompt.file.write_text(f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n{prompt.body}")
+    checklist = checklist_path(prompt.file)
     before = checklist.read_bytes()
     drift = awp("checklist", "sync", folder, "--check", "--json")
     assert drift.exit_code == 1

@@ -22,9 +22,9 @@ def _awp(*args: object):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def single_repo(compat_root: Path, tmp_path: Path, make_git_repo) -> Path:  # type: ignore[no-untyped-def]
+def single_repo(prompt_runner_root: Path, tmp_path: Path, make_git_repo) -> Path:  # type: ignore[no-untyped-def]
     packet = tmp_path / "single"
-    shutil.copytree(compat_root / "single_repo_packet", packet)
+    shutil.copytree(prompt_runner_root / "single_repo_packet", packet)
     make_git_repo(packet / "workspace")
     return packet
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.failures import FAILURE_CLASSES, FailureEnvelope
-from awp_pipelines.model.recovery import FAILURE_CLASSES as BUDGETED_CLASSES
-from awp_pipelines.model.simulate import SimulatedErrorKind
+from awp_pipelines.failures import BUDGETED_CLASSES, FAILURE_CLASSES, FailureEnvelope
+from awp_pipelines.model.recovery import ClassAttempts
+from awp_pipelines.model.simulate import SimulatedError
 from awp_pipelines.redact import REDACTED
 
 
@@ -101,8 +101,10 @@ def test_envelope_round_trips_through_json() -> None:
 
 
 def test_every_class_with_a_retry_budget_or_a_simulated_kind_is_a_failure_class() -> None:
-    from typing import get_args
-
+    assert len(FAILURE_CLASSES) == len(set(FAILURE_CLASSES)) == 19
+    # Prompt Runner's class_attempts keys, in its order: one budget field per budgeted class.
+    assert tuple(ClassAttempts.model_fields) == BUDGETED_CLASSES
     assert set(BUDGETED_CLASSES) <= set(FAILURE_CLASSES)
-    assert set(get_args(SimulatedErrorKind)) <= set(FAILURE_CLASSES)
-    assert len(FAILURE_CLASSES) == 19
+    simulated = set(SimulatedError.model_json_schema()["properties"]["kind"]["enum"])
+    assert len(simulated) == 11 and simulated <= set(FAILURE_CLASSES)
+    assert not simulated & {"verifier_fault", "verifier_timeout", "commit_failed", "launch_failed", "unknown"}

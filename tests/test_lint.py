@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from packet_sources import PACKET_NAMES
 
 from awp_pipelines.catalog import BUILTIN, AccountSpec, AliasSpec, Catalog
 from awp_pipelines.cli import cli
@@ -61,10 +62,9 @@ def test_a_clean_packet_has_no_findings(tmp_path: Path) -> None:
     assert (report.packet, report.exit_code(), report.exit_code(strict=True)) == ("lint-demo", 0, 0)
 
 
-@pytest.mark.parametrize("name", ["authoring_packet", "claude_packet", "multi_repo_packet",
-                                  "simulated_recovery_packet", "single_repo_packet"])
-def test_every_compat_packet_lints_without_errors(compat_root: Path, name: str) -> None:
-    report = lint_packet(compat_root / name, BUILTIN)
+@pytest.mark.parametrize("name", PACKET_NAMES)
+def test_every_compat_packet_lints_without_errors(prompt_runner_root: Path, name: str) -> None:
+    report = lint_packet(prompt_runner_root / name, BUILTIN)
     assert report.errors == [], [str(f) for f in report.errors]
     assert report.exit_code() == 0
     # Prompt Runner's own examples carry no commands and name home profiles this machine lacks.

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from awp_pipelines.model.recovery import ClassAttempts, RetryConfig
-from awp_pipelines.packet import load_packet, normalize_id
+from awp_pipelines.packet import CHECKLIST_SUFFIX, load_packet, normalize_id
 
 COMPAT = {
     "authoring_packet": 2,
@@ -27,8 +27,8 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(COMPAT))
-def test_every_compat_packet_loads_with_its_prompts_in_order(compat_root: Path, name: str) -> None:
-    packet = load_packet(compat_root / name)
+def test_every_compat_packet_loads_with_its_prompts_in_order(prompt_runner_root: Path, name: str) -> None:
+    packet = load_packet(prompt_runner_root / name)
     assert packet.name == name.replace("_", "-")
     assert packet.manifest_file.name == "prompt_runner_packet.md"
     assert [p.id for p in packet.prompts] == [f"{n:02d}" for n in range(1, COMPAT[name] + 1)]
@@ -36,13 +36,13 @@ def test_every_compat_packet_loads_with_its_prompts_in_order(compat_root: Path, 
     assert all(p.filename_id == p.id for p in packet.prompts)
 
 
-def test_checklist_files_next_to_prompts_are_not_prompts(compat_root: Path, tmp_path: Path) -> None:
-    folder = compat_root / "claude_packet" / "prompts"
-    assert sorted(f.name for f in folder.iterdir()) == [
-        "01_create_hello.prompt.checklist.md", "01_create_hello.prompt.md",
-        "02_create_summary.prompt.checklist.md", "02_create_summary.prompt.md"]
-    assert [p.file.name for p in load_packet(compat_root / "claude_packet").prompts] == [
-        "01_create_hello.prompt.md", "02_create_summary.prompt.md"]
+def test_checklist_files_next_to_prompts_are_not_prompts(prompt_runner_root: Path, tmp_path: Path) -> None:
+    folder = prompt_runner_root / "claude_packet" / "prompts"
+    files = sorted(f.name for f in folder.iterdir())
+    checklists = [f for f in files if f.endswith(CHECKLIST_SUFFIX)]
+    assert len(checklists) == 2 and len(files) == 4
+    assert [p.file.name for p in load_packet(prompt_runner_root / "claude_packet").prompts] == [
+        f for f in files if f not in checklists]
     root = write(tmp_path, {"packet.yaml": "name: demo\n",
                             "prompts/01_a.prompt.md": "---\nid: '01'\n---\nA\n",
                             "prompts/01_a.prompt.checklist.md": "- [ ] file exists: a.txt\n",
@@ -50,10 +50,10 @@ def test_checklist_files_next_to_prompts_are_not_prompts(compat_root: Path, tmp_
     assert [p.file.name for p in load_packet(root).prompts] == ["01_a.prompt.md"]
 
 
-def test_repos_resolve_against_the_packet_root_not_the_cwd(compat_root: Path, tmp_path: Path,
+def test_repos_resolve_against_the_packet_root_not_the_cwd(prompt_runner_root: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    root = compat_root / "multi_repo_packet"
+    root = prompt_runner_root / "multi_repo_packet"
     packet = load_packet(root)
     assert {name: repo.path for name, repo in packet.repos.items()} == {
         "alpha": (root / "repos" / "alpha").resolve(), "beta": (root / "repos" / "beta").resolve()}
@@ -61,8 +61,8 @@ def test_repos_resolve_against_the_packet_root_not_the_cwd(compat_root: Path, tm
     assert packet.root == root.resolve()
 
 
-def test_prompt_recovery_deep_merges_over_the_packets_and_keeps_the_other_values(compat_root: Path) -> None:
-    packet = load_packet(compat_root / "simulated_recovery_packet")
+def test_prompt_recovery_deep_merges_over_the_packets_and_keeps_the_other_values(prompt_runner_root: Path) -> None:
+    packet = load_packet(prompt_runner_root / "simulated_recovery_packet")
     seventh = packet.prompt("07").recovery
     assert seventh.retry.class_attempts.provider_runtime_claim == 1
     defaults = ClassAttempts().model_dump()
@@ -85,12 +85,13 @@ def test_prompt_recovery_merges_key_by_key_at_every_level(tmp_path: Path) -> Non
     assert retry.class_attempts.provider_capacity == 5
 
 
-def test_only_the_body_after_the_front_matter_is_the_prompt_text(compat_root: Path, tmp_path: Path) -> None:
-    prompt = load_packet(compat_root / "simulated_recovery_packet").prompt("07")
-    assert prompt.body.startswith("# Repair after retry exhaustion\n")
+def test_only_the_body_after_the_front_matter_is_the_prompt_text(prompt_runner_root: Path, tmp_path: Path) -> None:
+    prompt = load_packet(prompt_runner_root / "simulated_recovery_packet").prompt("07")
+    heading = f"# {prompt.name}"  # both sources open each body with the prompt's name as its title
+    assert prompt.body.startswith(heading + "\n")
     assert "simulate:" not in prompt.body and "provider_runtime_claim" not in prompt.body
     lines = prompt.file.read_text().splitlines()
-    assert lines[prompt.body_line - 2] == "---" and lines[prompt.body_line - 1] == "# Repair after retry exhaustion"
+    assert lines[prompt.body_line - 2] == "---" and lines[prompt.body_line - 1] == heading
     root = write(tmp_path, {"packet.yaml": "name: demo\n",
                             "prompts/01_a.prompt.md": "---\nid: '01'\n---\n# A\n\n---\n\nafter a rule\n"})
     assert load_packet(root).prompts[0].body == "# A\n\n---\n\nafter a rule\n"

@@ -295,16 +295,16 @@ def test_plan_cli_applies_selection_flags(four_prompts: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(COMPAT_EXPECTED))
-def test_plan_json_on_compat_packet(compat_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_plan_json_on_compat_packet(prompt_runner_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     name: str) -> None:
     monkeypatch.chdir(tmp_path)  # no ./resources/providers.yaml: the built-in catalog
     monkeypatch.delenv("AWP_PROVIDERS", raising=False)
-    result = CliRunner().invoke(cli, ["plan", str(compat_root / name), "--json"])
+    result = CliRunner().invoke(cli, ["plan", str(prompt_runner_root / name), "--json"])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     provider, model, ids = COMPAT_EXPECTED[name]
     assert [p["id"] for p in plan["prompts"]] == ids
-    packet = load_packet(compat_root / name)
+    packet = load_packet(prompt_runner_root / name)
     for entry, prompt in zip(plan["prompts"], packet.prompts, strict=True):
         assert (entry["provider"], entry["model"]) == (provider, model)
         assert entry["sources"]["model"] == "packet"

@@ -6,9 +6,10 @@ import click
 
 from awp_pipelines import __version__
 from awp_pipelines.cli import authoring_cmd, blame_cmd, lint_cmd, plan_cmd, run_cmd
+from awp_pipelines.cli.common import WholeSummaryGroup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=WholeSummaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="awp")
 def cli() -> None:
     """Run work packets for AI coding agents on Dagster.

@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 
 from awp_pipelines import authoring
-from awp_pipelines.cli.common import emit_json, json_option, packet_argument, user_errors
+from awp_pipelines.cli.common import (
+    WholeSummaryGroup,
+    awp_command,
+    emit_json,
+    json_option,
+    packet_argument,
+    shown_path,
+    user_errors,
+)
 from awp_pipelines.packet import load_packet
 from awp_pipelines.profile import list_profiles, profiles_dir
 
@@ -16,7 +24,7 @@ EXIT_OUT_OF_DATE = 1
 
 
 @click.command("new")
-@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))  # text: `./NAME` and `NAME` differ
 @click.option("--name", help="Packet name (lowercase, digits, '_' or '-'); default: the folder's name.")
 @click.option("--prompt-runner", is_flag=True,
               help="Write Prompt Runner's prompt_runner_packet.md instead of packet.yaml, so both tools run it.")
@@ -25,20 +33,22 @@ EXIT_OUT_OF_DATE = 1
               "the default (the agent's cwd).")
 @json_option
 @user_errors
-def packet_new(folder: Path, name: str | None, prompt_runner: bool, repos: tuple[str, ...], as_json: bool) -> None:
+def packet_new(folder: str, name: str | None, prompt_runner: bool, repos: tuple[str, ...], as_json: bool) -> None:
     """Create a packet in FOLDER: a manifest and an empty prompts/ folder.
 
-    Provider and model are left unset: the home config, a profile, a prompt or --provider/--model decide.
-    Add prompts next with `awp prompt new FOLDER SLUG`.
+    A bare name run at a project root (a folder with assets/) creates assets/NAME, where the Dagster UI
+    finds it. Provider and model are left unset: the home config, a profile, a prompt or
+    --provider/--model decide. Add prompts next with `awp prompt new FOLDER SLUG`.
     """
     parsed = dict(authoring.parse_repo_spec(r) for r in repos)
-    manifest = authoring.new_packet(folder, name, native=not prompt_runner, repo=parsed)
+    target = authoring.packet_folder(folder, Path.cwd())
+    manifest = authoring.new_packet(target, name, native=not prompt_runner, repo=parsed)
     packet = load_packet(manifest)
     if as_json:
         emit_json({"packet": packet.name, "manifest": str(manifest), "prompt_dir": str(packet.prompt_dir)})
         return
-    click.echo(f"created packet {packet.name}: {manifest}")
-    click.echo(f"next: awp prompt new {folder} SLUG")
+    click.echo(f"created packet {packet.name}: {shown_path(manifest)}")
+    click.echo(f"next: {awp_command()} prompt new {shown_path(target)} SLUG")
 
 
 @click.command("new")
@@ -64,8 +74,8 @@ def prompt_new(packet: Path, slug: str, name: str | None, template: str | None, 
     if as_json:
         emit_json({"prompt": file.name.split("_", 1)[0], "file": str(file)})
         return
-    click.echo(f"created {file}")
-    click.echo("next: replace the verify: placeholder, then `awp checklist sync`")
+    click.echo(f"created {shown_path(file)}")
+    click.echo(f"next: replace the verify: placeholder, then run: {awp_command()} checklist sync {shown_path(packet)}")
 
 
 @click.command("sync")
@@ -91,7 +101,7 @@ def checklist_sync(packet: Path, check: bool, as_json: bool) -> None:
         for path in changed:
             click.echo(f"{verb}: {path}")
         if check:
-            click.echo("run `awp checklist sync` to regenerate them")
+            click.echo(f"regenerate them with: {awp_command()} checklist sync {shown_path(packet)}")
     if check and changed:
         sys.exit(EXIT_OUT_OF_DATE)
 
@@ -131,7 +141,7 @@ def profile_list(as_json: bool) -> None:
         emit_json(rows)
         return
     if not rows:
-        click.echo(f"no profiles in {profiles_dir()} (create one with `awp profile new NAME`)")
+        click.echo(f"no profiles in {profiles_dir()} (create one with: {awp_command()} profile new NAME)")
     for row in rows:
         details = " ".join(f"{k}={row[k]}" for k in ("provider", "model", "reasoning_effort") if row[k])
         click.echo(f"{row['name']}  {details or '(no settings)'}  {row['file']}")
@@ -142,7 +152,7 @@ def _subgroup(group: click.Group, name: str, help_text: str) -> click.Group:
     existing = group.commands.get(name)
     if isinstance(existing, click.Group):
         return existing
-    sub = click.Group(name, help=help_text)
+    sub = WholeSummaryGroup(name, help=help_text)
     group.add_command(sub)
     return sub
 

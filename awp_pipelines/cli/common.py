@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -21,29 +23,51 @@ from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.selection import Selection, selection_from_flags
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 EXIT_INPUT = 2
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
-def fail_input(err: PacketError) -> None:
+def summary(command: click.Command) -> str:
+    """A command's one-line summary, whole: its short_help, else the first sentence of its help."""
+    if command.short_help:
+        return command.short_help
+    paragraph = " ".join((command.help or "").split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end == -1 else paragraph[: end + 1]
+
+
+class WholeSummaryGroup(click.Group):
+    """Lists its commands with whole summaries, wrapped: click's default cuts each to one line with `...`."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, summary(command)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def fail_input(err: PacketError) -> NoReturn:
     # One line whatever the terminal width (soft_wrap), and `[...]` in a message is text, not markup.
     console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True, highlight=False)
     sys.exit(EXIT_INPUT)
 
 
-def user_errors(func: F) -> F:
+def user_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Bad input ends in one line naming file, line and key, and exit code 2 — never a traceback."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except PacketError as err:
             fail_input(err)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def packet_run_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -117,3 +141,22 @@ def emit_json(payload: Any) -> None:
     else:
         text = json.dumps(payload, indent=2, default=str)
     click.echo(text)
+
+
+def awp_command() -> str:
+    """What the user types to run awp again: `awp` when that is this awp on PATH, else this install's script
+    (`.venv/bin/awp` from the project root), so a printed hint works when pasted."""
+    script = Path(sys.executable).parent / "awp"
+    on_path = shutil.which("awp")
+    if on_path and (not script.exists() or os.path.samefile(on_path, script)):
+        return "awp"
+    return shown_path(script) if script.exists() else "awp"
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the user would type it: relative to the current directory when below it, else absolute."""
+    absolute = Path(path).absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)

@@ -24,7 +24,7 @@ from awp_pipelines.lint import Finding, LintReport, lint_packet
 _STYLE = {"error": "red", "warning": "yellow"}
 
 
-@click.command("lint")
+@click.command("lint", short_help="Check PACKET for authoring hazards without running anything.")
 @packet_argument
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @providers_option

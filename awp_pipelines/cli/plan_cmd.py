@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import click
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from awp_pipelines.bounds import human_duration
 from awp_pipelines.cli.common import (
@@ -20,13 +22,14 @@ from awp_pipelines.cli.common import (
     providers_option,
     selection_from,
     selection_options,
+    shown_path,
     user_errors,
 )
-from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, build_plan
+from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, PromptPlan, build_plan
 from awp_pipelines.schema import SCHEMAS, schema_for
 
 
-@click.command("plan")
+@click.command("plan", short_help="Print the fully resolved plan of PACKET and which layer set each value.")
 @packet_argument
 @selection_options
 @override_options
@@ -40,7 +43,7 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     fallback chain, the bounds derived from `timeout`, recovery budgets, verifier items, commit message,
     targets and cwd. Each value says which layer set it."""
     loaded = open_packet(packet)
-    completed = frozenset()
+    completed: frozenset[str] = frozenset()
     if remaining:
         from awp_pipelines.orchestration.state import completed_prompts
 
@@ -55,27 +58,40 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
 
 
 def print_plan(plan: PacketPlan) -> None:
-    out.print(f"[bold]{plan.packet}[/bold]  {plan.manifest}")
+    """One block per prompt, a label and its value per line, so the plan reads at 80 columns (a table of
+    seven columns folded every cell mid-word). Text objects: a `[...]` in a value is text, not markup."""
+    out.print(Text(plan.packet, style="bold"))
+    out.print(Text(shown_path(plan.manifest), style="dim"), soft_wrap=False)
     for warning in plan.warnings:
-        out.print(f"[yellow]warning:[/yellow] {warning}")
-    table = Table(show_lines=True)
-    for column in ("id", "prompt", "provider / model / effort", "bounds", "recovery", "verify", "commit · cwd"):
-        table.add_column(column, overflow="fold")
-    for p in plan.prompts:
-        target = f"{p.provider} / {p.model} / {p.effort or '-'}"
-        if p.accounts:
-            target += f"\naccounts: {', '.join(p.accounts)}"
-        if p.fallback:
-            target += "\nfallback: " + " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)
-        target += "\n" + ", ".join(f"{k}←{v}" for k, v in p.sources.items())
-        retry = p.recovery.retry
-        recovery = (f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
-                    f"resume {p.recovery.resume_attempts}")
-        verify = "\n".join(i.label for i in p.verify_items) or "[yellow]none[/yellow]"
-        table.add_row(p.id, f"{p.name}\nphase {p.phase or '-'}; after {', '.join(p.depends_on) or '-'}",
-                      target, f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})", recovery, verify,
-                      f"{p.commit_message}\n{p.cwd}")
-    out.print(table)
+        out.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=False)
+    for prompt in plan.prompts:
+        out.print()
+        out.print(Text.assemble((f"{prompt.id}  {prompt.name}", "bold")), soft_wrap=False)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")  # words wrap whole; only a word wider than the column folds
+        for label, value in plan_rows(prompt):
+            grid.add_row(label, value)
+        out.print(Padding(grid, (0, 0, 0, 4)))
+
+
+def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
+    """The labelled values of one prompt's plan, in reading order; empty values are left out."""
+    retry = p.recovery.retry
+    rows = [
+        ("phase", f"{p.phase or '-'}, after {', '.join(p.depends_on) or '-'}"),
+        ("target", f"{p.provider} / {p.model} / {p.effort or '-'}"),
+        ("accounts", ", ".join(p.accounts)),
+        ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),
+        ("set by", ", ".join(f"{key}←{layer}" for key, layer in p.sources.items())),
+        ("bounds", f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})"),
+        ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
+                     f"resume {p.recovery.resume_attempts}"),
+        ("verify", "\n".join(i.label for i in p.verify_items) or "none"),
+        ("commit", p.commit_message),
+        ("cwd", shown_path(p.cwd)),
+    ]
+    return [(label, Text(value)) for label, value in rows if value]
 
 
 @click.command("schema")

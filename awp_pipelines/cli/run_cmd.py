@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from awp_pipelines.catalog import Catalog
 from awp_pipelines.cli.common import (
     console,
     emit_json,
@@ -23,7 +24,8 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.errors import PacketError
-from awp_pipelines.plan import Overrides, PlanContext, build_plan
+from awp_pipelines.launches import Launch
+from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -127,13 +129,13 @@ class _Printer:
         head = f"{self._head(prompt)}: " if prompt else ""
         console.print(f"{head}{line}", highlight=False, markup=False)
 
-    def launch(self, launch) -> None:  # type: ignore[no-untyped-def]
+    def launch(self, launch: Launch) -> None:
         if not self.quiet:
             console.print(f"{self._head(launch.prompt)} → {launch.mode}: {launch.reason}", highlight=False,
                           markup=False)
 
 
-def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]
+def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path) -> None:
     """Refuse before any run starts, not halfway through the packet."""
     from awp_pipelines.providers.registry import adapter_for
 

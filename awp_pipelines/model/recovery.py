@@ -8,21 +8,10 @@ from pydantic import Field
 
 from awp_pipelines.model.base import StrictModel
 
-FAILURE_CLASSES: tuple[str, ...] = (
-    "provider_capacity",
-    "provider_rate_limit",
-    "provider_auth_claim",
-    "provider_config_claim",
-    "provider_runtime_claim",
-    "transport_disconnect",
-    "transport_timeout",
-    "protocol_error",
-    "unknown",
-)
-
 
 class ClassAttempts(StrictModel):
-    """Attempts allowed per failure class, counted across runs from stored history."""
+    """Attempts allowed per failure class, counted across runs from stored history. One field per
+    `failures.BUDGETED_CLASSES`, in its order (a test holds them together)."""
 
     provider_capacity: int = Field(5, ge=0, description="Attempts after 'model at capacity' claims.")
     provider_rate_limit: int = Field(5, ge=0, description="Attempts after rate-limit claims.")

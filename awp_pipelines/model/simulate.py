@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
+from awp_pipelines.failures import SimulatedErrorKind
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.verifiers.pathtext import PathText
-
-SimulatedErrorKind = Literal[
-    "provider_capacity",
-    "provider_rate_limit",
-    "provider_auth_claim",
-    "provider_config_claim",
-    "provider_runtime_claim",
-    "protocol_error",
-    "transport_disconnect",
-    "transport_timeout",
-    "approval_denied",
-    "guardrail_blocked",
-    "user_cancelled",
-]
 
 
 class SimulatedWrite(StrictModel):

@@ -95,7 +95,7 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
         # observation, and the checks it did evaluate are stored as failed evaluations.
         context.log_event(AssetObservation(asset_key=key, metadata=metadata))
         for result in check_results(record):
-            context.log_event(AssetCheckEvaluation(asset_key=key, check_name=result.check_name,
+            context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
                                                    passed=result.passed, metadata=result.metadata,
                                                    severity=result.severity, description=result.description,
                                                    blocking=True))

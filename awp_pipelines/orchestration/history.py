@@ -91,14 +91,15 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     for run in runs:
         for entry in instance.all_logs(run.run_id, of_type=_RECORD_EVENTS):
             event = entry.dagster_event
-            if event is None or event.asset_key not in keys:
+            key = event.asset_key if event is not None else None
+            if event is None or key is None or key not in keys:
                 continue
             data = event.event_specific_data
             payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
             if payload is None:
                 continue
             meta = payload.metadata
-            history = agent_runs.setdefault(keys[event.asset_key], AgentRunHistory())
+            history = agent_runs.setdefault(keys[key], AgentRunHistory())
             if plain_value(meta.get("awp/event")) == ATTEMPT_STARTED:
                 number = int(str(plain_value(meta.get("awp/attempt_number")) or 0))
                 target = Target(str(plain_value(meta.get("awp/provider")) or ""),

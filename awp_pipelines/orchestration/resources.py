@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dagster import ConfigurableResource
 
@@ -115,6 +115,6 @@ def catalog_resources(catalog: Catalog, providers: set[str] | None = None,
     return out
 
 
-def _fields(spec: ProviderSpec | AccountSpec, resource: type[ConfigurableResource]) -> dict[str, object]:
+def _fields(spec: ProviderSpec | AccountSpec, resource: type[ConfigurableResource]) -> dict[str, Any]:
     wanted = set(resource.model_fields) - {"name"}
     return {k: v for k, v in spec.model_dump().items() if k in wanted}

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dagster import DagsterInstance, Definitions, JobDefinition, logger
+from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
 
 from awp_pipelines import tags
+from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.history import (
@@ -115,8 +116,8 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
 def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
     from dagster import colored_console_logger
 
-    @logger(description="Prints each Attempt's start and end for `awp run`.")
-    def awp_progress(_init_context):  # type: ignore[no-untyped-def]
+    @logger(config_schema=None, description="Prints each Attempt's start and end for `awp run`.")
+    def awp_progress(_init_context: InitLoggerContext) -> logging.Logger:
         log = logging.getLogger(f"awp.progress.{id(progress)}")
         log.setLevel(logging.INFO)
         log.propagate = False
@@ -166,7 +167,7 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
     return out
 
 
-def _explain(record) -> str:  # type: ignore[no-untyped-def]
+def _explain(record: AttemptRecord) -> str:
     if record.result == "completed":
         return ""
     if record.result == "verification_failed" and record.verifier is not None:

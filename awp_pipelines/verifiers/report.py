@@ -50,6 +50,8 @@ class VerifierReport(BaseModel):
     prompt_id: str = Field(default="", description="The prompt whose contract this is.")
     items: list[ItemResult] = Field(default_factory=list, description="One result per contract item.")
 
+    # mypy rejects any decorator stacked on @property, so each computed_field below carries
+    # ignore[prop-decorator], as pydantic's docs prescribe (docs.pydantic.dev, api/fields, computed_field).
     @computed_field(description="Every item passed and none faulted.")  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool:

@@ -84,6 +84,12 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
                 "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    # Created once, before the two processes start, as `awp run` and `make ui` do: two processes creating
+    # a fresh SQLite instance at once stamp two alembic heads (the probe's broken instance).
+    if not (home / "history").exists():
+        from awp_pipelines.orchestration.instance import open_instance_folder
+
+        open_instance_folder(home).dispose()
     procs = []
     try:
         for name, argv in (("webserver", [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1",

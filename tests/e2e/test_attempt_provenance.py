@@ -12,6 +12,8 @@ from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log
 
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.packet import load_packet
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
@@ -74,7 +76,7 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
         assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
         assert tags["awp/agent_run"] == f"{tags['awp/packet_run']}.01"
         assert tags["awp/attempt"] == f"{tags['awp/agent_run']}.a1"
-        key = AssetKey(["authoring_packet", "01_capture_runtime_boundaries"])
+        key = prompt_key(load_packet(packet), "01")
         meta = instance.get_latest_materialization_event(key).asset_materialization.metadata
         record = meta["awp/record"].value
         assert record["identity"]["agent_run"] == tags["awp/agent_run"]

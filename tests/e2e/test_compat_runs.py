@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import AssetKey, DagsterRunStatus, RunsFilter
+from dagster import DagsterRunStatus, RunsFilter
 from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.packet import load_packet
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],
@@ -61,8 +63,7 @@ def test_authoring_packet_runs_to_completion_with_one_trailed_commit_per_prompt(
         # Listed with the code location's job in the UI, as launched by awp run.
         assert run.tags[".dagster/repository"] == "__repository__@awp_pipelines"
         assert run.tags["user"].startswith("awp run")
-        event = instance.get_latest_materialization_event(
-            AssetKey(["authoring_packet", "02_create_execution_checklist"]))
+        event = instance.get_latest_materialization_event(prompt_key(load_packet(packet), "02"))
         assert event is not None
         meta = event.asset_materialization.metadata
         assert meta["awp/result"].value == "completed"

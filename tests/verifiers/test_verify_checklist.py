@@ -1,37 +1,38 @@
-"""The generated checklist equals Prompt Runner 0.12.1's for every prompt of the compat packets."""
+"""The generated checklist equals the committed one, byte for byte, for every prompt of the Prompt Runner-format
+packets: Prompt Runner 0.12.1 generated the shared ones, `awp checklist sync` the project's fixtures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from verify_helpers import COMPAT, front_matter
+from packet_sources import PACKET_NAMES, PacketSource, packet_sources
+from verify_helpers import front_matter
 
+from awp_pipelines.packet import normalize_id
 from awp_pipelines.verifiers import VerifyContract
 from awp_pipelines.verifiers.checklist import checklist_markdown
 
-CHECKLISTS = sorted(COMPAT.glob("*/prompts/*.prompt.checklist.md")) if COMPAT.is_dir() else []
+SOURCES = packet_sources()
+CHECKLISTS = [(source, file) for source in SOURCES
+              for file in sorted(source.root.glob("*/prompts/*.prompt.checklist.md"))]
 
 
-@pytest.mark.skipif(not CHECKLISTS, reason=f"compat packets not found at {COMPAT}")
-@pytest.mark.parametrize("checklist", CHECKLISTS, ids=lambda p: f"{p.parts[-3]}/{p.name}")
-def test_checklist_matches_prompt_runner_byte_for_byte(checklist: Path) -> None:
+@pytest.mark.parametrize(("source", "checklist"), CHECKLISTS,
+                         ids=lambda v: v.name if isinstance(v, PacketSource) else f"{v.parts[-3]}/{v.name}")
+def test_checklist_matches_prompt_runner_byte_for_byte(source: PacketSource, checklist: Path) -> None:
     prompt = checklist.with_name(checklist.name.replace(".prompt.checklist.md", ".prompt.md"))
     meta = front_matter(prompt)
     contract = VerifyContract.model_validate(meta.get("verify") or {})
-    assert checklist_markdown(str(meta["id"]), meta["name"], contract) == checklist.read_text()
+    assert checklist_markdown(normalize_id(meta["id"]), meta["name"], contract) == checklist.read_text()
 
 
-def test_the_compat_corpus_has_the_five_packets_checked_above() -> None:
-    if not CHECKLISTS:
-        pytest.skip(f"compat packets not found at {COMPAT}")
-    assert {p.parts[-3] for p in CHECKLISTS} == {
-        "authoring_packet",
-        "claude_packet",
-        "multi_repo_packet",
-        "simulated_recovery_packet",
-        "single_repo_packet",
-    }
+@pytest.mark.parametrize("source", SOURCES, ids=str)
+def test_every_source_has_a_checklist_for_each_prompt_of_the_five_packets(source: PacketSource) -> None:
+    prompts = sorted(source.root.glob("*/prompts/*.prompt.md"))
+    checked = {file for s, file in CHECKLISTS if s == source}
+    assert {p.parts[-3] for p in prompts} == set(PACKET_NAMES)
+    assert {p.with_name(p.name.replace(".prompt.md", ".prompt.checklist.md")) for p in prompts} == checked
 
 
 def test_checklist_groups_by_clause_key_and_keeps_entry_order() -> None:

@@ -1,19 +1,18 @@
-"""The compat packets' own contracts, run against the files their simulated sessions write."""
+"""The Prompt Runner-format packets' own contracts, run against the files their simulated sessions write."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from verify_helpers import COMPAT, Workspace, front_matter
+from packet_sources import packet_sources
+from verify_helpers import Workspace, front_matter
 
 from awp_pipelines.verifiers import VerifyContract, run_contract
 
-SIMULATED = [
-    packet
-    for packet in ("authoring_packet", "simulated_recovery_packet")
-    if (COMPAT / packet / "prompts").is_dir()
-]
+# The packets whose prompts carry `simulate:` sessions, from every source.
+SIMULATED = [pytest.param(source.root / packet, id=f"{source.name}-{packet}") for source in packet_sources()
+             for packet in ("authoring_packet", "simulated_recovery_packet")]
 
 
 def _apply(ws: Workspace, step: dict) -> None:
@@ -24,10 +23,11 @@ def _apply(ws: Workspace, step: dict) -> None:
             handle.write(write["text"])
 
 
-@pytest.mark.skipif(not SIMULATED, reason=f"compat packets not found at {COMPAT}")
 @pytest.mark.parametrize("packet", SIMULATED)
-def test_simulated_sessions_satisfy_their_contracts_prompt_after_prompt(ws: Workspace, packet: str) -> None:
-    for prompt in sorted((COMPAT / packet / "prompts").glob("*.prompt.md")):
+def test_simulated_sessions_satisfy_their_contracts_prompt_after_prompt(ws: Workspace, packet: Path) -> None:
+    prompts = sorted((packet / "prompts").glob("*.prompt.md"))
+    assert prompts, f"no prompts under {packet}"
+    for prompt in prompts:
         meta = front_matter(prompt)
         contract = VerifyContract.model_validate(meta["verify"])
         ctx = ws.ctx(prompt_id=str(meta["id"]))

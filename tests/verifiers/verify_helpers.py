@@ -12,8 +12,6 @@ import yaml
 
 from awp_pipelines.verifiers import ItemResult, VerifierReport, VerifyContext, VerifyContract, run_contract
 
-COMPAT = Path(__file__).resolve().parents[3] / "shared" / "compat" / "prompt_runner"
-
 
 def front_matter(prompt: Path) -> dict[str, Any]:
     """A prompt file's YAML front matter."""

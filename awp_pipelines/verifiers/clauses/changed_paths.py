@@ -41,8 +41,8 @@ def changed_paths_only(entries: list[Entry], ctx: VerifyContext) -> Outcome:
             details += cap_lines([f"  {path}" for path in disallowed], _MAX_LISTED)
         else:
             details.append(f"{repo}: {len(changed)} changed path(s), all allowed")
-    repo = next(iter(allowed)) if len(allowed) == 1 else None
-    return Outcome(passed, details, repo=repo)
+    only_repo = next(iter(allowed)) if len(allowed) == 1 else None
+    return Outcome(passed, details, repo=only_repo)
 
 
 def is_allowed(changed: str, allowed: list[str]) -> bool:
