@@ -19,7 +19,9 @@ from awp_pipelines.redact import redact_obj
 
 EventType = Literal[
     "run_started",
+    "session_started",
     "message_received",
+    "thinking",
     "message_streamed",
     "tool_call_started",
     "tool_call_completed",
@@ -30,6 +32,7 @@ EventType = Literal[
     "run_failed",
     "run_cancelled",
     "error_occurred",
+    "rate_limit_notice",
     "resume_started",
     "verifier_completed",
     "commit_created",
@@ -57,7 +60,10 @@ class Counters:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    cost_reported: bool = False  # the provider said what it cost (else a price table may)
 
     def count(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -66,14 +72,20 @@ class Counters:
         elif kind == "tool_call_started":
             self.tool_calls += 1
         elif kind == "token_usage_updated":
-            values = (int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0),
-                      float(event.get("cost_usd") or 0.0))
+            tokens = [int(event.get(k) or 0) for k in _TOKEN_KEYS]
+            cost = float(event.get("cost_usd") or 0.0)
             if event.get("cumulative"):
-                self.input_tokens, self.output_tokens, self.cost_usd = values
+                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
+                    setattr(self, key, value)
+                self.cost_usd = cost
             else:
-                self.input_tokens += values[0]
-                self.output_tokens += values[1]
-                self.cost_usd += values[2]
+                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
+                    setattr(self, key, getattr(self, key) + value)
+                self.cost_usd += cost
+            self.cost_reported = self.cost_reported or bool(event.get("cost_reported"))
+
+
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 class EventSink:
@@ -136,10 +148,32 @@ class EventSink:
         return self.emit("tool_call_failed", name=name, error=error, call_id=call_id)
 
     def usage(self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0,
-              cumulative: bool = False) -> dict[str, Any]:
-        """Token and cost telemetry: increments, or running totals when `cumulative`."""
+              cumulative: bool = False, cached_input_tokens: int = 0, reasoning_tokens: int = 0,
+              cost_reported: bool = False) -> dict[str, Any]:
+        """Token and cost telemetry: increments, or running totals when `cumulative`.
+
+        `cost_reported` says the provider itself gave `cost_usd` (0 otherwise means "not reported")."""
+        extra: dict[str, Any] = {}
+        if cached_input_tokens or reasoning_tokens or cost_reported:
+            extra = {"cached_input_tokens": cached_input_tokens, "reasoning_tokens": reasoning_tokens,
+                     "cost_reported": cost_reported}
         return self.emit("token_usage_updated", input_tokens=input_tokens, output_tokens=output_tokens,
-                         cost_usd=cost_usd, cumulative=cumulative)
+                         cost_usd=cost_usd, cumulative=cumulative, **extra)
+
+    def session_started(self, session_id: str | None, **info: Any) -> dict[str, Any]:
+        """The provider named its session (the id a resume continues)."""
+        return self.emit("session_started", session_id=session_id, **info)
+
+    def thinking(self, text: str) -> dict[str, Any]:
+        return self.emit("thinking", text=text)
+
+    def rate_limit_notice(self, **info: Any) -> dict[str, Any]:
+        """The provider reported a rate limit (a warning, a retry, or a rejection)."""
+        return self.emit("rate_limit_notice", **info)
+
+    def error(self, message: str, **info: Any) -> dict[str, Any]:
+        """An error the provider reported; the run's failure, if any, is `run_failed`."""
+        return self.emit("error_occurred", error=message, **info)
 
     def file_written(self, path: str, repo: str | None = None) -> dict[str, Any]:
         return self.emit("file_written", path=path, repo=repo)
@@ -251,6 +285,13 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         if event.get("after"):
             parts.append(f"after {_one_line(event['after'], 80)}")
         return " ".join(parts) + f" with “{_one_line(event.get('prompt') or 'Continue', 80)}”_"
+    if kind == "thinking":
+        text = _one_line(event.get("text"), 400)
+        return f"_thinking: {text}_" if text else None
+    if kind == "rate_limit_notice":
+        info = [f"{k}: {_one_line(event[k], 80)}" for k in ("status", "error_status", "resets_at", "retry_in_ms")
+                if event.get(k) not in (None, "")]
+        return "- rate limit" + (f" ({', '.join(info)})" if info else "")
     if kind == "run_completed":
         return "**Run completed.**"
     if kind in ("run_failed", "error_occurred", "run_cancelled"):
