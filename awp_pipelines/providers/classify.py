@@ -81,8 +81,8 @@ def retry_after_ms(header: str | None, now: datetime) -> int | None:
 
 
 _EPOCH_IN_TEXT = re.compile(r"\|\s*(\d{10,13})\b")
-_IN_DURATION = re.compile(r"(?i)(?:try again|retry|resets?) in\s+((?:\d+\s*(?:d|h|m|s|days?|hours?|hrs?|"
-                          r"minutes?|mins?|seconds?|secs?)[\s,]*(?:and\s+)?)+)")
+_IN_DURATION = re.compile(r"(?i)(?:try again|retry|resets?) in\s+((?:\d+\s*(?:days?|hours?|hrs?|minutes?|mins?|"
+                          r"seconds?|secs?|d|h|m|s)\b[\s,]*(?:and\s+)?)+)")
 _DURATION_PART = re.compile(r"(?i)(\d+)\s*(d|h|m|s)")
 _CLOCK = re.compile(r"(?i)(?:resets?(?: at)?|try again at)\s+(?:(\d{4}-\d{2}-\d{2})[ T])?"
                     r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?")
