@@ -22,6 +22,7 @@ from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
+from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import redact
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
@@ -29,7 +30,6 @@ from awp_pipelines.verifiers.report import VerifierReport
 from awp_pipelines.workspace import changed_since, snapshot
 
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
-_BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER")
 
 
 class AttemptTarget(BaseModel):
@@ -114,7 +114,7 @@ class AttemptSpec:
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Built from scratch: no git push credentials, nothing secret but the account's own credential."""
-    env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
     env.update(extra or {})
     return env
 
@@ -149,7 +149,10 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
         env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
-        session_id=None, simulate=spec.simulate)
+        session_id=None, simulate=spec.simulate,
+        account=spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None,
+        permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
+        max_turns=spec.plan.max_turns)
     outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
     changed = bool(changed_since(before, snapshot(targets)))
     report = _verify(spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -76,6 +77,10 @@ def print_plan(plan: PacketPlan) -> None:
                       target, f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})", recovery, verify,
                       f"{p.commit_message}\n{p.cwd}")
     out.print(table)
+    # Below the table: an argv folded into a narrow column cannot be copied.
+    for p in plan.prompts:
+        if p.argv:
+            out.print(f"{p.id} argv: {shlex.join(p.argv)}", markup=False)
 
 
 @click.command("schema")
