@@ -51,8 +51,10 @@ class AccountBinding(StrictModel):
 
 class AliasSpec(StrictModel):
     targets: list[TargetSpec] = Field(min_length=1, description="Ordered chain; the first is the primary.")
-    rotation: Literal["none", "between_attempts", "on_exhaustion"] = Field(
-        "on_exhaustion", description="When to move to the next account of a target.")
+    rotation: Literal["none", "between_attempts", "on_exhaustion", "round_robin", "least_used", "fill_first"] = Field(
+        "on_exhaustion", description="How a target's accounts are chosen: fill_first (= on_exhaustion, none) uses "
+        "the first until it is exhausted; between_attempts moves on with every Attempt; round_robin takes the one "
+        "used longest ago; least_used the one with the fewest Attempts. Cooling accounts are skipped.")
     effort: Effort | None = Field(None, description="Default effort for the chain's targets.")
 
 
