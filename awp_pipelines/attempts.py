@@ -21,7 +21,8 @@ from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
-from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
+from awp_pipelines.prices import PriceTable, load_prices
+from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import redact
 from awp_pipelines.verifiers.context import VerifyContext
@@ -56,9 +57,26 @@ class AttemptIdentity(BaseModel):
 
 
 class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(0, description="Input tokens, cache reads excluded.")
+    output_tokens: int = Field(0, description="Output tokens, reasoning included.")
+    cached_input_tokens: int = Field(0, description="Input tokens read from the provider's cache.")
+    reasoning_tokens: int = Field(0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float | None = None
+    cost_source: Literal["provider", "price_table", "unknown"] = Field(
+        "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
+        "nowhere (None).")
+
+
+def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:
+    """The provider's cost where it reports one, else the price table's estimate, else none."""
+    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+              "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens}
+    if usage.cost_reported:
+        return Usage(**tokens, cost_usd=usage.cost_usd, cost_source="provider")
+    cost = (prices or load_prices()).cost(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+    if cost is None:
+        return Usage(**tokens, cost_usd=usage.cost_usd or None, cost_source="unknown")
+    return Usage(**tokens, cost_usd=cost, cost_source="price_table")
 
 
 class CommitInfo(BaseModel):
@@ -167,8 +185,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
-    usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
-                  cost_usd=outcome.usage.cost_usd)
+    usage = attempt_usage(outcome.usage, spec.target.model)
     return AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
         workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,

@@ -67,10 +67,10 @@ class ProviderRequest:
 class ProviderUsage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported.")
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported, cache reads excluded.")
     output_tokens: int = Field(0, ge=0, description="Completion tokens the provider reported.")
     cached_input_tokens: int = Field(0, ge=0, description="Prompt tokens served from the provider's cache.")
-    reasoning_tokens: int = Field(0, ge=0, description="Reasoning (thinking) tokens the provider reported.")
+    reasoning_tokens: int = Field(0, ge=0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float = Field(0.0, ge=0, description="Cost the provider reported (0 when it reports none).")
     cost_reported: bool = Field(False, description="The provider reported the cost itself.")
 

@@ -39,7 +39,8 @@ class OpenCodeStreamParser(StreamParser):
             cache = tokens.get("cache") or {}
             cost = part.get("cost")
             self.sink.usage(input_tokens=int(tokens.get("input") or 0) + int(cache.get("write") or 0),
-                            output_tokens=int(tokens.get("output") or 0),
+                            # OpenCode counts reasoning apart; normalised output includes it.
+                            output_tokens=int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0),
                             cached_input_tokens=int(cache.get("read") or 0),
                             reasoning_tokens=int(tokens.get("reasoning") or 0),
                             cost_usd=float(cost or 0.0), cost_reported=cost is not None)

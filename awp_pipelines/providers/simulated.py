@@ -62,8 +62,9 @@ class SimulatedProvider:
               session_id: str) -> ProviderOutcome:
         for text in step.messages:
             sink.message(text)
-        # Deterministic stand-in telemetry: words in, words out, no cost.
-        sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages))
+        # Deterministic stand-in telemetry: words in, words out.
+        sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages),
+                   cost_usd=0.0, cost_reported=True)  # a simulation costs nothing, and says so
         changed: list[str] = []
         failure: FailureEnvelope | None = None
         for write in step.writes:

@@ -68,6 +68,9 @@ def test_rate_limited_first_account_falls_back_to_the_second_and_completes(
     assert first["failure"]["suggested_delay_ms"] > 3_000_000  # the reset time, an hour away
     assert "falling back" in second["target"]["reason"] and "claude-b" in second["target"]["reason"]
     assert second["session_id"] and second["result"] == "completed"
+    # Telemetry as the fake CLI reported it: tokens, cache reads and its own cost.
+    assert second["usage"] == {"input_tokens": 1600, "output_tokens": 250, "cached_input_tokens": 4000,
+                               "reasoning_tokens": 0, "cost_usd": 0.0123, "cost_source": "provider"}
     assert (packet / "workspace" / "GREETING.md").read_text() == "hello\n"
     assert len(git_log(packet / "workspace")) == 2
     # Neither credential reached the stored events.
