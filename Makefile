@@ -31,3 +31,9 @@ lint: install
 .PHONY: bench
 bench: install
 	$(VENV)/bin/python bench/attempt_overhead.py
+
+# A synthetic Claude stream-json stream through adapter, JSONL writer and transcript (MB=1024 for 1 GB).
+MB ?= 128
+.PHONY: bench-stream
+bench-stream: install
+	$(VENV)/bin/python bench/stream_throughput.py --mb $(MB)

@@ -8,11 +8,12 @@ payload is redacted with the account's secret values before it reaches the disk.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TextIO, get_args
 
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.redact import redact_obj
@@ -50,8 +51,17 @@ _PHASE_OF: dict[str, str] = {
 }
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO-8601 UTC with milliseconds. The formatted second is cached: a stream writes thousands a second."""
+    global _second_cache
+    now = time.time()
+    second = int(now)
+    if _second_cache[0] != second:
+        _second_cache = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second_cache[1]}.{int((now - second) * 1000):03d}Z"
 
 
 @dataclass
@@ -103,8 +113,9 @@ class EventSink:
         self._clock = clock
         self.counters = Counters()
         self._seq = 0
+        self._fh: TextIO | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for event in self.events():
+        for event in self.iter_events():
             self.counters.count(event)
             self._seq = max(self._seq, int(event.get("seq") or 0))
 
@@ -121,11 +132,22 @@ class EventSink:
         event = {"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq,
                  **redact_obj(payload, self._secrets)}
         line = json.dumps(event, ensure_ascii=False, default=str, sort_keys=False)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+        if self._fh is None or self._fh.closed:
+            # Kept open (append mode) between events: reopening per line cost more than the write.
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(line + "\n")
+        self._fh.flush()
         self.counters.count(event)
         return event
+
+    def close(self) -> None:
+        """Close the file; a later event reopens it."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def run_started(self, **info: Any) -> dict[str, Any]:
         return self.emit("run_started", **info)
@@ -201,32 +223,52 @@ class EventSink:
 
     def events(self) -> list[dict[str, Any]]:
         """This attempt's events, as stored."""
-        return [e for e in read_events(self.path) if e.get("attempt") == self.attempt]
+        return list(self.iter_events())
+
+    def iter_events(self) -> Iterator[dict[str, Any]]:
+        return (e for e in iter_events(self.path) if e.get("attempt") == self.attempt)
 
     def transcript_markdown(self, max_chars: int = TRANSCRIPT_MAX_CHARS) -> str:
-        return render_transcript(self.events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
+        return render_transcript(self.iter_events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
                                  source=self.path)
 
 
 def read_events(path: Path | str) -> list[dict[str, Any]]:
     """Events of a JSONL file; [] when it does not exist. A torn last line (crash mid-write) is skipped."""
+    return list(iter_events(path))
+
+
+def iter_events(path: Path | str) -> Iterator[dict[str, Any]]:
+    """The events of a JSONL file one at a time, in bounded memory (read_events' rules)."""
     file = Path(path)
     if not file.exists():
-        return []
-    events: list[dict[str, Any]] = []
-    lines = file.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise ValueError(f"{file}:{number}: not a JSON event line") from None
-        if isinstance(event, dict):
-            events.append(event)
-    return events
+        return
+    with file.open(encoding="utf-8") as fh:
+        pending: str | None = None
+        number = 0
+        for line in fh:
+            if pending is not None:
+                event = _parse_line(pending, number, file, last=False)
+                if event is not None:
+                    yield event
+            pending = line
+            number += 1
+        if pending is not None:
+            event = _parse_line(pending, number, file, last=True)
+            if event is not None:
+                yield event
+
+
+def _parse_line(line: str, number: int, file: Path, last: bool) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        if last:
+            return None
+        raise ValueError(f"{file}:{number}: not a JSON event line") from None
+    return event if isinstance(event, dict) else None
 
 
 # -- transcript --------------------------------------------------------------------------------------
@@ -312,17 +354,39 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
 
 def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcript",
                       max_chars: int = TRANSCRIPT_MAX_CHARS, source: Path | str | None = None) -> str:
-    """Markdown: a heading per phase, assistant text as paragraphs, tools as bullets, errors quoted."""
+    """Markdown: a heading per phase, assistant text as paragraphs, tools as bullets, errors quoted.
+
+    Bounded memory: once the kept text passes `max_chars`, later blocks are only measured (for the
+    truncation note) and counted (for the footer), so a 1 GB event stream renders in constant memory.
+    """
     blocks: list[str] = [f"# {title}"]
     phase: str | None = None
     stream: list[str] = []
+    stream_chars = 0
     counters = Counters()
     bullets_open = 0  # len(blocks) while the last block is a list of event bullets
+    kept = total = len(blocks[0]) + 2  # characters of the body kept / that the whole body would have
+    full = False
+
+    def add(block: str, merge: bool = False) -> None:
+        nonlocal kept, total, full
+        size = len(block) + 1 if merge else (len(block) + 2 if block else 0)
+        total += size
+        if full:
+            return
+        if merge:
+            blocks[-1] += "\n" + block
+        else:
+            blocks.append(block)
+        kept += size
+        full = kept > max_chars
 
     def flush_stream() -> None:
+        nonlocal stream_chars
         if stream:
-            blocks.append("".join(stream).strip())
+            add("".join(stream).strip())
             stream.clear()
+            stream_chars = 0
 
     for event in events:
         counters.count(event)
@@ -331,31 +395,32 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
         if wanted != phase:
             flush_stream()
             phase = wanted
-            blocks.append(f"## {phase}")
+            add(f"## {phase}")
         if kind == "message_streamed":
-            stream.append(str(event.get("delta") or ""))
+            if stream_chars <= max_chars:
+                delta = str(event.get("delta") or "")
+                stream.append(delta)
+                stream_chars += len(delta)
             continue
         flush_stream()
         rendered = _render_event(event)
         if not rendered:
             continue
         bullet = rendered.startswith("- ")
-        if bullet and bullets_open and len(blocks) == bullets_open:
-            blocks[-1] += "\n" + rendered  # consecutive bullets form one tight list
-        else:
-            blocks.append(rendered)
-        bullets_open = len(blocks) if bullet else 0
+        merge = bool(bullet and bullets_open and len(blocks) == bullets_open)
+        add(rendered, merge)  # consecutive bullets form one tight list
+        bullets_open = len(blocks) if bullet and not full else 0
     flush_stream()
     footer = ("---\n\n"
               f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
               f"tokens in/out: {counters.input_tokens}/{counters.output_tokens} · "
               f"cost: ${counters.cost_usd:.4f}\n")
     body = "\n\n".join(b for b in blocks if b) + "\n\n"
-    if len(body) + len(footer) <= max_chars:
+    if not full and len(body) + len(footer) <= max_chars:
         return body + footer
     where = f"; the full events are in {source}" if source else ""
     room = max(0, max_chars - len(footer) - 200 - len(where))
     cut = body.rfind("\n", 0, room)
     shown = cut if cut > 0 else room
-    note = f"\n\n_[transcript truncated: {shown} of {len(body)} characters shown{where}]_\n\n"
+    note = f"\n\n_[transcript truncated: {shown} of {max(total, len(body))} characters shown{where}]_\n\n"
     return body[:shown] + note + footer
