@@ -29,7 +29,9 @@ ENDPOINT_ENV: dict[str, tuple[str, ...]] = {
 }
 # Settings a CLI needs to behave headless, passed through when the user set them.
 PASSTHROUGH_ENV: dict[str, tuple[str, ...]] = {
-    "claude_code": ("IS_SANDBOX", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_MODEL"),
+    "claude_code": ("IS_SANDBOX", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_MODEL",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY",
+                    "DISABLE_ERROR_REPORTING"),
     "gemini": ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"),
 }
 # Never handed to an agent, whatever a caller put in the request: belt and braces over the allowlist.
