@@ -39,15 +39,6 @@ def test_api_retry_429_is_acted_on_within_seconds_and_the_group_killed(tmp_path:
     assert "rate_limit_notice" in types(s)
 
 
-def test_resume_passes_the_session_id(tmp_path: Path) -> None:
-    from dataclasses import replace
-
-    req = replace(request(tmp_path, "Continue", KEY), session_id="sess-xyz", mode="resume")
-    assert "--resume=sess-xyz" in ADAPTER.argv(req, resume=True)
-    outcome = ADAPTER.resume(req, sink(tmp_path))
-    assert outcome.ok and outcome.session_id == "sess-xyz"
-
-
 def test_permission_mode_tools_and_model_map_to_claude_flags(tmp_path: Path) -> None:
     req = request(tmp_path, "x", KEY, model="sonnet", permission_mode="auto", allowed_tools=("Write", "Read"))
     argv = ADAPTER.argv(req)

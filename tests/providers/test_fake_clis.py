@@ -84,3 +84,26 @@ def test_a_missing_executable_is_a_launch_failure(tmp_path: Path) -> None:
     adapter = adapter_for(ProviderSpec(kind="codex", command=str(tmp_path / "no-such-codex")))
     outcome = adapter.run(request(tmp_path, "x", KEY), sink(tmp_path))
     assert outcome.failure is not None and outcome.failure.failure_class == "launch_failed"
+
+
+RESUME_FLAGS = {"claude_code": ["--resume=sess-42"], "codex": ["resume", "sess-42"], "opencode": ["-s", "sess-42"],
+                "gemini": ["-r", "sess-42"]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_resume_continues_the_providers_own_session(tmp_path: Path, kind: str) -> None:
+    from dataclasses import replace
+
+    adapter = adapter_for(KIND_SPECS[kind], name=kind)
+    req = replace(request(tmp_path, "Continue", KEY), session_id="sess-42", mode="resume")
+    argv = adapter.argv(req, resume=True)  # type: ignore[attr-defined]
+    flags = RESUME_FLAGS[kind]
+    assert any(argv[i:i + len(flags)] == flags for i in range(len(argv)))
+    outcome = adapter.resume(req, sink(tmp_path))
+    assert outcome.ok and outcome.session_id == "sess-42"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_resume_without_a_session_id_fails_as_a_transport_value_not_an_exception(tmp_path: Path, kind: str) -> None:
+    outcome = adapter_for(KIND_SPECS[kind]).resume(request(tmp_path, "Continue", KEY), sink(tmp_path))
+    assert outcome.failure is not None and outcome.failure.provider_code == "no_session"
