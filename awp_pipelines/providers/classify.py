@@ -17,7 +17,8 @@ _TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
     ("provider_auth_claim", re.compile(
         r"(?i)\b40[13]\b|unauthori[sz]ed|authentication|invalid.{0,12}(api.?key|x-api-key|token)|"
         r"not logged in|please (log|sign) ?in|/login|auth method|forbidden")),
-    ("provider_capacity", re.compile(r"(?i)overloaded|\b5(00|02|03|04|29)\b|capacity|unavailable|server.?error")),
+    ("provider_capacity", re.compile(r"(?i)overloaded|\b5(00|02|03|04|29)\b|capacity|unavailable|server.?error|"
+                                     r"high demand")),
     ("provider_config_claim", re.compile(
         r"(?i)model.{0,20}(not found|does not exist|not supported|unknown)|invalid.?request|\b40[04]\b|"
         r"\b422\b|unknown (option|argument)|cannot be used with root")),

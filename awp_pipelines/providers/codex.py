@@ -3,7 +3,8 @@
 Events (reference/agent-clis.md): thread.started, turn.started, item.started|updated|completed,
 turn.completed (usage, no cost), turn.failed, error. `turn.failed` can come with exit 0, and offline
 Codex prints `error` events ("Reconnecting... 2/5") and then waits for the network forever: those
-errors are notices, and the idle deadline ends the wait.
+errors are notices, and the idle deadline ends the wait. A rate limit or an auth refusal in those
+errors is decisive: the session stops at the first one.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from typing import Any, ClassVar
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_text, envelope
 from awp_pipelines.providers.cli import CliAdapter, StreamParser
+from awp_pipelines.providers.process import STOP
 
 SANDBOX = {"default": ["--sandbox", "workspace-write"], "auto": ["--sandbox", "workspace-write"],
            "plan": ["--sandbox", "read-only"], "bypass": ["--dangerously-bypass-approvals-and-sandbox"]}
 EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
 PROVIDER_ID = "awp"  # the model_providers entry AWP adds when a base_url is configured
 _DECISIVE = ("provider_rate_limit", "provider_auth_claim")
+_MAX_OVERLOADS = 2  # an overload may pass: one reconnect is let through, the second ends the session
 
 
 class CodexStreamParser(StreamParser):
+    overloads = 0
     def handle(self, event: dict[str, Any]) -> object:
         kind = str(event.get("type") or "")
         if kind == "thread.started":
@@ -31,9 +35,11 @@ class CodexStreamParser(StreamParser):
         elif kind == "turn.completed":
             usage = event.get("usage") or {}
             cached = int(usage.get("cached_input_tokens") or 0)
+            # Codex reports the thread's running totals (a resumed thread counts its earlier turns too), and
+            # an Attempt only ever continues its own thread: so these are the Attempt's totals.
             self.sink.usage(input_tokens=max(0, int(usage.get("input_tokens") or 0) - cached),
                             output_tokens=int(usage.get("output_tokens") or 0), cached_input_tokens=cached,
-                            reasoning_tokens=int(usage.get("reasoning_output_tokens") or 0))
+                            reasoning_tokens=int(usage.get("reasoning_output_tokens") or 0), cumulative=True)
             self.completed = True
         elif kind == "turn.failed":
             message = str((event.get("error") or {}).get("message") or "turn failed")
@@ -42,10 +48,19 @@ class CodexStreamParser(StreamParser):
         elif kind == "error":
             message = str(event.get("message") or "error")
             self.last_error = message
-            self.sink.error(message)
             cls = class_of_text(message, default="transport_disconnect")
-            if cls in _DECISIVE and not message.startswith("Reconnecting"):
+            if cls == "provider_rate_limit":
+                self.sink.rate_limit_notice(status="retrying" if message.startswith("Reconnecting") else "rejected",
+                                            error=message)
+            else:
+                self.sink.error(message)
+            if cls == "provider_capacity":
+                self.overloads += 1
+            if cls in _DECISIVE or self.overloads >= _MAX_OVERLOADS:
+                # "Reconnecting... 1/5 (... 429 Too Many Requests)": Codex would reconnect five times (each
+                # with retries of its own, for half a minute) and change nothing; act on the first one.
                 self.fail(envelope(cls, message, code="error", now=self.now()))
+                return STOP
         return None
 
     def _item(self, kind: str, item: dict[str, Any]) -> None:

@@ -42,3 +42,19 @@ def sink(tmp: Path, secrets: tuple[str, ...] = ()) -> EventSink:
 
 def types(s: EventSink) -> list[str]:
     return [e["type"] for e in s.events()]
+
+
+NPM_CACHE = Path(os.environ.get("AWP_NPM_CACHE", Path.home() / ".cache" / "awp" / "npm"))
+
+
+def real_cli(name: str) -> Path:
+    """The real CLI installed by install_real_clis.sh; skips the test where it is absent, fails in CI."""
+    import pytest
+
+    binary = NPM_CACHE / "node_modules" / ".bin" / name
+    if not binary.exists():
+        msg = f"real {name} not installed at {binary}: run bash tests/providers/install_real_clis.sh"
+        if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return binary

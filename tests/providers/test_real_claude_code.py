@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from messages_api import REPLY, messages_api
-from provider_helpers import sink, types
+from fake_apis import REPLY, fake_api
+from provider_helpers import real_cli, sink, types
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
@@ -20,19 +20,12 @@ from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
 from awp_pipelines.providers.process import group_alive
 
-CACHE = Path(os.environ.get("AWP_NPM_CACHE", Path.home() / ".cache" / "awp" / "npm"))
-CLAUDE = CACHE / "node_modules" / ".bin" / "claude"
 KEY = "sk-ant-api03-real-cli-test-key-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
-    if not CLAUDE.exists():
-        msg = f"real Claude Code not installed at {CLAUDE}: run bash tests/providers/install_real_clis.sh"
-        if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return CLAUDE
+    return real_cli("claude")
 
 
 def _run(tmp: Path, claude: Path, url: str, monkeypatch: pytest.MonkeyPatch, timeout_ms: int = 90_000):  # type: ignore[no-untyped-def]
@@ -54,9 +47,9 @@ def _run(tmp: Path, claude: Path, url: str, monkeypatch: pytest.MonkeyPatch, tim
     return outcome, s, time.monotonic() - started
 
 
-def test_real_claude_success_through_the_local_messages_api(tmp_path: Path, claude: Path,
+def test_real_claude_success_through_the_local_fake_api(tmp_path: Path, claude: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    with messages_api("success") as server:
+    with fake_api("success") as server:
         outcome, s, _ = _run(tmp_path, claude, server.url, monkeypatch)
     assert outcome.ok, (outcome.failure, s.events()[-5:])
     assert outcome.session_id
@@ -71,7 +64,7 @@ def test_real_claude_success_through_the_local_messages_api(tmp_path: Path, clau
 def test_real_claude_api_errors_are_classified_from_api_retry_within_seconds(
         tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, failure_class: str,
         delay: int | None) -> None:
-    with messages_api(scenario) as server:
+    with fake_api(scenario) as server:
         outcome, s, seconds = _run(tmp_path, claude, server.url, monkeypatch)
     failure = outcome.failure
     assert failure is not None and failure.failure_class == failure_class, (failure, types(s))
@@ -106,7 +99,7 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
         "accounts": ["a", "b"], "repos": {"work": {"path": "./workspace", "default": True}}}))
     (packet / "prompts").mkdir()
     (packet / "prompts" / "01_hello.prompt.md").write_text("---\nid: '01'\nname: Hello\n---\n# Hello\n\nSay hello.\n")
-    with messages_api("429") as limited, messages_api("success") as fine:
+    with fake_api("429") as limited, fake_api("success") as fine:
         providers = tmp_path / "providers.yaml"
         providers.write_text(yaml.safe_dump({
             "providers": {"claude": {"kind": "claude_code", "command": str(claude),

@@ -1,7 +1,8 @@
-"""A local HTTP server speaking enough of the Anthropic Messages API for the real Claude Code CLI.
+"""Local HTTP servers speaking enough of two model APIs for the real CLIs: Anthropic's Messages API (Claude
+Code, via ANTHROPIC_BASE_URL) and OpenAI's Responses API (Codex, via a model_providers base_url).
 
-`scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers
-rate_limit_error with `retry-after: 7`; "401" authentication_error; "529" overloaded_error.
+`scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
+with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload.
 """
 
 from __future__ import annotations
@@ -15,7 +16,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 REPLY = "Hello from the fake Messages API."
 ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
           "401": (401, "authentication_error", {}),
-          "529": (529, "overloaded_error", {})}
+          "529": (529, "overloaded_error", {}),
+          "500": (500, "server_error", {})}
+
+
+def _sse_events(events: list[tuple[str, dict]]) -> bytes:
+    return "".join(f"event: {name}\ndata: {json.dumps(body)}\n\n" for name, body in events).encode()
+
+
+def _responses_sse(model: str) -> bytes:
+    item = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+    response = {"id": "resp_1", "object": "response", "model": model}
+    return _sse_events([
+        ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress",
+                                                                         "output": []}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                        "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "msg_1",
+                                        "output_index": 0, "content_index": 0, "delta": REPLY}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed", "response": {
+            **response, "status": "completed", "output": [item],
+            "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 12,
+                      "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 112}}}),
+    ])
 
 
 def _sse(model: str) -> bytes:
@@ -32,7 +57,7 @@ def _sse(model: str) -> bytes:
                            "usage": {"output_tokens": 9}}),
         ("message_stop", {"type": "message_stop"}),
     ]
-    return "".join(f"event: {name}\ndata: {json.dumps(body)}\n\n" for name, body in events).encode()
+    return _sse_events(events)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -43,8 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        self.server.requests.append((self.path, self.headers.get("x-api-key"), body.get("model")))
-        if not self.path.startswith("/v1/messages"):
+        key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
+        self.server.requests.append((self.path, key, body.get("model")))
+        if not self.path.startswith(("/v1/messages", "/v1/responses")):
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
             return
         scenario = self.server.scenario
@@ -56,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/v1/messages/count_tokens"):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
-            payload = _sse(model)
+            payload = _responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model)
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("content-length", str(len(payload)))
@@ -92,7 +118,7 @@ class FakeMessagesServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def messages_api(scenario: str) -> Iterator[FakeMessagesServer]:
+def fake_api(scenario: str) -> Iterator[FakeMessagesServer]:
     server = FakeMessagesServer(scenario)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
