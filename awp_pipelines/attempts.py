@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,6 +65,21 @@ class Usage(BaseModel):
     cost_source: Literal["provider", "price_table", "unknown"] = Field(
         "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
         "nowhere (None).")
+
+
+_SOURCE_RANK = {"provider": 0, "price_table": 1, "unknown": 2}
+
+
+def total_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum over Attempts (an AgentRun, a packet run). Its cost is the sum of the known costs, and its
+    source the weakest of theirs: `unknown` as soon as one Attempt's cost is."""
+    items = list(usages)
+    costs = [u.cost_usd for u in items if u.cost_usd is not None]
+    source = max((u.cost_source for u in items), key=_SOURCE_RANK.__getitem__, default="unknown")
+    return Usage(input_tokens=sum(u.input_tokens for u in items), output_tokens=sum(u.output_tokens for u in items),
+                 cached_input_tokens=sum(u.cached_input_tokens for u in items),
+                 reasoning_tokens=sum(u.reasoning_tokens for u in items),
+                 cost_usd=round(sum(costs), 6) if costs else None, cost_source=source)
 
 
 def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from awp_pipelines.attempts import Usage, total_usage
 from awp_pipelines.cli.common import (
     console,
     emit_json,
@@ -104,16 +105,37 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                              log_level="INFO" if verbose else "CRITICAL")
         outcomes = run_packet(loaded, plan.prompts, catalog, runtime, instance, options, on_start=started,
                               on_done=done, on_decision=decided)
+        usages = {o.prompt: _agent_run_usage(instance, loaded, o) for o in outcomes}
     finally:
         instance.dispose()
     ok = len(outcomes) == total and all(o.completed for o in outcomes)
+    packet_usage = total_usage(usages.values())
     if as_json:
-        emit_json({"packet": loaded.name, "ok": ok, "prompts": [
-            {k: v for k, v in o.__dict__.items() if k != "metadata"} for o in outcomes]})
+        emit_json({"packet": loaded.name, "ok": ok, "usage": packet_usage.model_dump(), "prompts": [
+            {**{k: v for k, v in o.__dict__.items() if k != "metadata"}, "usage": usages[o.prompt].model_dump()}
+            for o in outcomes]})
     else:
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{total} prompts completed")
+        out.print(f"{loaded.name}: {finished}/{total} prompts completed · {_usage_line(packet_usage)}")
     sys.exit(0 if ok else 1)
+
+
+def _agent_run_usage(instance, packet, outcome) -> Usage:  # type: ignore[no-untyped-def]
+    """Telemetry summed over every Attempt of the prompt's AgentRun, read from the stored records."""
+    from awp_pipelines.history import agent_run_records
+    from awp_pipelines.naming import prompt_key
+
+    if not outcome.attempt:
+        return total_usage([])
+    agent_run = outcome.attempt.rsplit(".", 1)[0]  # <packet run>.<prompt>.a<n>
+    records = agent_run_records(instance, prompt_key(packet, outcome.prompt), agent_run)
+    return total_usage(Usage.model_validate(r.get("usage") or {}) for r in records)
+
+
+def _usage_line(usage: Usage) -> str:
+    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f} ({usage.cost_source})"
+    return (f"tokens in {usage.input_tokens} (+{usage.cached_input_tokens} cached) / out {usage.output_tokens}"
+            f" · {cost}")
 
 
 def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]

@@ -52,8 +52,12 @@ def test_rate_limited_first_account_falls_back_to_the_second_and_completes(
     packet, providers = _packet(tmp_path / "pkt", make_git_repo)
     result = awp("run", packet, "--providers", providers, "--json")
     assert result.exit_code == 0, result.output
-    [outcome] = json.loads(result.stdout)["prompts"]
+    report = json.loads(result.stdout)
+    [outcome] = report["prompts"]
     assert outcome["result"] == "completed"
+    # Summed over the AgentRun's two Attempts (the rate-limited one reported nothing) and the packet run.
+    assert outcome["usage"]["cost_usd"] == 0.0123 and outcome["usage"]["cached_input_tokens"] == 4000
+    assert report["usage"] == outcome["usage"]
     instance = open_instance(packet)
     try:
         agent_run = outcome["attempt"].rsplit(".", 1)[0]  # <packet run>.<prompt>.a<n>

@@ -44,3 +44,15 @@ def test_the_shipped_price_table_loads_and_a_bad_key_is_refused(tmp_path: Path) 
     bad.write_text("models:\n  x: {input: 1, output: 2, cache_read: 3}\n")
     with pytest.raises(PacketError):
         load_prices(bad)
+
+
+def test_totals_sum_tokens_and_known_costs_and_keep_the_weakest_source() -> None:
+    from awp_pipelines.attempts import Usage, total_usage
+
+    known = Usage(input_tokens=10, output_tokens=2, cached_input_tokens=5, cost_usd=0.5, cost_source="provider")
+    table = Usage(input_tokens=1, output_tokens=1, cost_usd=0.25, cost_source="price_table")
+    total = total_usage([known, table])
+    assert (total.input_tokens, total.output_tokens, total.cached_input_tokens) == (11, 3, 5)
+    assert total.cost_usd == 0.75 and total.cost_source == "price_table"
+    assert total_usage([known, Usage(input_tokens=3)]).cost_source == "unknown"
+    assert total_usage([]).cost_usd is None
