@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_status, class_of_text, envelope, epoch_delay_ms
-from awp_pipelines.providers.cli import CliAdapter, StreamParser
+from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.providers.process import STOP
 
 PERMISSION_MODES = {"auto": "acceptEdits", "bypass": "bypassPermissions", "plan": "plan", "default": "default"}
@@ -144,15 +144,10 @@ class ClaudeCodeAdapter(CliAdapter):
     parser_class = ClaudeStreamParser
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
-        argv = [self.command, "-p", request.prompt_text, "--output-format", "stream-json", "--verbose"]
-        if request.model:
-            argv += ["--model", request.model]
-        if request.permission_mode:
-            argv += ["--permission-mode", PERMISSION_MODES.get(request.permission_mode, request.permission_mode)]
-        if request.allowed_tools:
-            argv += ["--allowedTools", ",".join(request.allowed_tools)]
-        if request.max_turns:
-            argv += ["--max-turns", str(request.max_turns)]
+        argv = [self.command, "-p", request.prompt_text, "--output-format", "stream-json", "--verbose",
+                *flag("--model", request.model),
+                *flag("--permission-mode", request.permission_mode, PERMISSION_MODES),
+                *flag("--allowedTools", request.allowed_tools), *flag("--max-turns", request.max_turns)]
         if resume and request.session_id:
             argv += [f"--resume={request.session_id}"]
         return argv

@@ -8,7 +8,7 @@ Codex exit 0 on some API errors), so the parser's findings come first.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -25,6 +25,14 @@ from awp_pipelines.redact import redact
 
 PROMPT_PLACEHOLDER = "<prompt>"
 _MAX_NOISE_EVENTS = 20  # non-JSON stdout lines recorded; the rest are only counted
+
+
+def flag(name: str, value: object, mapping: Mapping[str, str] | None = None) -> list[str]:
+    """`[name, value]` for a set value (through the CLI's own vocabulary in `mapping`), else nothing."""
+    if value is None or value == "" or value == ():
+        return []
+    text = ",".join(value) if isinstance(value, tuple | list) else str(value)
+    return [name, mapping.get(text, text) if mapping else text]
 
 
 class StreamParser:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_text, envelope
-from awp_pipelines.providers.cli import CliAdapter, StreamParser
+from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.providers.process import STOP
 
 SANDBOX = {"default": ["--sandbox", "workspace-write"], "auto": ["--sandbox", "workspace-write"],
@@ -97,12 +97,9 @@ class CodexAdapter(CliAdapter):
     parser_class = CodexStreamParser
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
-        argv = [self.command, "exec", "--json", "--skip-git-repo-check"]
-        if request.model:
-            argv += ["-m", request.model]
-        if request.effort:
-            argv += ["-c", f"model_reasoning_effort={EFFORTS.get(request.effort, request.effort)}"]
-        argv += SANDBOX.get(request.permission_mode or "default", SANDBOX["default"])
+        effort = f"model_reasoning_effort={EFFORTS.get(request.effort, request.effort)}" if request.effort else None
+        argv = [self.command, "exec", "--json", "--skip-git-repo-check", *flag("-m", request.model),
+                *flag("-c", effort), *SANDBOX.get(request.permission_mode or "default", SANDBOX["default"])]
         base_url = (request.account.base_url if request.account else None) or self.spec.base_url
         if base_url:
             # Codex ignores OPENAI_BASE_URL: a local or gateway endpoint needs a model_providers entry.

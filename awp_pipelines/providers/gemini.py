@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from awp_pipelines.failures import FailureClass, FailureEnvelope
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import DAY_MS, class_of_text, envelope, reset_delay_ms
-from awp_pipelines.providers.cli import CliAdapter, StreamParser
+from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.providers.process import ProcessResult
 
 APPROVAL = {"default": "default", "auto": "auto_edit", "bypass": "yolo", "plan": "plan"}
@@ -103,13 +103,9 @@ class GeminiAdapter(CliAdapter):
     parser_class = GeminiStreamParser
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
-        argv = [self.command, "-p", request.prompt_text, "-o", "stream-json"]
-        if request.model:
-            argv += ["-m", request.model]
-        if request.permission_mode:
-            argv += ["--approval-mode", APPROVAL.get(request.permission_mode, request.permission_mode)]
-        if request.allowed_tools:
-            argv += ["--allowed-tools", ",".join(request.allowed_tools)]
+        argv = [self.command, "-p", request.prompt_text, "-o", "stream-json", *flag("-m", request.model),
+                *flag("--approval-mode", request.permission_mode, APPROVAL),
+                *flag("--allowed-tools", request.allowed_tools)]
         if resume and request.session_id:
             argv += ["-r", request.session_id]
         return argv

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_status, class_of_text, envelope
-from awp_pipelines.providers.cli import CliAdapter, StreamParser
+from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
 
 VARIANTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "max", "max": "max"}
 
@@ -63,11 +63,8 @@ class OpenCodeAdapter(CliAdapter):
     parser_class = OpenCodeStreamParser
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
-        argv = [self.command, "run", "--format", "json"]
-        if request.model:
-            argv += ["-m", request.model]
-        if request.effort:
-            argv += ["--variant", VARIANTS.get(request.effort, request.effort)]
+        argv = [self.command, "run", "--format", "json", *flag("-m", request.model),
+                *flag("--variant", request.effort, VARIANTS)]
         if resume and request.session_id:
             argv += ["-s", request.session_id]
         return [*argv, request.prompt_text]
