@@ -50,16 +50,25 @@ def _problem(required: bool) -> Status:
     return "blocking" if required else "warning"
 
 
-def check_cli(name: str, spec: ProviderSpec, required: bool) -> Check:
+def executable_of(spec: ProviderSpec) -> str | None:
+    """The program a CLI kind runs (the first word of `command`, else the kind's usual name)."""
     command = spec.command or (CLI_ADAPTERS[spec.kind].default_command if spec.kind in CLI_ADAPTERS else "")
-    if not command:
+    return command.split()[0] if command.strip() else None
+
+
+def install_fix(name: str, spec: ProviderSpec, executable: str) -> str:
+    return INSTALL_HINT.get(spec.kind, f"install {executable}") + f", or set `command` for provider {name}"
+
+
+def check_cli(name: str, spec: ProviderSpec, required: bool) -> Check:
+    executable = executable_of(spec)
+    if not executable:
         return Check(name, "cli", _problem(required), "no command configured",
                      f"set `command` for provider {name} in resources/providers.yaml")
-    executable = command.split()[0]
     path = shutil.which(executable)
     if path is None:
-        fix = INSTALL_HINT.get(spec.kind, f"install {executable}") + f", or set `command` for provider {name}"
-        return Check(name, "cli", _problem(required), f"{executable} not found on PATH", fix)
+        return Check(name, "cli", _problem(required), f"{executable} not found on PATH",
+                     install_fix(name, spec, executable))
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
                               stdin=subprocess.DEVNULL)

@@ -73,7 +73,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
     plan = build_plan(loaded, PlanContext(catalog=catalog, overrides=overrides), selection)
-    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file)
+    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
     if dry_run:
         emit_json(plan) if as_json else print_plan(plan)
         return
@@ -138,18 +138,29 @@ def _usage_line(usage: Usage) -> str:
             f" · {cost}")
 
 
-def _refuse_unknown_providers(prompts, catalog, file: Path) -> None:  # type: ignore[no-untyped-def]
+def _refuse_unknown_providers(prompts, catalog, file: Path,  # type: ignore[no-untyped-def]
+                              executables: bool = True) -> None:
     """Refuse before any run starts, not halfway through the packet."""
-    from awp_pipelines.providers.registry import adapter_for
+    import shutil
+
+    from awp_pipelines.doctor import executable_of, install_fix
+    from awp_pipelines.providers.registry import CLI_ADAPTERS, adapter_for
 
     for p in prompts:
         if p.provider not in catalog.providers:
             raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
                               hint=f"known providers: {', '.join(catalog.providers)}; or pass --provider")
+        spec = catalog.providers[p.provider]
         try:
-            adapter_for(catalog.providers[p.provider])
+            adapter_for(spec)
         except PacketError as err:
             raise PacketError(file, f"prompt {p.id}: {err.message}", key="provider", hint=err.hint) from None
+        executable = executable_of(spec) if executables and spec.kind in CLI_ADAPTERS else None
+        if executable and shutil.which(executable) is None:
+            # A missing agent CLI would fail every Attempt as launch_failed: say so before any run starts.
+            raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "
+                              "which is not on PATH", key="provider",
+                              hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
 
 
 @click.command("verify")
