@@ -33,6 +33,7 @@ PASSTHROUGH_ENV: dict[str, tuple[str, ...]] = {
                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY",
                     "DISABLE_ERROR_REPORTING"),
     "gemini": ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"),
+    "opencode": ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE"),
 }
 # Never handed to an agent, whatever a caller put in the request: belt and braces over the allowlist.
 _FORBIDDEN_PREFIXES = ("DAGSTER_", "PG", "GIT_", "SSH_", "AWP_", "GH_", "GITHUB_TOKEN")
