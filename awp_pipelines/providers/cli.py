@@ -63,6 +63,10 @@ class StreamParser:
     def handle(self, event: dict[str, Any]) -> object:
         raise NotImplementedError
 
+    def feed_stderr(self, line: str) -> object:
+        """One stderr line; most CLIs say nothing there that decides anything."""
+        return None
+
     def start_session(self, session_id: Any, **info: Any) -> None:
         if session_id and session_id != self.session_id:
             self.session_id = str(session_id)
@@ -128,6 +132,9 @@ class CliAdapter:
     def extra_env(self, request: ProviderRequest) -> dict[str, str]:
         return {}
 
+    def prepare(self, request: ProviderRequest, env: dict[str, str]) -> None:
+        """Set up what the CLI needs before it starts (e.g. a settings file in the account's config dir)."""
+
     # -- shared --------------------------------------------------------------------------------------------
     def env(self, request: ProviderRequest) -> dict[str, str]:
         return {**agent_env(self.kind, self.spec, request.account, request.env), **self.extra_env(request)}
@@ -156,6 +163,7 @@ class CliAdapter:
 
     def _session(self, request: ProviderRequest, sink: EventSink, resume: bool) -> ProviderOutcome:
         env = self.env(request)
+        self.prepare(request, env)
         argv = self.argv(request, resume)
         sink.run_started(provider=self.name, kind=self.kind, model=request.model, mode=request.mode,
                          account=request.account.name if request.account else None,
@@ -164,7 +172,7 @@ class CliAdapter:
         result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
                                deadline_ms=request.timeout_ms,
                                idle_ms=request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms),
-                               stdin_text=self.stdin_text(request))
+                               stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr)
         failure = parser.finish(result)
         session_id = parser.session_id or request.session_id
         ended = {"exit_code": result.exit_code, "ended": result.ended, "elapsed_ms": result.elapsed_ms,

@@ -12,10 +12,9 @@ import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -87,88 +86,148 @@ def _feed_stdin(stream: object, text: str) -> None:
         pass  # the process ended or does not read stdin: nothing to do
 
 
+class _Lines:
+    """Splits a byte stream into lines as chunks arrive; a line longer than MAX_LINE_BYTES is cut there."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+        self.cut = False  # the current line passed MAX_LINE_BYTES: drop the rest of it
+
+    def feed(self, chunk: bytes) -> Iterator[str]:
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                if not self.cut:
+                    self.pending += chunk[start:]
+                    if len(self.pending) > MAX_LINE_BYTES:
+                        del self.pending[MAX_LINE_BYTES:]
+                        self.cut = True
+                return
+            if not self.cut:
+                self.pending += chunk[start:newline]
+            line = self.pending.decode("utf-8", errors="replace")
+            self.pending.clear()
+            self.cut = False
+            start = newline + 1
+            yield line
+
+    def rest(self) -> str | None:
+        """The unterminated last line, if whole."""
+        return self.pending.decode("utf-8", errors="replace") if self.pending.strip() and not self.cut else None
+
+
 def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_line: Callable[[str], object],
                   deadline_ms: int, idle_ms: int, stdin_text: str | None = None,
+                  on_stderr: Callable[[str], object] | None = None,
                   clock: Callable[[], float] = time.monotonic) -> ProcessResult:
-    """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline)."""
+    """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline),
+    and `on_stderr` with each stderr line (some CLIs report their silent retries only there). Only stdout
+    counts as activity for the idle deadline."""
     started = clock()
-    with tempfile.TemporaryFile() as err_file:
+    try:
+        proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
+                                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as err:
+        return ProcessResult("launch_failed", None, "", 0, None, 0, launch_error=f"{argv[0]}: {err}")
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    if stdin_text is not None:
+        threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin_text), daemon=True).start()
+    assert proc.stdout is not None and proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    for stream, name in ((proc.stdout, "out"), (proc.stderr, "err")):
+        os.set_blocking(stream.fileno(), False)
+        selector.register(stream.fileno(), selectors.EVENT_READ, name)
+    out, err = _Lines(), _Lines()
+    tail = bytearray()
+    lines = 0
+    ended: Ended = "exited"
+    last_event = started
+
+    def read_stderr(fd: int) -> tuple[bool, bool]:
+        """(eof, stop) after one read of stderr."""
         try:
-            proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
-                                    stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=err_file)
-        except OSError as err:
-            return ProcessResult("launch_failed", None, "", 0, None, 0, launch_error=f"{argv[0]}: {err}")
-        pgid = proc.pid  # start_new_session: the child leads its own group
-        if stdin_text is not None:
-            threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin_text), daemon=True).start()
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        os.set_blocking(fd, False)
-        selector = selectors.DefaultSelector()
-        selector.register(fd, selectors.EVENT_READ)
-        pending = bytearray()
-        cut = False  # the current line passed MAX_LINE_BYTES: drop the rest of it
-        lines = 0
-        ended: Ended = "exited"
-        last_event = started
-        try:
-            while True:
-                now = clock()
-                remaining = min(started + deadline_ms / 1000 - now, last_event + idle_ms / 1000 - now)
-                if remaining <= 0:
-                    ended = "deadline" if now - started >= deadline_ms / 1000 else "idle"
-                    break
-                if not selector.select(timeout=min(remaining, 1.0)):
+            chunk = os.read(fd, CHUNK_BYTES)
+        except BlockingIOError:
+            return False, False
+        if not chunk:
+            return True, False
+        tail.extend(chunk)
+        del tail[:-STDERR_TAIL_BYTES]
+        if on_stderr is not None:
+            for line in err.feed(chunk):
+                if line.strip() and on_stderr(line) == STOP:
+                    return False, True
+        return False, False
+
+    try:
+        while True:
+            now = clock()
+            remaining = min(started + deadline_ms / 1000 - now, last_event + idle_ms / 1000 - now)
+            if remaining <= 0:
+                ended = "deadline" if now - started >= deadline_ms / 1000 else "idle"
+                break
+            stop = out_eof = False
+            for key, _ in selector.select(timeout=min(remaining, 1.0)):
+                if key.data == "err":
+                    eof, stop = read_stderr(key.fd)
+                    if eof:
+                        selector.unregister(key.fd)
+                    if stop:
+                        break
                     continue
                 try:
-                    chunk = os.read(fd, CHUNK_BYTES)
+                    chunk = os.read(key.fd, CHUNK_BYTES)
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    break  # EOF: the process closed stdout
-                stop = False
-                start = 0
-                while True:
-                    newline = chunk.find(b"\n", start)
-                    if newline < 0:
-                        if not cut:
-                            pending += chunk[start:]
-                            if len(pending) > MAX_LINE_BYTES:
-                                del pending[MAX_LINE_BYTES:]
-                                cut = True
-                        break
-                    if not cut:
-                        pending += chunk[start:newline]
-                    line = pending.decode("utf-8", errors="replace")
-                    pending.clear()
-                    cut = False
-                    start = newline + 1
+                    out_eof = True  # the process closed stdout
+                    break
+                for line in out.feed(chunk):
                     lines += 1
                     if line.strip() and on_line(line) == STOP:
                         stop = True
                         break
                 last_event = clock()
                 if stop:
-                    ended = "stopped"
                     break
-            if ended == "exited" and pending.strip() and not cut:
-                lines += 1
-                if on_line(pending.decode("utf-8", errors="replace")) == STOP:
-                    ended = "stopped"
-        finally:
-            selector.close()
-            if ended != "exited":
-                kill_group(pgid)
-            exit_code = _wait(proc, clock, started, deadline_ms)
-            if ended == "exited":
-                kill_group(pgid, grace_s=0.5)  # children the agent left behind go with it
-            proc.stdout.close()
-        err_file.seek(0, os.SEEK_END)
-        size = err_file.tell()
-        err_file.seek(max(0, size - STDERR_TAIL_BYTES))
-        tail = err_file.read().decode("utf-8", errors="replace")
-    return ProcessResult(ended, exit_code, tail, int((clock() - started) * 1000), pgid, lines)
+            if stop:
+                ended = "stopped"
+                break
+            if out_eof:
+                break
+        rest = out.rest() if ended == "exited" else None
+        if rest is not None:
+            lines += 1
+            if on_line(rest) == STOP:
+                ended = "stopped"
+    finally:
+        if ended != "exited":
+            kill_group(pgid)
+        exit_code = _wait(proc, clock, started, deadline_ms)
+        selector.unregister(proc.stdout.fileno())
+        _drain(selector, read_stderr)
+        selector.close()
+        if ended == "exited":
+            kill_group(pgid, grace_s=0.5)  # children the agent left behind go with it
+        proc.stdout.close()
+        proc.stderr.close()
+    return ProcessResult(ended, exit_code, tail.decode("utf-8", errors="replace"),
+                         int((clock() - started) * 1000), pgid, lines)
+
+
+def _drain(selector: selectors.BaseSelector, read_stderr: Callable[[int], tuple[bool, bool]],
+           limit_s: float = 1.0) -> None:
+    """What stderr still holds once the process is gone (bounded: a grandchild may keep it open)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        keys = [k for k, _ in selector.select(timeout=0.1) if k.data == "err"]
+        if not keys:
+            return
+        eof, _ = read_stderr(keys[0].fd)
+        if eof:
+            return
 
 
 def _wait(proc: subprocess.Popen[bytes], clock: Callable[[], float], started: float, deadline_ms: int) -> int | None:

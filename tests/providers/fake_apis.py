@@ -1,5 +1,6 @@
-"""Local HTTP servers speaking enough of two model APIs for the real CLIs: Anthropic's Messages API (Claude
-Code, via ANTHROPIC_BASE_URL) and OpenAI's Responses API (Codex, via a model_providers base_url).
+"""A local HTTP server speaking enough of three model APIs for the real CLIs: Anthropic's Messages API
+(Claude Code via ANTHROPIC_BASE_URL, OpenCode via its provider baseURL), OpenAI's Responses API (Codex, via
+a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via GOOGLE_GEMINI_BASE_URL).
 
 `scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
 with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload.
@@ -43,6 +44,14 @@ def _responses_sse(model: str) -> bytes:
     ])
 
 
+def _gemini_sse(model: str) -> bytes:
+    chunk = {"candidates": [{"content": {"parts": [{"text": REPLY}], "role": "model"}, "finishReason": "STOP",
+                             "index": 0}],
+             "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 8, "totalTokenCount": 28},
+             "modelVersion": model}
+    return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+
 def _sse(model: str) -> bytes:
     events = [
         ("message_start", {"type": "message_start", "message": {
@@ -68,9 +77,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
+        key = (self.headers.get("x-api-key") or self.headers.get("x-goog-api-key")
+               or (self.headers.get("authorization") or "").removeprefix("Bearer "))
         self.server.requests.append((self.path, key, body.get("model")))
-        if not self.path.startswith(("/v1/messages", "/v1/responses")):
+        gemini = ":streamGenerateContent" in self.path
+        if not self.path.startswith(("/v1/messages", "/v1/responses")) and not gemini:
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
             return
         scenario = self.server.scenario
@@ -79,7 +90,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(status, {"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}, headers)
             return
         model = body.get("model") or "claude-haiku-4-5"
-        if self.path.startswith("/v1/messages/count_tokens"):
+        if gemini:
+            payload = _gemini_sse(self.path.split("/models/")[-1].split(":")[0])
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        elif self.path.startswith("/v1/messages/count_tokens"):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
             payload = _responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model)

@@ -76,3 +76,18 @@ def test_statuses_and_texts_map_to_failure_classes() -> None:
     assert class_of_text("Quota exceeded for quota metric") == "provider_rate_limit"
     assert class_of_text("stream disconnected before completion") == "transport_disconnect"
     assert class_of_text("the model said no") == "provider_runtime_claim"
+
+
+def test_stderr_lines_reach_their_handler_which_can_stop_the_session(tmp_path: Path) -> None:
+    code = ("import sys, time\nfor i in range(50):\n    sys.stderr.write(f'Attempt {i} failed\\n'); sys.stderr.flush()"
+            "\n    time.sleep(0.2)")
+    seen: list[str] = []
+
+    def on_stderr(line: str) -> object:
+        seen.append(line)
+        return STOP if line == "Attempt 2 failed" else None
+
+    result = run_streaming(_py(code), cwd=tmp_path, env=ENV, on_line=lambda line: None, on_stderr=on_stderr,
+                           deadline_ms=30_000, idle_ms=30_000)
+    assert result.ended == "stopped" and seen == ["Attempt 0 failed", "Attempt 1 failed", "Attempt 2 failed"]
+    assert not process.group_alive(result.pgid or 0)
