@@ -1,23 +1,48 @@
 """OpenCode: `opencode run --format json -m provider/model PROMPT`; resume with `-s ID`.
 
 Events: JSON lines {type, timestamp, sessionID, part}: step_start, text, reasoning, tool_use,
-step_finish (cost and tokens), error. OpenCode hangs forever on a 429 or an exhausted quota (#8203):
-only the idle deadline ends that, classed `transport_timeout`.
+step_finish (cost and tokens), error. On a 429 or an exhausted quota OpenCode retries in silence, for
+ever (#8203): stdout says nothing. The adapter asks for its error log on stderr (`--print-logs
+--log-level ERROR`), where each failed try shows as a "stream error"; a rate limit or auth refusal there
+ends the session at once, an overload at the second. Otherwise the idle deadline ends the wait.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_status, class_of_text, envelope
 from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
+from awp_pipelines.providers.process import STOP
 
+_STREAM_ERROR = re.compile(r'message="stream error".*?error\.error="([^"]*)"')
+_MAX_OVERLOADS = 2
 VARIANTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "max", "max": "max"}
 
 
 class OpenCodeStreamParser(StreamParser):
+    overloads = 0
+
+    def feed_stderr(self, line: str) -> object:
+        match = _STREAM_ERROR.search(line)
+        if match is None:
+            return None
+        message = match.group(1)
+        self.last_error = message
+        cls = class_of_text(message, default="provider_runtime_claim")
+        if cls == "provider_rate_limit":
+            self.sink.rate_limit_notice(status="retrying", error=message)
+        else:
+            self.sink.error(message, source="stderr")
+        self.overloads += cls == "provider_capacity"
+        if cls in ("provider_rate_limit", "provider_auth_claim") or self.overloads >= _MAX_OVERLOADS:
+            self.fail(envelope(cls, f"OpenCode stream error: {message}", code="stream_error", now=self.now()))
+            return STOP
+        return None
+
     def handle(self, event: dict[str, Any]) -> object:
         kind = event.get("type")
         part = event.get("part") or {}
@@ -63,7 +88,8 @@ class OpenCodeAdapter(CliAdapter):
     parser_class = OpenCodeStreamParser
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
-        argv = [self.command, "run", "--format", "json", *flag("-m", request.model),
+        argv = [self.command, "run", "--format", "json", "--print-logs", "--log-level", "ERROR",
+                *flag("-m", request.model),
                 *flag("--variant", request.effort, VARIANTS)]
         if resume and request.session_id:
             argv += ["-s", request.session_id]
