@@ -77,14 +77,25 @@ _UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 
 def _may_hold_pattern(text: str) -> bool:
     low = text.lower()
-    return (any(anchor in low for anchor in _ANCHORS)
-            or ("-" in low and any(anchor in low for anchor in _DASH_ANCHORS))
-            or ("_" in low and any(anchor in low for anchor in _UNDERSCORE_ANCHORS)))
+    groups = [_ANCHORS]
+    if "-" in low:
+        groups.append(_DASH_ANCHORS)
+    if "_" in low:
+        groups.append(_UNDERSCORE_ANCHORS)
+    for group in groups:
+        for anchor in group:  # plain loops: a generator per string cost more than the scans
+            if anchor in low:
+                return True
+    return False
 
 
 def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     """`text` with every pattern hit and every given literal secret (length >= 6) replaced by [REDACTED]."""
-    for value in _literals(extra_values):
+    return _redact_text(text, _literals(extra_values))
+
+
+def _redact_text(text: str, literals: list[str]) -> str:
+    for value in literals:
         if value in text:
             text = text.replace(value, REDACTED)
     if _may_hold_pattern(text):
@@ -109,7 +120,7 @@ def _secret_key(key: str) -> bool:
 
 def _redact_obj(obj: Any, literals: list[str]) -> Any:
     if isinstance(obj, str):
-        return redact(obj, literals)
+        return _redact_text(obj, literals)
     if isinstance(obj, Mapping):
         return {
             key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)

@@ -5,7 +5,8 @@
 A stand-in `claude` (a shell script that `cat`s a pre-generated stream) is run by `ClaudeCodeAdapter`
 through the shared subprocess runner: lines are read in chunks, parsed, normalised, redacted and appended
 to the Attempt's JSONL; then the Markdown transcript is rendered from that JSONL. Reported: input MB/s
-of the session (process + parse + JSONL), of the transcript, and end to end; peak RSS of this process
+of the session (process + parse + JSONL), of the transcript, and end to end, by the wall clock and by this
+process's CPU time (the machines are shared: the load average is printed too); peak RSS of this process
 (the parent: the `cat` child is not counted). Goals from issue 7: < 200 MB peak RSS, >= 100 MB/s.
 """
 
@@ -100,12 +101,13 @@ def main() -> None:
         request = ProviderRequest(prompt_text="bench", cwd=root, timeout_ms=3_600_000,
                                   env={"PATH": os.environ.get("PATH", "")})
         rss_before = peak_rss_mb()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outcome = adapter.run(request, sink)
-        session_s = time.perf_counter() - started
-        transcript_started = time.perf_counter()
+        session_s, session_cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        transcript_started, transcript_cpu_started = time.perf_counter(), time.process_time()
         transcript = sink.transcript_markdown()
         transcript_s = time.perf_counter() - transcript_started
+        transcript_cpu = time.process_time() - transcript_cpu_started
         total_s = time.perf_counter() - started
         jsonl_mb = (root / "events.jsonl").stat().st_size / 2**20
     mb = size / 2**20
@@ -114,6 +116,9 @@ def main() -> None:
         "events_jsonl_mb": round(jsonl_mb, 1), "transcript_chars": len(transcript),
         "session_mb_per_s": round(mb / session_s, 1), "transcript_mb_per_s": round(mb / transcript_s, 1),
         "end_to_end_mb_per_s": round(mb / total_s, 1), "seconds": round(total_s, 1),
+        # CPU time of this process: what the code costs, whatever else the shared machine is doing.
+        "session_cpu_mb_per_s": round(mb / session_cpu, 1), "transcript_cpu_mb_per_s": round(mb / transcript_cpu, 1),
+        "load_average_1m": round(os.getloadavg()[0], 1),
         "peak_rss_mb": round(peak_rss_mb(), 1), "rss_before_run_mb": round(rss_before, 1),
     }
     if args.json:
