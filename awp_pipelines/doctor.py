@@ -17,6 +17,7 @@ from typing import Literal
 
 from awp_pipelines.catalog import Catalog, ProviderSpec
 from awp_pipelines.providers.registry import CLI_ADAPTERS
+from awp_pipelines.rotation import Cooldown
 
 Status = Literal["ok", "warning", "blocking"]
 VERSION_TIMEOUT_S = 30
@@ -139,4 +140,23 @@ def diagnose(catalog: Catalog, needs: list[Need]) -> list[Check]:
             checks.append(check_credential(f"{need.provider}:{account}", binding.credential_env, need.required))
             if binding.config_dir:
                 checks.append(check_dir(f"{need.provider}:{account}", binding.config_dir))
+    return checks
+
+
+def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:
+    """Accounts resting after a rate limit or refusal (from the instance's storage). A required provider
+    whose every account rests blocks the packet until the first comes back."""
+    checks: list[Check] = []
+    for need in needs:
+        resting = {a: cooldowns[a] for a in need.accounts if a in cooldowns and cooldowns[a].remaining_ms(now_ms)}
+        for account, cooldown in resting.items():
+            minutes = -(-cooldown.remaining_ms(now_ms) // 60_000)
+            checks.append(Check(f"{need.provider}:{account}", "cooldown", "warning",
+                                f"resting {minutes} min more after {cooldown.failure_class}",
+                                "other accounts are used meanwhile"))
+        if need.accounts and len(resting) == len(need.accounts):
+            back = min(c.remaining_ms(now_ms) for c in resting.values())
+            checks.append(Check(need.provider, "cooldown", _problem(need.required),
+                                f"every account rests; the first is back in {-(-back // 60_000)} min",
+                                "wait, add an account, or give the prompt a fallback"))
     return checks

@@ -18,7 +18,7 @@ from awp_pipelines.cli.common import (
     providers_option,
     user_errors,
 )
-from awp_pipelines.doctor import Check, Need, diagnose
+from awp_pipelines.doctor import Check, Need, cooldown_checks, diagnose
 from awp_pipelines.plan import PlanContext, build_plan
 
 _STYLE = {"ok": "green", "warning": "yellow", "blocking": "red"}
@@ -36,20 +36,23 @@ def _needs(packet: Path | None, catalog) -> list[Need]:  # type: ignore[no-untyp
     return needs
 
 
-def _storage(packet: Path | None, instance_dir: Path | None) -> Check:
+def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) -> list[Check]:
+    """Storage reachable, and the cooldowns it holds for the accounts the packet may use."""
+    from awp_pipelines.account_store import AccountStore, now_ms
     from awp_pipelines.instance import open_instance
 
     where = instance_dir or (packet.resolve() if packet else Path.cwd())
     try:
         instance = open_instance(where, instance_dir)
         try:
-            instance.run_storage.get_cursor_values({"awp/doctor"})
+            cooldowns = AccountStore(instance).cooldowns({a for need in needs for a in need.accounts})
         finally:
             instance.dispose()
     except Exception as err:  # any storage error is the finding itself
-        return Check("dagster", "storage", "blocking", f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
-                     "check dagster.yaml in the instance folder (e.g. the Postgres server and credentials)")
-    return Check("dagster", "storage", "ok", "instance storage reachable")
+        return [Check("dagster", "storage", "blocking", f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
+                      "check dagster.yaml in the instance folder (e.g. the Postgres server and credentials)")]
+    return [Check("dagster", "storage", "ok", "instance storage reachable"),
+            *cooldown_checks(needs, cooldowns, now_ms())]
 
 
 @click.command("doctor")
@@ -63,10 +66,11 @@ def doctor_command(packet: Path | None, instance_dir: Path | None, providers_fil
                    as_json: bool) -> None:
     """Check that this machine can run PACKET's agents (or every configured provider without PACKET):
     CLIs found with their versions, credentials present (never printed), config dirs writable, storage
-    reachable. Exits 1 when a problem blocks the packet, else 0; warnings concern fallbacks only."""
+    reachable, accounts resting after a rate limit. Exits 1 when a problem blocks the packet, else 0;
+    warnings do not block (a broken fallback, one resting account)."""
     catalog = open_catalog(providers_file)
-    checks = diagnose(catalog, _needs(packet, catalog))
-    checks.append(_storage(packet, instance_dir))
+    needs = _needs(packet, catalog)
+    checks = diagnose(catalog, needs) + _storage(packet, instance_dir, needs)
     blocking = [c for c in checks if c.status == "blocking"]
     if as_json:
         emit_json({"ok": not blocking, "checks": [asdict(c) for c in checks]})

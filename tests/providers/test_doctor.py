@@ -83,3 +83,24 @@ def test_unreachable_storage_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 1
     [storage] = [c for c in json.loads(result.stdout)["checks"] if c["what"] == "storage"]
     assert storage["status"] == "blocking" and "dagster.yaml" in storage["fix"]
+
+
+def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.account_store import AccountStore
+    from awp_pipelines.failures import FailureEnvelope
+    from awp_pipelines.instance import open_instance
+
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"))
+    instance = open_instance(packet)
+    try:
+        AccountStore(instance).record_failure("claude-a", FailureEnvelope.for_class(
+            "provider_rate_limit", "usage limit", suggested_delay_ms=30 * 60_000), default_s=60)
+    finally:
+        instance.dispose()
+    code, report, _ = _doctor(packet, providers)
+    assert code == 1
+    rest = [c for c in report["checks"] if c["what"] == "cooldown"]
+    assert rest[0]["status"] == "warning" and "30 min" in rest[0]["detail"]
+    assert rest[1]["status"] == "blocking" and "every account rests" in rest[1]["detail"]
