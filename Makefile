@@ -55,3 +55,9 @@ bench: install
 .PHONY: bench-blame
 bench-blame: install
 	$(VENV)/bin/python bench/blame_speed.py
+
+# A synthetic Claude stream-json stream through adapter, JSONL writer and transcript (MB=1024 for 1 GB).
+MB ?= 128
+.PHONY: bench-stream
+bench-stream: install
+	$(VENV)/bin/python bench/stream_throughput.py --mb $(MB)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +22,9 @@ from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
 from awp_pipelines.policy import AttemptFact
-from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest
+from awp_pipelines.prices import PriceTable, load_prices
+from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
+from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import Redactor
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
@@ -37,8 +39,8 @@ from awp_pipelines.workspace import (
     snapshot,
 )
 
+CostSource = Literal["provider", "price_table", "unknown"]
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
-_BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER")
 
 
 class AttemptTarget(BaseModel):
@@ -65,9 +67,41 @@ class AttemptIdentity(BaseModel):
 
 
 class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(0, description="Input tokens, cache reads excluded.")
+    output_tokens: int = Field(0, description="Output tokens, reasoning included.")
+    cached_input_tokens: int = Field(0, description="Input tokens read from the provider's cache.")
+    reasoning_tokens: int = Field(0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float | None = None
+    cost_source: CostSource = Field(
+        "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
+        "nowhere (None).")
+
+
+_SOURCE_RANK = {"provider": 0, "price_table": 1, "unknown": 2}
+
+
+def total_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum over Attempts (an AgentRun, a packet run). Its cost is the sum of the known costs, and its
+    source the weakest of theirs: `unknown` as soon as one Attempt's cost is."""
+    items = list(usages)
+    costs = [u.cost_usd for u in items if u.cost_usd is not None]
+    source: CostSource = max((u.cost_source for u in items), key=_SOURCE_RANK.__getitem__, default="unknown")
+    return Usage(input_tokens=sum(u.input_tokens for u in items), output_tokens=sum(u.output_tokens for u in items),
+                 cached_input_tokens=sum(u.cached_input_tokens for u in items),
+                 reasoning_tokens=sum(u.reasoning_tokens for u in items),
+                 cost_usd=round(sum(costs), 6) if costs else None, cost_source=source)
+
+
+def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:
+    """The provider's cost where it reports one, else the price table's estimate, else none."""
+    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+              "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens}
+    if usage.cost_reported:
+        return Usage(**tokens, cost_usd=usage.cost_usd, cost_source="provider")
+    cost = (prices or load_prices()).cost(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+    if cost is None:
+        return Usage(**tokens, cost_usd=usage.cost_usd or None, cost_source="unknown")
+    return Usage(**tokens, cost_usd=cost, cost_source="price_table")
 
 
 class CommitInfo(BaseModel):
@@ -145,7 +179,7 @@ class AttemptSpec:
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Built from scratch: no git push credentials, nothing secret but the account's own credential."""
-    env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
     env.update(extra or {})
     return env
 
@@ -184,7 +218,10 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
         env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
-        session_id=None, simulate=spec.simulate)
+        session_id=None, simulate=spec.simulate,
+        account=spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None,
+        permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
+        max_turns=spec.plan.max_turns)
     outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
@@ -202,8 +239,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
-    usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
-                  cost_usd=outcome.usage.cost_usd)
+    usage = attempt_usage(outcome.usage, spec.target.model)
     record = AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
         workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,

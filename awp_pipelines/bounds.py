@@ -68,3 +68,13 @@ def human_duration(ms: int) -> str:
             parts.append(f"{ms // size}{unit}")
             ms %= size
     return "".join(parts) or f"{ms}ms"
+
+
+# Agents stay silent while a tool runs (a build, a test suite), so silence is allowed for a long while;
+# but a CLI that hangs on an exhausted quota (OpenCode) must not hold an Attempt for the whole timeout.
+IDLE_CAP_MS = 20 * 60 * 1000
+
+
+def idle_deadline_ms(timeout_ms: int) -> int:
+    """No event for this long ends the session: the timeout, capped at 20 minutes."""
+    return min(timeout_ms, IDLE_CAP_MS)

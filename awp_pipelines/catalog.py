@@ -20,7 +20,9 @@ ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_htt
 class ProviderSpec(StrictModel):
     kind: ProviderKind = Field(description="Adapter that runs this provider.")
     command: PathText | None = Field(None, description="Executable for CLI kinds; default the kind's usual name.")
-    base_url: str | None = Field(None, description="Endpoint for openai_http.")
+    base_url: str | None = Field(None, description="Endpoint: the chat-completions URL root for openai_http; a "
+                                 "gateway or proxy for the CLI kinds (ANTHROPIC_BASE_URL for Claude Code, a "
+                                 "model provider base_url for Codex and OpenCode).")
     default_model: str | None = Field(None, description="Model used when a prompt names none.")
     credential_env: str | None = Field(None, description="Variable holding the credential when no account is set.")
     config_dir_env: str | None = Field(None, description="Variable the CLI reads its config folder from.")
@@ -33,13 +35,27 @@ class AccountSpec(StrictModel):
     credential_env: str | None = Field(None, description="Variable holding this account's credential "
                                        "(its name is recorded, never its value).")
     config_dir: PathText | None = Field(None, description="This account's own CLI config folder.")
+    base_url: str | None = Field(None, description="Endpoint for this account; overrides the provider's.")
     cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
+
+
+class AccountBinding(StrictModel):
+    """An account resolved for one Attempt: names and paths only, never the credential's value."""
+
+    name: str = Field(description="Account name.")
+    provider: str = Field(description="Provider the account belongs to.")
+    credential_env: str | None = Field(None, description="Variable holding the credential in AWP's environment.")
+    config_dir: str | None = Field(None, description="The account's config folder, user-expanded.")
+    base_url: str | None = Field(None, description="The account's endpoint, else the provider's.")
+    cooldown_s: int = Field(3600, ge=0, description="Rest after exhaustion when the provider names no reset.")
 
 
 class AliasSpec(StrictModel):
     targets: list[TargetSpec] = Field(min_length=1, description="Ordered chain; the first is the primary.")
-    rotation: Literal["none", "between_attempts", "on_exhaustion"] = Field(
-        "on_exhaustion", description="When to move to the next account of a target.")
+    rotation: Literal["none", "between_attempts", "on_exhaustion", "round_robin", "least_used", "fill_first"] = Field(
+        "on_exhaustion", description="How a target's accounts are chosen: fill_first (= on_exhaustion, none) uses "
+        "the first until it is exhausted; between_attempts moves on with every Attempt; round_robin takes the one "
+        "used longest ago; least_used the one with the fewest Attempts. Cooling accounts are skipped.")
     effort: Effort | None = Field(None, description="Default effort for the chain's targets.")
 
 
@@ -59,6 +75,16 @@ class Catalog(StrictModel):
 
     def first_account(self, accounts: list[str], provider: str) -> str | None:
         return next(iter(self.accounts_of(accounts, provider)), None)
+
+    def binding(self, account: str | None) -> AccountBinding | None:
+        spec = self.accounts.get(account) if account else None
+        if spec is None or account is None:
+            return None
+        provider = self.providers.get(spec.provider)
+        return AccountBinding(name=account, provider=spec.provider, credential_env=spec.credential_env,
+                              config_dir=os.path.expanduser(spec.config_dir) if spec.config_dir else None,
+                              base_url=spec.base_url or (provider.base_url if provider else None),
+                              cooldown_s=spec.cooldown_s)
 
     def account_secrets(self, account: str | None) -> dict[str, str]:
         """The account's own credential, for the agent's environment and for redaction: nothing else secret."""
@@ -85,7 +111,7 @@ BUILTIN = Catalog(
                               config_dir_env="CODEX_HOME", models=["gpt-", "o3", "o4", "codex"]),
         "opencode": ProviderSpec(kind="opencode", command="opencode", models=["opencode/"]),
         "gemini": ProviderSpec(kind="gemini", command="gemini", credential_env="GEMINI_API_KEY",
-                               models=["gemini"]),
+                               config_dir_env="GEMINI_CLI_HOME", models=["gemini"]),
         "simulated": ProviderSpec(kind="simulated", default_model="simulated-demo", models=["simulated"]),
     },
 )

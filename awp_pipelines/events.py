@@ -9,10 +9,11 @@ payload is redacted with the account's secret values before it reaches the disk 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TextIO, get_args
 
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.live import LiveFeed, LiveListener
@@ -20,13 +21,15 @@ from awp_pipelines.redact import redact_obj
 from awp_pipelines.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
 from awp_pipelines.workspace import WorkspaceError, diff_stat
 
-__all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "read_events",
-           "render_transcript"]
+__all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "iter_events",
+           "read_events", "render_transcript"]
 
 EventType = Literal[
     "prompt_sent",
     "run_started",
+    "session_started",
     "message_received",
+    "thinking",
     "message_streamed",
     "tool_call_started",
     "tool_call_completed",
@@ -41,14 +44,24 @@ EventType = Literal[
     "verifier_completed",
     "commit_created",
     "files_changed",
+    "rate_limit_notice",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 RESERVED_KEYS = frozenset({"ts", "type", "attempt", "seq"})
 FILES_STORED = 500  # rows per files_changed event
 
 
+_second_cache: tuple[int, str] = (-1, "")
+
+
 def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """ISO-8601 UTC with milliseconds. The formatted second is cached: a stream writes thousands a second."""
+    global _second_cache
+    now = time.time()
+    second = int(now)
+    if _second_cache[0] != second:
+        _second_cache = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second_cache[1]}.{int((now - second) * 1000):03d}Z"
 
 
 class EventSink:
@@ -71,8 +84,9 @@ class EventSink:
         self.live = live if isinstance(live, LiveFeed) or live is None else LiveFeed(live)
         self.counters = Counters()
         self._seq = 0
+        self._fh: TextIO | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for event in self.events():
+        for event in self.iter_events():
             self.counters.count(event)
             self._seq = max(self._seq, int(event.get("seq") or 0))
 
@@ -89,18 +103,28 @@ class EventSink:
         event = {"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq,
                  **redact_obj(payload, self._secrets)}
         line = json.dumps(event, ensure_ascii=False, default=str, sort_keys=False)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+        if self._fh is None or self._fh.closed:
+            # Kept open (append mode) between events: reopening per line cost more than the write.
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(line + "\n")
+        self._fh.flush()
         self.counters.count(event)
         if self.live is not None:
             self.live.add(event)
         return event
 
     def close(self) -> None:
-        """The Attempt ended: the live feed sends what still waits. The JSONL needs nothing (always flushed)."""
+        """The Attempt ended: the live feed sends what still waits; the file closes (a later event reopens it;
+        every line was flushed as written)."""
         if self.live is not None:
             self.live.flush()
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __del__(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
 
     def prompt_sent(self, text: str) -> dict[str, Any]:
         """The prompt exactly as the agent receives it (a repair's unmet items included); redacted like all."""
@@ -127,10 +151,32 @@ class EventSink:
         return self.emit("tool_call_failed", name=name, error=error, call_id=call_id)
 
     def usage(self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0,
-              cumulative: bool = False) -> dict[str, Any]:
-        """Token and cost telemetry: increments, or running totals when `cumulative`."""
+              cumulative: bool = False, cached_input_tokens: int = 0, reasoning_tokens: int = 0,
+              cost_reported: bool = False) -> dict[str, Any]:
+        """Token and cost telemetry: increments, or running totals when `cumulative`.
+
+        `cost_reported` says the provider itself gave `cost_usd` (0 otherwise means "not reported")."""
+        extra: dict[str, Any] = {}
+        if cached_input_tokens or reasoning_tokens or cost_reported:
+            extra = {"cached_input_tokens": cached_input_tokens, "reasoning_tokens": reasoning_tokens,
+                     "cost_reported": cost_reported}
         return self.emit("token_usage_updated", input_tokens=input_tokens, output_tokens=output_tokens,
-                         cost_usd=cost_usd, cumulative=cumulative)
+                         cost_usd=cost_usd, cumulative=cumulative, **extra)
+
+    def session_started(self, session_id: str | None, **info: Any) -> dict[str, Any]:
+        """The provider named its session (the id a resume continues)."""
+        return self.emit("session_started", session_id=session_id, **info)
+
+    def thinking(self, text: str) -> dict[str, Any]:
+        return self.emit("thinking", text=text)
+
+    def rate_limit_notice(self, **info: Any) -> dict[str, Any]:
+        """The provider reported a rate limit (a warning, a retry, or a rejection)."""
+        return self.emit("rate_limit_notice", **info)
+
+    def error(self, message: str, **info: Any) -> dict[str, Any]:
+        """An error the provider reported; the run's failure, if any, is `run_failed`."""
+        return self.emit("error_occurred", error=message, **info)
 
     def file_written(self, path: str, repo: str | None = None) -> dict[str, Any]:
         return self.emit("file_written", path=path, repo=repo)
@@ -178,10 +224,13 @@ class EventSink:
 
     def events(self) -> list[dict[str, Any]]:
         """This attempt's events, as stored."""
-        return [e for e in read_events(self.path) if e.get("attempt") == self.attempt]
+        return list(self.iter_events())
+
+    def iter_events(self) -> Iterator[dict[str, Any]]:
+        return (e for e in iter_events(self.path) if e.get("attempt") == self.attempt)
 
     def transcript_markdown(self, max_chars: int = TRANSCRIPT_MAX_CHARS) -> str:
-        return render_transcript(self.events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
+        return render_transcript(self.iter_events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
                                  source=self.source_name())
 
     def source_name(self) -> str:
@@ -204,20 +253,37 @@ class EventSink:
 
 def read_events(path: Path | str) -> list[dict[str, Any]]:
     """Events of a JSONL file; [] when it does not exist. A torn last line (crash mid-write) is skipped."""
+    return list(iter_events(path))
+
+
+def iter_events(path: Path | str) -> Iterator[dict[str, Any]]:
+    """The events of a JSONL file one at a time, in bounded memory (read_events' rules)."""
     file = Path(path)
     if not file.exists():
-        return []
-    events: list[dict[str, Any]] = []
-    lines = file.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise ValueError(f"{file}:{number}: not a JSON event line") from None
-        if isinstance(event, dict):
-            events.append(event)
-    return events
+        return
+    with file.open(encoding="utf-8") as fh:
+        pending: str | None = None
+        number = 0
+        for line in fh:
+            if pending is not None:
+                event = _parse_line(pending, number, file, last=False)
+                if event is not None:
+                    yield event
+            pending = line
+            number += 1
+        if pending is not None:
+            event = _parse_line(pending, number, file, last=True)
+            if event is not None:
+                yield event
+
+
+def _parse_line(line: str, number: int, file: Path, last: bool) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        if last:
+            return None
+        raise ValueError(f"{file}:{number}: not a JSON event line") from None
+    return event if isinstance(event, dict) else None

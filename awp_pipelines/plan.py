@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from awp_pipelines import profile as home
 from awp_pipelines.bounds import Bounds, derive_bounds
-from awp_pipelines.catalog import PROVIDER_ALIASES, Catalog
+from awp_pipelines.catalog import PROVIDER_ALIASES, AccountBinding, Catalog
 from awp_pipelines.errors import PacketError
 from awp_pipelines.model.execution import ExecutionSettings, TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
@@ -70,6 +71,13 @@ class PromptPlan(BaseModel):
     accounts: list[str]
     fallback: list[TargetSpec]
     permission_mode: str | None
+    allowed_tools: list[str] = Field(default_factory=list, description="Tools the agent may use.")
+    max_turns: int | None = None
+    account_bindings: dict[str, AccountBinding] = Field(
+        default_factory=dict, description="Every account the prompt's chain may use, resolved: variable names "
+        "and folders, never a credential's value.")
+    argv: list[str] | None = Field(None, description="The exact command the primary target runs, the prompt "
+                                   "as <prompt> and secrets masked; None for kinds without one (simulated).")
     sources: dict[str, str] = Field(description="Which layer set provider, model, effort, …")
     bounds: Bounds
     recovery: RecoveryConfig
@@ -195,20 +203,50 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     targets = [RepoTarget(name=n, path=str(repos[n].path)) for n in target_names if n in repos]
     contract = prompt.front.verify
     items = contract_items(contract) if contract is not None else []
+    chain_accounts = [*accounts, *(a for t in fallback for a in t.accounts or [])]
+    bindings = {a: b for a in chain_accounts if (b := catalog.binding(a)) is not None}
+    allowed_tools = list(values.get("allowed_tools") or [])
+    cwd = targets[0].path if targets else str(packet.root)
+    primary_account = catalog.first_account(accounts, provider)
+    argv = agent_argv(catalog, provider, model=model, effort=effort, permission_mode=values.get("permission_mode"),
+                      allowed_tools=allowed_tools, max_turns=values.get("max_turns"),
+                      account=bindings.get(primary_account or ""), cwd=cwd, timeout_ms=bounds.timeout_ms)
     return PromptPlan(
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
         agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, permission_mode=values.get("permission_mode"),
+        allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
         sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
                  if k in sources},
         bounds=bounds, recovery=prompt.recovery,
         verify_items=[VerifyItemPlan(kind=i.kind, check_name=i.check_name, label=i.label) for i in items],
         commit_message=commit_message(prompt), targets=targets,
-        cwd=targets[0].path if targets else str(packet.root),
+        cwd=cwd,
         depends_on=packet.dependencies(prompt),
         simulated_attempts=len(prompt.front.simulate.attempts) if prompt.front.simulate else 0,
     )
+
+
+def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: str | None,
+               permission_mode: str | None, allowed_tools: list[str], max_turns: int | None,
+               account: AccountBinding | None, cwd: str, timeout_ms: int) -> list[str] | None:
+    """What the adapter would run, for the plan: the prompt as a placeholder, secrets masked."""
+    from awp_pipelines.providers.base import ProviderRequest
+    from awp_pipelines.providers.registry import adapter_for
+
+    spec = catalog.providers.get(provider)
+    if spec is None or spec.kind == "simulated":
+        return None
+    try:
+        adapter = adapter_for(spec, provider)
+        request = ProviderRequest(prompt_text="<prompt>", cwd=Path(cwd), timeout_ms=timeout_ms, model=model,
+                                  effort=effort, permission_mode=permission_mode, allowed_tools=tuple(allowed_tools),
+                                  max_turns=max_turns, account=account,
+                                  env=catalog.account_secrets(account.name if account else None))
+        return adapter.display_argv(request)  # type: ignore[attr-defined]
+    except (PacketError, ValueError):
+        return None
 
 
 def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = None) -> PacketPlan:

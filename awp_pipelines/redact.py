@@ -6,6 +6,7 @@ credential values of the account in use (known exactly, so found even when they 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -72,6 +73,28 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Every pattern above needs one of these (lower-cased) somewhere in the text. Text without any of them
+# skips the eight regex passes: agent streams are gigabytes of prose, and that scan dominated their cost.
+# Grouped by a character they all contain, so prose without "-" or "_" costs one scan per group.
+_ANCHORS = ("akia", "asia", "bearer", "api", "token", "secret", "passw")
+_DASH_ANCHORS = ("sk-", "xox", "private key")  # xox[abposr]-, -----BEGIN ... PRIVATE KEY
+_UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+
+
+def _may_hold_pattern(text: str) -> bool:
+    low = text.lower()
+    groups: list[tuple[str, ...]] = [_ANCHORS]
+    if "-" in low:
+        groups.append(_DASH_ANCHORS)
+    if "_" in low:
+        groups.append(_UNDERSCORE_ANCHORS)
+    for group in groups:
+        for anchor in group:  # plain loops: a generator per string cost more than the scans
+            if anchor in low:
+                return True
+    return False
+
+
 def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     """`text` with every pattern hit and every given literal secret (length >= 6) replaced by [REDACTED]."""
     return _redact_text(text, _literals(extra_values))
@@ -79,9 +102,11 @@ def redact(text: str, extra_values: Iterable[str] = ()) -> str:
 
 def _redact_text(text: str, literals: list[str]) -> str:
     for value in literals:
-        text = text.replace(value, REDACTED)
-    for pattern in SECRET_PATTERNS.values():
-        text = _replace(pattern, text)
+        if value in text:
+            text = text.replace(value, REDACTED)
+    if _may_hold_pattern(text):
+        for pattern in SECRET_PATTERNS.values():
+            text = _replace(pattern, text)
     return text
 
 
@@ -94,12 +119,17 @@ def redact_obj(obj: Any, extra_values: Iterable[str] = ()) -> Any:
     return _redact_obj(obj, _literals(extra_values))
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return _SECRET_KEY.search(key) is not None
+
+
 def _redact_obj(obj: Any, literals: list[str]) -> Any:
     if isinstance(obj, str):
         return _redact_text(obj, literals)
     if isinstance(obj, Mapping):
         return {
-            key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _SECRET_KEY.search(key)
+            key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
             else _redact_obj(value, literals)
             for key, value in obj.items()
         }

@@ -35,7 +35,10 @@ class Counters:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    cost_reported: bool = False  # the provider said what it cost (else a price table may)
 
     def count(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -44,14 +47,20 @@ class Counters:
         elif kind == "tool_call_started":
             self.tool_calls += 1
         elif kind == "token_usage_updated":
-            values = (int(event.get("input_tokens") or 0), int(event.get("output_tokens") or 0),
-                      float(event.get("cost_usd") or 0.0))
+            tokens = [int(event.get(k) or 0) for k in _TOKEN_KEYS]
+            cost = float(event.get("cost_usd") or 0.0)
             if event.get("cumulative"):
-                self.input_tokens, self.output_tokens, self.cost_usd = values
+                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
+                    setattr(self, key, value)
+                self.cost_usd = cost
             else:
-                self.input_tokens += values[0]
-                self.output_tokens += values[1]
-                self.cost_usd += values[2]
+                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
+                    setattr(self, key, getattr(self, key) + value)
+                self.cost_usd += cost
+            self.cost_reported = self.cost_reported or bool(event.get("cost_reported"))
+
+
+_TOKEN_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 # Tool inputs worth showing on their own: the shell command, the file, the search.
@@ -134,6 +143,13 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         return prompt_block(str(event.get("text") or ""))
     if kind == "message_received":
         return str(event.get("text") or "").strip() or None
+    if kind == "thinking":
+        text = one_line(event.get("text"), 400)
+        return f"_thinking: {text}_" if text else None
+    if kind == "rate_limit_notice":
+        info = [f"{k}: {one_line(event[k], 80)}" for k in ("status", "error_status", "resets_at", "retry_in_ms")
+                if event.get(k) not in (None, "")]
+        return "- rate limit" + (f" ({', '.join(info)})" if info else "")
     if kind == "tool_call_started":
         detail = one_line(event.get("input"))
         return f"- tool {name}" + (f": {detail}" if detail else "")
@@ -185,17 +201,37 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
     """Markdown: a small heading per section, assistant text as paragraphs, tools as bullets, errors quoted.
 
     `source` is where the full JSONL is, as the reader should see it (relative to the packet, not the machine).
+    Bounded memory: once the kept text passes `max_chars`, later blocks are only measured (for the
+    truncation note) and counted (for the footer), so a 1 GB event stream renders in constant memory.
     """
     blocks: list[str] = [f"### {title}"]
     phase: str | None = None
     stream: list[str] = []
+    stream_chars = 0
     counters = Counters()
     bullets_open = 0  # len(blocks) while the last block is a list of event bullets
+    kept = total = len(blocks[0]) + 2  # characters of the body kept / that the whole body would have
+    full = False
+
+    def add(block: str, merge: bool = False) -> None:
+        nonlocal kept, total, full
+        size = len(block) + 1 if merge else (len(block) + 2 if block else 0)
+        total += size
+        if full:
+            return
+        if merge:
+            blocks[-1] += "\n" + block
+        else:
+            blocks.append(block)
+        kept += size
+        full = kept > max_chars
 
     def flush_stream() -> None:
+        nonlocal stream_chars
         if stream:
-            blocks.append("".join(stream).strip())
+            add("".join(stream).strip())
             stream.clear()
+            stream_chars = 0
 
     for event in events:
         counters.count(event)
@@ -204,20 +240,21 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
         if wanted != phase:
             flush_stream()
             phase = wanted
-            blocks.append(f"#### {phase}")
+            add(f"#### {phase}")
         if kind == "message_streamed":
-            stream.append(str(event.get("delta") or ""))
+            if stream_chars <= max_chars:
+                delta = str(event.get("delta") or "")
+                stream.append(delta)
+                stream_chars += len(delta)
             continue
         flush_stream()
         rendered = _render_event(event)
         if not rendered:
             continue
         bullet = rendered.startswith("- ")
-        if bullet and bullets_open and len(blocks) == bullets_open:
-            blocks[-1] += "\n" + rendered  # consecutive bullets form one tight list
-        else:
-            blocks.append(rendered)
-        bullets_open = len(blocks) if bullet else 0
+        merge = bool(bullet and bullets_open and len(blocks) == bullets_open)
+        add(rendered, merge)  # consecutive bullets form one tight list
+        bullets_open = len(blocks) if bullet and not full else 0
     flush_stream()
     footer = ("---\n\n"
               f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
@@ -226,11 +263,11 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
     if source:
         footer += f"\nFull events (JSONL, relative to the packet): `{source}`\n"
     body = "\n\n".join(b for b in blocks if b) + "\n\n"
-    if len(body) + len(footer) <= max_chars:
+    if not full and len(body) + len(footer) <= max_chars:
         return body + footer
     room = max(0, max_chars - len(footer) - 120)
     cut = body.rfind("\n", 0, room)
     shown = cut if cut > 0 else room
-    note = (f"\n\n_[transcript truncated: {shown} of {len(body)} characters shown; "
+    note = (f"\n\n_[transcript truncated: {shown} of {max(total, len(body))} characters shown; "
             "the full events are named below]_\n\n")
     return body[:shown] + note + footer

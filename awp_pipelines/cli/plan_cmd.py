@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -90,6 +91,7 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("verify", "\n".join(i.label for i in p.verify_items) or "none"),
         ("commit", p.commit_message),
         ("cwd", shown_path(p.cwd)),
+        ("argv", shlex.join(p.argv) if p.argv else ""),
     ]
     return [(label, Text(value)) for label, value in rows if value]
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from awp_pipelines.attempts import Usage, total_usage
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.cli.common import (
     console,
@@ -28,6 +30,11 @@ from awp_pipelines.launches import Launch
 from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
+    from awp_pipelines.packet import Packet
 
 _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dependency": "dim"}
 
@@ -75,7 +82,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
     plan = build_plan(loaded, context, selection)
-    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file)
+    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
     if dry_run:
         emit_json(plan) if as_json else print_plan(plan)
         return
@@ -90,12 +97,14 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
         packet_run_id, outcomes = run_packet(compiled, instance, selected, options,
                                              Progress(attempt=printer.attempt, launch=printer.launch))
+        usages = {o.prompt: _agent_run_usage(instance, loaded, packet_run_id, o.prompt) for o in outcomes}
     finally:
         instance.dispose()
     ok = bool(outcomes) and all(o.completed for o in outcomes)
+    packet_usage = total_usage(usages.values())
     if as_json:
-        emit_json({"packet": loaded.name, "packet_run": packet_run_id, "ok": ok,
-                   "prompts": [dict(o.__dict__) for o in outcomes]})
+        emit_json({"packet": loaded.name, "packet_run": packet_run_id, "ok": ok, "usage": packet_usage.model_dump(),
+                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes]})
     else:
         for o in outcomes:
             style = _STYLE.get(o.result, "red")
@@ -105,7 +114,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
             attempt = f" ({o.attempt})" if o.attempt else ""
             out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{detail}", highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {packet_run_id})")
+        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {packet_run_id})"
+                  f" · {_usage_line(packet_usage)}")
     sys.exit(0 if ok else 1)
 
 
@@ -135,18 +145,42 @@ class _Printer:
                           markup=False)
 
 
-def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path) -> None:
+def _agent_run_usage(instance: DagsterInstance, packet: Packet, packet_run: str, prompt: str) -> Usage:
+    """Telemetry summed over every Attempt of the prompt's AgentRun, read from the stored records."""
+    from awp_pipelines.orchestration.state import agent_run_records
+
+    return total_usage(r.usage for r in agent_run_records(instance, packet, packet_run, prompt))
+
+
+def _usage_line(usage: Usage) -> str:
+    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f} ({usage.cost_source})"
+    return (f"tokens in {usage.input_tokens} (+{usage.cached_input_tokens} cached) / out {usage.output_tokens}"
+            f" · {cost}")
+
+
+def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path,
+                              executables: bool = True) -> None:
     """Refuse before any run starts, not halfway through the packet."""
-    from awp_pipelines.providers.registry import adapter_for
+    import shutil
+
+    from awp_pipelines.doctor import executable_of, install_fix
+    from awp_pipelines.providers.registry import CLI_ADAPTERS, adapter_for
 
     for p in prompts:
         if p.provider not in catalog.providers:
             raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
                               hint=f"known providers: {', '.join(catalog.providers)}; or pass --provider")
+        spec = catalog.providers[p.provider]
         try:
-            adapter_for(catalog.providers[p.provider])
+            adapter_for(spec)
         except PacketError as err:
             raise PacketError(file, f"prompt {p.id}: {err.message}", key="provider", hint=err.hint) from None
+        executable = executable_of(spec) if executables and spec.kind in CLI_ADAPTERS else None
+        if executable and shutil.which(executable) is None:
+            # A missing agent CLI would fail every Attempt as launch_failed: say so before any run starts.
+            raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "
+                              "which is not on PATH", key="provider",
+                              hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
 
 
 @click.command("verify")

@@ -14,6 +14,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from awp_pipelines.catalog import AccountBinding
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
@@ -38,6 +39,11 @@ class ProviderRequest:
     mode: AttemptMode | str = "run"
     session_id: str | None = None  # the provider session to continue (resume)
     simulate: SimulateSpec | None = None
+    account: AccountBinding | None = None  # whose credential and config dir the agent gets
+    permission_mode: str | None = None  # default | auto | bypass | plan: mapped onto each CLI's own flag
+    allowed_tools: tuple[str, ...] = ()
+    max_turns: int | None = None
+    idle_timeout_ms: int | None = None  # None: bounds.idle_deadline_ms(timeout_ms)
 
     def __post_init__(self) -> None:
         if self.attempt_number < 1:
@@ -61,9 +67,12 @@ class ProviderRequest:
 class ProviderUsage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported.")
+    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported, cache reads excluded.")
     output_tokens: int = Field(0, ge=0, description="Completion tokens the provider reported.")
+    cached_input_tokens: int = Field(0, ge=0, description="Prompt tokens served from the provider's cache.")
+    reasoning_tokens: int = Field(0, ge=0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float = Field(0.0, ge=0, description="Cost the provider reported (0 when it reports none).")
+    cost_reported: bool = Field(False, description="The provider reported the cost itself.")
 
 
 class ProviderOutcome(BaseModel):
@@ -94,7 +103,9 @@ class ProviderOutcome(BaseModel):
         c = sink.counters
         return cls(ok=failure is None, failure=failure, session_id=session_id, messages=c.messages,
                    usage=ProviderUsage(input_tokens=c.input_tokens, output_tokens=c.output_tokens,
-                                       cost_usd=c.cost_usd),
+                                       cached_input_tokens=c.cached_input_tokens,
+                                       reasoning_tokens=c.reasoning_tokens, cost_usd=c.cost_usd,
+                                       cost_reported=c.cost_reported),
                    changed_files=changed_files or [])
 
 

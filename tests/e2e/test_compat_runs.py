@@ -169,9 +169,12 @@ def test_single_and_multi_repo_packets_run_with_the_instance_on_postgres(
         instance.dispose()
 
 
-def test_a_provider_without_an_adapter_is_refused_before_any_run_starts(compat_packet) -> None:
+def test_a_provider_whose_cli_is_missing_is_refused_before_any_run_starts(compat_packet, tmp_path,
+                                                                           monkeypatch) -> None:
     packet = compat_packet("claude_packet")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no `claude` anywhere
     result = awp("run", packet)
     assert result.exit_code == 2
     assert "prompt_runner_packet.md" in result.output and "claude_code" in result.output
+    assert "npm install -g @anthropic-ai/claude-code" in result.output
     assert not (packet / ".awp").exists()

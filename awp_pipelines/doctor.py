@@ -1,0 +1,162 @@
+"""`awp doctor`: can this machine run the packet's agents? No Dagster here (storage is checked by the CLI).
+
+Checks each provider the packet may use (primary and fallback): the CLI is on PATH and answers
+`--version`; each account's credential variable is set (its value is never read out); config dirs are
+writable; HTTP providers have an endpoint. Each problem names its fix. A problem on a provider the
+packet needs blocks it; one on a provider it only falls back to is a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from awp_pipelines.catalog import Catalog, ProviderSpec
+from awp_pipelines.providers.registry import CLI_ADAPTERS
+from awp_pipelines.rotation import Cooldown
+
+Status = Literal["ok", "warning", "blocking"]
+VERSION_TIMEOUT_S = 30
+INSTALL_HINT = {
+    "claude_code": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "opencode": "npm install -g opencode-ai",
+    "gemini": "npm install -g @google/gemini-cli",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    subject: str
+    what: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Need:
+    """A provider the packet may use, with its accounts; `required` when it is a primary target."""
+
+    provider: str
+    accounts: tuple[str, ...] = ()
+    required: bool = True
+
+
+def _problem(required: bool) -> Status:
+    return "blocking" if required else "warning"
+
+
+def executable_of(spec: ProviderSpec) -> str | None:
+    """The program a CLI kind runs (the first word of `command`, else the kind's usual name)."""
+    command = spec.command or (CLI_ADAPTERS[spec.kind].default_command if spec.kind in CLI_ADAPTERS else "")
+    return command.split()[0] if command.strip() else None
+
+
+def install_fix(name: str, spec: ProviderSpec, executable: str) -> str:
+    return INSTALL_HINT.get(spec.kind, f"install {executable}") + f", or set `command` for provider {name}"
+
+
+def check_cli(name: str, spec: ProviderSpec, required: bool) -> Check:
+    executable = executable_of(spec)
+    if not executable:
+        return Check(name, "cli", _problem(required), "no command configured",
+                     f"set `command` for provider {name} in resources/providers.yaml")
+    path = shutil.which(executable)
+    if path is None:
+        return Check(name, "cli", _problem(required), f"{executable} not found on PATH",
+                     install_fix(name, spec, executable))
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return Check(name, "cli", _problem(required), f"{path} --version failed: {err}",
+                     f"reinstall {executable}")
+    version = (done.stdout or done.stderr).strip().splitlines()[:1]
+    if done.returncode != 0:
+        return Check(name, "cli", _problem(required), f"{path} --version exited {done.returncode}",
+                     f"reinstall {executable}")
+    return Check(name, "cli", "ok", f"{path} {version[0] if version else ''}".strip())
+
+
+def check_credential(subject: str, variable: str | None, required: bool, login_dir: str | None = None) -> Check:
+    """Only whether the variable is set: the value is never read into the report."""
+    if not variable:
+        return Check(subject, "credential", "ok", "no credential variable configured")
+    if os.environ.get(variable):
+        return Check(subject, "credential", "ok", f"${variable} is set")
+    if login_dir and Path(login_dir).is_dir() and any(Path(login_dir).iterdir()):
+        return Check(subject, "credential", "ok", f"${variable} unset; a CLI login may live in {login_dir}")
+    return Check(subject, "credential", _problem(required), f"${variable} is not set",
+                 f"export {variable}=… (or log the CLI in)")
+
+
+def check_dir(subject: str, folder: str) -> Check:
+    path = Path(folder).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return Check(subject, "config dir", "blocking", f"{path}: {err}", f"create {path} or change config_dir")
+    if not os.access(path, os.W_OK):
+        return Check(subject, "config dir", "blocking", f"{path} is not writable", f"chmod u+w {path}")
+    return Check(subject, "config dir", "ok", f"{path} writable")
+
+
+def diagnose(catalog: Catalog, needs: list[Need]) -> list[Check]:
+    checks: list[Check] = []
+    seen: set[tuple[str, str]] = set()
+    for need in needs:
+        spec = catalog.providers.get(need.provider)
+        if spec is None:
+            checks.append(Check(need.provider, "provider", _problem(need.required), "unknown provider",
+                                "declare it in resources/providers.yaml"))
+            continue
+        if spec.kind == "simulated" or ("provider", need.provider) in seen:
+            continue
+        seen.add(("provider", need.provider))
+        if spec.kind == "openai_http":
+            has_url = spec.base_url or any((catalog.accounts.get(a) and catalog.accounts[a].base_url)
+                                           for a in need.accounts)
+            checks.append(Check(need.provider, "endpoint", "ok" if has_url else _problem(need.required),
+                                spec.base_url or "per account" if has_url else "no base_url",
+                                "" if has_url else f"set base_url for provider {need.provider}"))
+        else:
+            checks.append(check_cli(need.provider, spec, need.required))
+        accounts = [a for a in need.accounts if a in catalog.accounts]
+        if not accounts:
+            login = os.environ.get(spec.config_dir_env) if spec.config_dir_env else None
+            checks.append(check_credential(need.provider, spec.credential_env, need.required, login))
+        for account in accounts:
+            if ("account", account) in seen:
+                continue
+            seen.add(("account", account))
+            binding = catalog.binding(account)
+            assert binding is not None
+            # An account names its credential variable: a login in its config dir does not stand in for it.
+            checks.append(check_credential(f"{need.provider}:{account}", binding.credential_env, need.required))
+            if binding.config_dir:
+                checks.append(check_dir(f"{need.provider}:{account}", binding.config_dir))
+    return checks
+
+
+def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:
+    """Accounts resting after a rate limit or refusal (from the instance's storage). A required provider
+    whose every account rests blocks the packet until the first comes back."""
+    checks: list[Check] = []
+    for need in needs:
+        resting = {a: cooldowns[a] for a in need.accounts if a in cooldowns and cooldowns[a].remaining_ms(now_ms)}
+        for account, cooldown in resting.items():
+            minutes = -(-cooldown.remaining_ms(now_ms) // 60_000)
+            checks.append(Check(f"{need.provider}:{account}", "cooldown", "warning",
+                                f"resting {minutes} min more after {cooldown.failure_class}",
+                                "other accounts are used meanwhile"))
+        if need.accounts and len(resting) == len(need.accounts):
+            back = min(c.remaining_ms(now_ms) for c in resting.values())
+            checks.append(Check(need.provider, "cooldown", _problem(need.required),
+                                f"every account rests; the first is back in {-(-back // 60_000)} min",
+                                "wait, add an account, or give the prompt a fallback"))
+    return checks

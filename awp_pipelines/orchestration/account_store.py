@@ -1,0 +1,78 @@
+"""Cooldowns and usage counts of accounts, kept in the Dagster instance's storage.
+
+Stored as JSON values in the run storage's key-value table (`set_cursor_values`/`get_cursor_values`),
+which SQLite and Postgres instances both have: a restart remembers them, and every process on the
+instance (webserver, daemon, `awp run`) sees the same ones. Usage counts are a rotation hint, not a
+budget: two processes counting at the same instant may lose one increment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TypeVar
+
+from dagster import DagsterInstance
+from pydantic import BaseModel, ValidationError
+
+from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.rotation import AccountUsage, Choice, Cooldown, Rotation, choose_account, cooldown_for
+
+_COOLDOWN = "awp/cooldown/"
+_USAGE = "awp/usage/"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class AccountStore:
+    def __init__(self, instance: DagsterInstance) -> None:
+        self._storage = instance.run_storage
+
+    def cooldowns(self, accounts: Iterable[str]) -> dict[str, Cooldown]:
+        return {c.account: c for c in self._read(_COOLDOWN, accounts, Cooldown)}
+
+    def usage(self, accounts: Iterable[str]) -> dict[str, AccountUsage]:
+        return {u.account: u for u in self._read(_USAGE, accounts, AccountUsage)}
+
+    def set_cooldown(self, cooldown: Cooldown) -> None:
+        self._storage.set_cursor_values({_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
+
+    def clear_cooldown(self, account: str) -> None:
+        self._storage.set_cursor_values({_COOLDOWN + account: "{}"})
+
+    def record_failure(self, account: str, failure: FailureEnvelope, default_s: int,
+                       at_ms: int | None = None) -> Cooldown | None:
+        """Rest the account if the failure says it is exhausted; returns the cooldown stored."""
+        cooldown = cooldown_for(account, failure, default_s, now_ms() if at_ms is None else at_ms)
+        if cooldown is not None:
+            self.set_cooldown(cooldown)
+        return cooldown
+
+    def record_use(self, account: str, at_ms: int | None = None) -> AccountUsage:
+        old = self.usage([account]).get(account) or AccountUsage(account=account)
+        new = AccountUsage(account=account, attempts=old.attempts + 1,
+                           last_used_ms=now_ms() if at_ms is None else at_ms)
+        self._storage.set_cursor_values({_USAGE + account: new.model_dump_json()})
+        return new
+
+    def choose(self, accounts: list[str], rotation: Rotation, attempt_number: int = 1,
+               at_ms: int | None = None) -> Choice:
+        return choose_account(accounts, rotation, now_ms=now_ms() if at_ms is None else at_ms,
+                              cooldowns=self.cooldowns(accounts), usage=self.usage(accounts),
+                              attempt_number=attempt_number)
+
+    def _read(self, prefix: str, accounts: Iterable[str], model: type[M]) -> list[M]:
+        keys = {prefix + a for a in accounts}
+        values = self._storage.get_cursor_values(keys)
+        parsed = []
+        for raw in values.values():
+            try:
+                parsed.append(model.model_validate_json(raw))
+            except ValidationError:
+                continue  # a cleared entry ("{}"), or one written by a newer version
+        return parsed

@@ -1,0 +1,240 @@
+"""The shared subprocess runner of the CLI adapters: one process group, stdout read line by line.
+
+Bounded memory: stdout is read in chunks and split into lines as they arrive (an over-long line is cut,
+never buffered whole); stderr goes to a temporary file of which only the tail is kept. Bounds: a
+wall-clock deadline and an idle deadline (no line for N ms); on expiry, or when the line handler asks
+to stop (a rate limit seen in the CLI's own retry events), the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+CHUNK_BYTES = 1 << 16
+MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
+STDERR_TAIL_BYTES = 8192
+KILL_GRACE_S = 2.0
+
+Ended = Literal["exited", "deadline", "idle", "stopped", "launch_failed"]
+STOP = "stop"  # returned by a line handler: end the session now
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    ended: Ended
+    exit_code: int | None
+    stderr_tail: str
+    elapsed_ms: int
+    pgid: int | None
+    lines: int
+    launch_error: str | None = None
+
+
+def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after `grace_s`."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            if not group_alive(pgid):
+                return
+            time.sleep(0.05)
+
+
+def group_alive(pgid: int) -> bool:
+    """A live (non-zombie) process is in the group. A killed orphan stays a zombie until PID 1 reaps it,
+    which some container inits never do, so /proc is asked where there is one."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _feed_stdin(stream: object, text: str) -> None:
+    try:
+        stream.write(text.encode("utf-8"))  # type: ignore[attr-defined]
+        stream.close()  # type: ignore[attr-defined]
+    except (BrokenPipeError, OSError):
+        pass  # the process ended or does not read stdin: nothing to do
+
+
+class _Lines:
+    """Splits a byte stream into lines as chunks arrive; a line longer than MAX_LINE_BYTES is cut there."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+        self.cut = False  # the current line passed MAX_LINE_BYTES: drop the rest of it
+
+    def feed(self, chunk: bytes) -> Iterator[str]:
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                if not self.cut:
+                    self.pending += chunk[start:]
+                    if len(self.pending) > MAX_LINE_BYTES:
+                        del self.pending[MAX_LINE_BYTES:]
+                        self.cut = True
+                return
+            if not self.cut:
+                self.pending += chunk[start:newline]
+            line = self.pending.decode("utf-8", errors="replace")
+            self.pending.clear()
+            self.cut = False
+            start = newline + 1
+            yield line
+
+    def rest(self) -> str | None:
+        """The unterminated last line, if whole."""
+        return self.pending.decode("utf-8", errors="replace") if self.pending.strip() and not self.cut else None
+
+
+def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_line: Callable[[str], object],
+                  deadline_ms: int, idle_ms: int, stdin_text: str | None = None,
+                  on_stderr: Callable[[str], object] | None = None,
+                  clock: Callable[[], float] = time.monotonic) -> ProcessResult:
+    """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline),
+    and `on_stderr` with each stderr line (some CLIs report their silent retries only there). Only stdout
+    counts as activity for the idle deadline."""
+    started = clock()
+    try:
+        proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
+                                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as err:
+        return ProcessResult("launch_failed", None, "", 0, None, 0, launch_error=f"{argv[0]}: {err}")
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    if stdin_text is not None:
+        threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin_text), daemon=True).start()
+    assert proc.stdout is not None and proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    for stream, name in ((proc.stdout, "out"), (proc.stderr, "err")):
+        os.set_blocking(stream.fileno(), False)
+        selector.register(stream.fileno(), selectors.EVENT_READ, name)
+    out, err_lines = _Lines(), _Lines()
+    tail = bytearray()
+    lines = 0
+    ended: Ended = "exited"
+    last_event = started
+
+    def read_stderr(fd: int) -> tuple[bool, bool]:
+        """(eof, stop) after one read of stderr."""
+        try:
+            chunk = os.read(fd, CHUNK_BYTES)
+        except BlockingIOError:
+            return False, False
+        if not chunk:
+            return True, False
+        tail.extend(chunk)
+        del tail[:-STDERR_TAIL_BYTES]
+        if on_stderr is not None:
+            for line in err_lines.feed(chunk):
+                if line.strip() and on_stderr(line) == STOP:
+                    return False, True
+        return False, False
+
+    try:
+        while True:
+            now = clock()
+            remaining = min(started + deadline_ms / 1000 - now, last_event + idle_ms / 1000 - now)
+            if remaining <= 0:
+                ended = "deadline" if now - started >= deadline_ms / 1000 else "idle"
+                break
+            stop = out_eof = False
+            for key, _ in selector.select(timeout=min(remaining, 1.0)):
+                if key.data == "err":
+                    eof, stop = read_stderr(key.fd)
+                    if eof:
+                        selector.unregister(key.fd)
+                    if stop:
+                        break
+                    continue
+                try:
+                    chunk = os.read(key.fd, CHUNK_BYTES)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    out_eof = True  # the process closed stdout
+                    break
+                for line in out.feed(chunk):
+                    lines += 1
+                    if line.strip() and on_line(line) == STOP:
+                        stop = True
+                        break
+                last_event = clock()
+                if stop:
+                    break
+            if stop:
+                ended = "stopped"
+                break
+            if out_eof:
+                break
+        rest = out.rest() if ended == "exited" else None
+        if rest is not None:
+            lines += 1
+            if on_line(rest) == STOP:
+                ended = "stopped"
+    finally:
+        if ended != "exited":
+            kill_group(pgid)
+        exit_code = _wait(proc, clock, started, deadline_ms)
+        selector.unregister(proc.stdout.fileno())
+        _drain(selector, read_stderr)
+        selector.close()
+        if ended == "exited":
+            kill_group(pgid, grace_s=0.5)  # children the agent left behind go with it
+        proc.stdout.close()
+        proc.stderr.close()
+    return ProcessResult(ended, exit_code, tail.decode("utf-8", errors="replace"),
+                         int((clock() - started) * 1000), pgid, lines)
+
+
+def _drain(selector: selectors.BaseSelector, read_stderr: Callable[[int], tuple[bool, bool]],
+           limit_s: float = 1.0) -> None:
+    """What stderr still holds once the process is gone (bounded: a grandchild may keep it open)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        keys = [k for k, _ in selector.select(timeout=0.1) if k.data == "err"]
+        if not keys:
+            return
+        eof, _ = read_stderr(keys[0].fd)
+        if eof:
+            return
+
+
+def _wait(proc: subprocess.Popen[bytes], clock: Callable[[], float], started: float, deadline_ms: int) -> int | None:
+    """The exit code; a process that closed stdout but lingers past the deadline is killed."""
+    remaining = max(0.1, started + deadline_ms / 1000 - clock())
+    try:
+        return proc.wait(timeout=remaining)
+    except subprocess.TimeoutExpired:
+        kill_group(proc.pid)
+        return proc.wait()

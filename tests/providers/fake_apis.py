@@ -1,0 +1,147 @@
+"""A local HTTP server speaking enough of three model APIs for the real CLIs: Anthropic's Messages API
+(Claude Code via ANTHROPIC_BASE_URL, OpenCode via its provider baseURL), OpenAI's Responses API (Codex, via
+a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via GOOGLE_GEMINI_BASE_URL).
+
+`scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
+with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPLY = "Hello from the fake Messages API."
+ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
+          "401": (401, "authentication_error", {}),
+          "529": (529, "overloaded_error", {}),
+          "500": (500, "server_error", {})}
+
+
+def _sse_events(events: list[tuple[str, dict]]) -> bytes:
+    return "".join(f"event: {name}\ndata: {json.dumps(body)}\n\n" for name, body in events).encode()
+
+
+def _responses_sse(model: str) -> bytes:
+    item = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+    response = {"id": "resp_1", "object": "response", "model": model}
+    return _sse_events([
+        ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress",
+                                                                         "output": []}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                        "item": {**item, "status": "in_progress", "content": []}}),
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "msg_1",
+                                        "output_index": 0, "content_index": 0, "delta": REPLY}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed", "response": {
+            **response, "status": "completed", "output": [item],
+            "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 12,
+                      "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 112}}}),
+    ])
+
+
+def _gemini_sse(model: str) -> bytes:
+    chunk = {"candidates": [{"content": {"parts": [{"text": REPLY}], "role": "model"}, "finishReason": "STOP",
+                             "index": 0}],
+             "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 8, "totalTokenCount": 28},
+             "modelVersion": model}
+    return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+
+def _sse(model: str) -> bytes:
+    events = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_fake_1", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": REPLY}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": 9}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return _sse_events(events)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeMessagesServer
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+        key = (self.headers.get("x-api-key") or self.headers.get("x-goog-api-key")
+               or (self.headers.get("authorization") or "").removeprefix("Bearer "))
+        self.server.requests.append((self.path, key, body.get("model")))
+        gemini = ":streamGenerateContent" in self.path
+        if not self.path.startswith(("/v1/messages", "/v1/responses")) and not gemini:
+            self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
+            return
+        scenario = self.server.scenario
+        if scenario in ERRORS:
+            status, kind, headers = ERRORS[scenario]
+            self._json(status, {"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}, headers)
+            return
+        model = body.get("model") or "claude-haiku-4-5"
+        if gemini:
+            payload = _gemini_sse(self.path.split("/models/")[-1].split(":")[0])
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        elif self.path.startswith("/v1/messages/count_tokens"):
+            self._json(200, {"input_tokens": 12})
+        elif body.get("stream"):
+            payload = _responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        else:
+            self._json(200, {"id": "msg_fake_1", "type": "message", "role": "assistant", "model": model,
+                             "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn",
+                             "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 9}})
+
+    def _json(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class FakeMessagesServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, scenario: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.scenario = scenario
+        self.requests: list[tuple[str, str | None, str | None]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@contextmanager
+def fake_api(scenario: str) -> Iterator[FakeMessagesServer]:
+    server = FakeMessagesServer(scenario)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

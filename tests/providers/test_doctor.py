@@ -1,0 +1,106 @@
+"""`awp doctor PACKET`: CLIs with versions, credentials present but never printed, dirs, storage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from provider_helpers import FAKES
+
+from awp_pipelines.cli import cli
+
+SECRET = "sk-ant-doctor-secret-value-0123456789"
+
+
+def _setup(tmp: Path, command: str, fallback_command: str | None = None) -> tuple[Path, Path]:
+    packet = tmp / "pkt"
+    (packet / "prompts").mkdir(parents=True)
+    manifest = {"name": "doc", "provider": "claude", "model": "haiku", "accounts": ["claude-a"]}
+    if fallback_command:
+        manifest["fallback"] = [{"provider": "backup"}]
+    (packet / "packet.yaml").write_text(yaml.safe_dump(manifest))
+    (packet / "prompts" / "01_x.prompt.md").write_text("---\nid: '01'\n---\n# X\n")
+    providers = {"claude": {"kind": "claude_code", "command": command, "credential_env": "ANTHROPIC_API_KEY",
+                            "config_dir_env": "CLAUDE_CONFIG_DIR", "models": ["haiku"]}}
+    if fallback_command:
+        providers["backup"] = {"kind": "codex", "command": fallback_command}
+    file = tmp / "providers.yaml"
+    file.write_text(yaml.safe_dump({"providers": providers, "accounts": {"claude-a": {
+        "provider": "claude", "credential_env": "AWP_DOCTOR_A_KEY", "config_dir": str(tmp / "cfg" / "a")}}}))
+    return packet, file
+
+
+def _doctor(packet: Path, providers: Path) -> tuple[int, dict, str]:
+    result = CliRunner().invoke(cli, ["doctor", str(packet), "--providers", str(providers), "--json"])
+    return result.exit_code, json.loads(result.stdout), result.output
+
+
+def test_a_ready_packet_reports_versions_and_never_prints_the_credential(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"))
+    code, report, output = _doctor(packet, providers)
+    assert code == 0, output
+    by_what = {c["what"]: c for c in report["checks"]}
+    assert by_what["cli"]["status"] == "ok" and "2.1.197" in by_what["cli"]["detail"]
+    assert by_what["credential"]["status"] == "ok" and "AWP_DOCTOR_A_KEY" in by_what["credential"]["detail"]
+    assert by_what["config dir"]["status"] == "ok" and by_what["storage"]["status"] == "ok"
+    assert SECRET not in output
+
+
+def test_a_missing_cli_and_credential_block_the_packet_with_fixes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWP_DOCTOR_A_KEY", raising=False)
+    packet, providers = _setup(tmp_path, str(tmp_path / "no-claude-here"))
+    code, report, _ = _doctor(packet, providers)
+    assert code == 1 and not report["ok"]
+    blocking = {c["what"]: c for c in report["checks"] if c["status"] == "blocking"}
+    assert "npm install -g @anthropic-ai/claude-code" in blocking["cli"]["fix"]
+    assert "export AWP_DOCTOR_A_KEY" in blocking["credential"]["fix"]
+
+
+def test_a_broken_fallback_only_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"), fallback_command=str(tmp_path / "no-codex"))
+    code, report, _ = _doctor(packet, providers)
+    assert code == 0
+    [warning] = [c for c in report["checks"] if c["status"] == "warning" and c["what"] == "cli"]
+    assert warning["subject"] == "backup"
+
+
+def test_unreachable_storage_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump({"storage": {"postgres": {"postgres_db": {
+        "username": "nobody", "password": "x", "hostname": "127.0.0.1", "db_name": "none", "port": 1}}}}))
+    result = CliRunner().invoke(cli, ["doctor", str(packet), "--providers", str(providers), "--instance", str(home),
+                                      "--json"])
+    assert result.exit_code == 1
+    [storage] = [c for c in json.loads(result.stdout)["checks"] if c["what"] == "storage"]
+    assert storage["status"] == "blocking" and "dagster.yaml" in storage["fix"]
+
+
+def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.failures import FailureEnvelope
+    from awp_pipelines.orchestration.account_store import AccountStore
+    from awp_pipelines.orchestration.instance import open_instance
+
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"))
+    instance = open_instance(packet)
+    try:
+        AccountStore(instance).record_failure("claude-a", FailureEnvelope.for_class(
+            "provider_rate_limit", "usage limit", suggested_delay_ms=30 * 60_000), default_s=60)
+    finally:
+        instance.dispose()
+    code, report, _ = _doctor(packet, providers)
+    assert code == 1
+    rest = [c for c in report["checks"] if c["what"] == "cooldown"]
+    assert rest[0]["status"] == "warning" and "30 min" in rest[0]["detail"]
+    assert rest[1]["status"] == "blocking" and "every account rests" in rest[1]["detail"]

@@ -1,0 +1,130 @@
+"""The real Claude Code CLI (npm @anthropic-ai/claude-code, pinned in install_real_clis.sh) against a local
+fake Messages API through ANTHROPIC_BASE_URL: success, 429 with retry-after, 401 and 529 each classified,
+the errors acted on from the CLI's own `api_retry` events within seconds, not after its ten retries."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_apis import REPLY, fake_api
+from provider_helpers import real_cli, sink, types
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
+from awp_pipelines.catalog import AccountBinding, ProviderSpec
+from awp_pipelines.providers.base import ProviderRequest
+from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
+from awp_pipelines.providers.process import group_alive
+
+KEY = "sk-ant-api03-real-cli-test-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    return real_cli("claude")
+
+
+def _run(tmp: Path, claude: Path, url: str, monkeypatch: pytest.MonkeyPatch, timeout_ms: int = 90_000):  # type: ignore[no-untyped-def]
+    # Quiet the CLI's own side traffic (telemetry, update checks): passed through by the env allowlist.
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    monkeypatch.setenv("DISABLE_AUTOUPDATER", "1")
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    account = AccountBinding(name="real-a", provider="claude", credential_env="AWP_REAL_CLAUDE_KEY",
+                             config_dir=str(tmp / "claude-config"), base_url=url)
+    request = ProviderRequest(prompt_text="Say hello.", cwd=work, timeout_ms=timeout_ms, model="claude-haiku-4-5",
+                              env={"PATH": os.environ["PATH"], "HOME": str(tmp), "AWP_REAL_CLAUDE_KEY": KEY},
+                              account=account)
+    adapter = ClaudeCodeAdapter(ProviderSpec(kind="claude_code", command=str(claude),
+                                             credential_env="ANTHROPIC_API_KEY", config_dir_env="CLAUDE_CONFIG_DIR"))
+    s = sink(tmp, (KEY,))
+    started = time.monotonic()
+    outcome = adapter.run(request, s)
+    return outcome, s, time.monotonic() - started
+
+
+def test_real_claude_success_through_the_local_fake_api(tmp_path: Path, claude: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with fake_api("success") as server:
+        outcome, s, _ = _run(tmp_path, claude, server.url, monkeypatch)
+    assert outcome.ok, (outcome.failure, s.events()[-5:])
+    assert outcome.session_id
+    assert any(e["type"] == "message_received" and REPLY in e["text"] for e in s.events())
+    assert outcome.usage.output_tokens > 0
+    assert any(key == KEY for _, key, _ in server.requests)  # its own account's credential reached the API
+    assert KEY not in (tmp_path / "events.jsonl").read_text()
+
+
+@pytest.mark.parametrize(("scenario", "failure_class", "delay"), [
+    ("429", "provider_rate_limit", 7000), ("401", "provider_auth_claim", None), ("529", "provider_capacity", None)])
+def test_real_claude_api_errors_are_classified_from_api_retry_within_seconds(
+        tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, failure_class: str,
+        delay: int | None) -> None:
+    with fake_api(scenario) as server:
+        outcome, s, seconds = _run(tmp_path, claude, server.url, monkeypatch)
+    failure = outcome.failure
+    assert failure is not None and failure.failure_class == failure_class, (failure, types(s))
+    assert failure.provider_code == f"api_retry_{scenario}"
+    if delay is not None:
+        assert failure.suggested_delay_ms == delay
+    assert seconds < 30  # ten retries at 7 s would take minutes
+    [ended] = [e for e in s.events() if e["type"] == "run_failed"]
+    assert ended["ended"] == "stopped" and not group_alive(ended["pgid"])
+
+
+@pytest.mark.slow
+def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
+        tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch,
+        make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import yaml
+    from e2e_support import awp
+
+    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.state import agent_run_records
+    from awp_pipelines.packet import load_packet
+
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    monkeypatch.setenv("AWP_REAL_A_KEY", KEY + "-a")
+    monkeypatch.setenv("AWP_REAL_B_KEY", KEY + "-b")
+    packet = tmp_path / "pkt"
+    make_git_repo(packet / "workspace")
+    (packet / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "realfb", "provider": "claude", "model": "claude-haiku-4-5", "timeout": "3m",
+        "accounts": ["a", "b"], "repos": {"work": {"path": "./workspace", "default": True}}}))
+    (packet / "prompts").mkdir()
+    (packet / "prompts" / "01_hello.prompt.md").write_text("---\nid: '01'\nname: Hello\n---\n# Hello\n\nSay hello.\n")
+    with fake_api("429") as limited, fake_api("success") as fine:
+        providers = tmp_path / "providers.yaml"
+        providers.write_text(yaml.safe_dump({
+            "providers": {"claude": {"kind": "claude_code", "command": str(claude),
+                                     "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
+                                     "models": ["claude"]}},
+            "accounts": {"a": {"provider": "claude", "credential_env": "AWP_REAL_A_KEY", "base_url": limited.url,
+                               "config_dir": str(tmp_path / "cfg-a")},
+                         "b": {"provider": "claude", "credential_env": "AWP_REAL_B_KEY", "base_url": fine.url,
+                               "config_dir": str(tmp_path / "cfg-b")}}}))
+        started = time.monotonic()
+        result = awp("run", packet, "--providers", providers, "--json")
+        seconds = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    assert seconds < 90
+    [outcome] = json.loads(result.stdout)["prompts"]
+    instance = open_instance(packet)
+    try:
+        packet_run = json.loads(result.stdout)["packet_run"]
+        stored = agent_run_records(instance, load_packet(packet), packet_run, "01")
+        records = [r.model_dump(mode="json") for r in stored]
+    finally:
+        instance.dispose()
+    assert [(r["target"]["account"], r["identity"]["mode"], r["result"]) for r in records] == [
+        ("a", "run", "provider_failed"), ("b", "fallback", "completed")]
+    assert records[0]["failure"]["failure_class"] == "provider_rate_limit"
+    assert "falling back" in records[1]["target"]["reason"]
+    assert {key for _, key, _ in limited.requests} == {KEY + "-a"}  # each account's own credential only
+    assert {key for _, key, _ in fine.requests} == {KEY + "-b"}
