@@ -22,11 +22,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 G, C, S = "demo/01_write_greeting", "demo/02_write_changelog", "demo/03_write_status_report"
 DEMO_ASSETS = {G: [], C: [G], S: [G]}
 DEMO_CHECKS = {
-    f"{G}:changed_paths_only", f"{G}:contains_1_greeting_md", f"{G}:files_exist_1_greeting_md",
-    f"{C}:changed_paths_only", f"{C}:contains_1_changelog_md", f"{C}:contains_2_changelog_md",
-    f"{C}:files_exist_1_changelog_md", f"{S}:changed_paths_only", f"{S}:contains_1_status_md",
-    f"{S}:doc_1_status_md", f"{S}:files_exist_1_status_md",
-    *(f"{k}:commands_1_git_diff_quiet_head_readme_md" for k in (G, C, S)),
+    f"{G}:changed_paths_only", f"{G}:greeting_md_contains_hello_from_awp_pipelines", f"{G}:greeting_md_exists",
+    f"{C}:changed_paths_only", f"{C}:changelog_md_contains_unreleased", f"{C}:changelog_md_contains_added_a_greeting",
+    f"{C}:changelog_md_exists", f"{S}:changed_paths_only", f"{S}:status_md_contains_status_green",
+    f"{S}:status_md_is_a_document", f"{S}:status_md_exists",
+    *(f"{k}:command_git_diff_quiet_head_readme_md" for k in (G, C, S)),
 }
 
 

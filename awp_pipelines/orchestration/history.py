@@ -18,6 +18,7 @@ from awp_pipelines.launches import PromptState
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.packet import Packet
 from awp_pipelines.policy import AttemptFact, Target, interrupted_fact
+from awp_pipelines.status import AttemptSummary
 
 ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})
@@ -48,6 +49,19 @@ class AgentRunHistory:
     @property
     def last_record(self) -> AttemptRecord | None:
         return self.records[-1] if self.records else None
+
+    def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None) -> list[AttemptSummary]:
+        """Every Attempt (those before number `before`, if given), oldest first: recorded ones from their
+        record; started ones without a record are `interrupted` when their run ended, else `running`."""
+        rows = {r.identity.number: AttemptSummary.of(r) for r in self.records}
+        for number, (run_id, mode, target) in self.started.items():
+            if number not in rows:
+                rows[number] = AttemptSummary(
+                    attempt=tags.attempt_id(agent_run, number), number=number, mode=mode, provider=target.provider,
+                    account=target.account, model=target.model or "", dagster_run=run_id,
+                    result="interrupted" if run_id in finished_runs else "running",
+                    failure_class="interrupted" if run_id in finished_runs else None)
+        return [rows[n] for n in sorted(rows) if before is None or n < before]
 
 
 @dataclass
