@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.verifiers.report import VerifierReport
 
-PromptState = Literal["completed", "running", "failed", "not_started"]
+PromptState = Literal["completed", "running", "waiting", "failed", "not_started"]
 RunState = Literal["completed", "running", "failed", "not_started"]
 
 
@@ -59,7 +59,9 @@ class PromptStatus(_Out):
     prompt: str = Field(description="Prompt id.")
     name: str = Field(description="Prompt title.")
     state: PromptState = Field(description="completed: its last Attempt completed; running: an Attempt's run "
-                               "is unfinished; failed: its last Attempt did not complete; not_started.")
+                               "is unfinished; waiting: an unfinished run holds it but no Attempt runs yet "
+                               "(queued, or waiting for upstream prompts); failed: its last Attempt did not "
+                               "complete and nothing will run it; not_started.")
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
@@ -105,7 +107,7 @@ def run_state(prompts: Iterable[PromptStatus]) -> RunState:
     states = {p.state for p in prompts} - {"not_started"}
     if not states:
         return "not_started"
-    if "running" in states:
+    if states & {"running", "waiting"}:
         return "running"
     return "failed" if "failed" in states else "completed"
 

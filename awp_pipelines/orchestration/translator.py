@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 
-from dagster import AssetCheckSpec, AssetKey, CodeReferencesMetadataValue, LocalFileCodeReference, MetadataValue
+from dagster import (
+    AssetCheckSpec,
+    AssetKey,
+    BetaWarning,
+    CodeReferencesMetadataValue,
+    LocalFileCodeReference,
+    MetadataValue,
+)
 
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
@@ -59,9 +67,12 @@ class PacketTranslator:
 
     def metadata(self, packet: Packet, prompt: Prompt) -> dict[str, object]:
         # The code reference opens the prompt file in an editor, so it is the file on this machine.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BetaWarning)  # the UI's own field; its beta status is Dagster's
+            reference = CodeReferencesMetadataValue(code_references=[
+                LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
         return {"awp/prompt_file": MetadataValue.path(prompt_file_path(packet, prompt)),
-                "dagster/code_references": CodeReferencesMetadataValue(code_references=[
-                    LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])}
+                "dagster/code_references": reference}
 
 
 def prompt_file_path(packet: Packet, prompt: Prompt) -> str:
