@@ -31,3 +31,9 @@ lint: install
 .PHONY: bench
 bench: install
 	$(VENV)/bin/python bench/attempt_overhead.py
+
+# `awp status` over 10,000 stored Attempts on PostgreSQL, against one SQL count (a throwaway server unless
+# AWP_TEST_PG_URL is set). Prints milliseconds and ratios; see bench/README.md.
+.PHONY: bench-status
+bench-status: install
+	$(VENV)/bin/python bench/status_speed.py

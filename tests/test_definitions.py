@@ -113,3 +113,26 @@ def test_pure_core_imports_nothing_from_dagster() -> None:
             "print(sorted(n for n in sys.modules if n == 'dagster' or n.startswith('dagster.')))")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_demo_asset_carries_owners_kinds_and_a_code_reference_to_its_prompt() -> None:
+    from dagster import CodeReferencesMetadataValue
+
+    graph = build_definitions(REPO_ROOT).resolve_asset_graph()
+    node = graph.get(AssetKey(["demo", "02_write_changelog"]))
+    assert node.owners == ["team:release-notes"]  # from the manifest's `owners`
+    assert node.kinds == {"simulated", "docs", "agent"}  # provider, repo, then agent: at most three
+    reference = node.metadata["dagster/code_references"]
+    assert isinstance(reference, CodeReferencesMetadataValue)
+    [ref] = reference.code_references
+    assert ref.file_path == str(REPO_ROOT / "assets/demo/prompts/02_write_changelog.prompt.md") and ref.line_number == 1
+    assert node.metadata["awp/prompt_file"].value == "demo/prompts/02_write_changelog.prompt.md"
+
+
+def test_kinds_stay_within_dagsters_limit_of_three() -> None:
+    from types import SimpleNamespace
+
+    from awp_pipelines.orchestration.translator import PacketTranslator
+
+    plan = SimpleNamespace(provider="claude", targets=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
+    assert PacketTranslator().kinds(None, plan) == {"claude", "api", "web"}  # type: ignore[arg-type]

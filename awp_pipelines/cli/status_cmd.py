@@ -31,11 +31,11 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.instance import hold_connections, open_instance
     from awp_pipelines.orchestration.status_read import status_report
 
     loaded = open_packet(packet)
-    instance = open_instance(loaded.root, instance_dir)
+    instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
         report = status_report(instance, loaded, packet_run)
     finally:

@@ -1,16 +1,28 @@
 """A packet run's history read back from Dagster: its runs (by the `awp/packet_run` tag) and the Attempt
 records and start markers in their event logs. Budgets are counted from this, never from memory.
 
-Reads are bounded by the packet run (its runs, their events), never by the asset's whole history.
+Reads are bounded by the packet run (its runs, their events), never by the asset's whole history: a packet
+run of many runs is read by asset key within its own span, not run by run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    EventLogEntry,
+    EventLogRecord,
+    RunRecord,
+    RunsFilter,
+)
 
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
@@ -102,31 +114,83 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     runs = [r.dagster_run for r in records]
     ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
     agent_runs: dict[str, AgentRunHistory] = {}
-    for run in runs:
-        for entry in instance.all_logs(run.run_id, of_type=_RECORD_EVENTS):
-            event = entry.dagster_event
-            if event is None or event.asset_key not in keys:
-                continue
-            data = event.event_specific_data
-            payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-            if payload is None:
-                continue
-            meta = payload.metadata
-            history = agent_runs.setdefault(keys[event.asset_key], AgentRunHistory())
-            if plain_value(meta.get("awp/event")) == ATTEMPT_STARTED:
-                number = int(str(plain_value(meta.get("awp/attempt_number")) or 0))
-                target = Target(str(plain_value(meta.get("awp/provider")) or ""),
-                                 _opt(plain_value(meta.get("awp/model"))), _opt(plain_value(meta.get("awp/account"))),
-                                 _opt(plain_value(meta.get("awp/effort"))))
-                history.started[number] = (run.run_id, str(plain_value(meta.get("awp/mode")) or "run"), target)
-            elif "awp/record" in meta:
-                data_ = plain_value(meta["awp/record"])
-                if isinstance(data_, dict):
-                    history.records.append(AttemptRecord.model_validate(data_))
+    for run_id, entry in _record_entries(instance, records, keys):
+        event = entry.dagster_event
+        if event is None or event.asset_key not in keys:
+            continue
+        data = event.event_specific_data
+        payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
+        if payload is None:
+            continue
+        meta = payload.metadata
+        history = agent_runs.setdefault(keys[event.asset_key], AgentRunHistory())
+        if plain_value(meta.get("awp/event")) == ATTEMPT_STARTED:
+            number = int(str(plain_value(meta.get("awp/attempt_number")) or 0))
+            target = Target(str(plain_value(meta.get("awp/provider")) or ""),
+                             _opt(plain_value(meta.get("awp/model"))), _opt(plain_value(meta.get("awp/account"))),
+                             _opt(plain_value(meta.get("awp/effort"))))
+            history.started[number] = (run_id, str(plain_value(meta.get("awp/mode")) or "run"), target)
+        elif "awp/record" in meta:
+            data_ = plain_value(meta["awp/record"])
+            if isinstance(data_, dict):
+                history.records.append(AttemptRecord.model_validate(data_))
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
     return PacketRunHistory(packet_run, runs, agent_runs, ended)
+
+
+_PAGE = 1000
+_SLACK_S = 60.0  # event timestamps vs. the run's recorded end
+
+
+def _record_entries(instance: DagsterInstance, records: Sequence[RunRecord],
+                    keys: Mapping[AssetKey, str]) -> list[tuple[str, EventLogEntry]]:
+    """The Attempt events (materializations, observations) of the packet run's runs: runs newest first,
+    each run's events in order. A few runs are read run by run; many runs by asset key (two queries a
+    prompt) within the packet run's span of storage ids and time, keeping the events of its runs."""
+    run_ids = [r.dagster_run.run_id for r in records]
+    if len(run_ids) <= 2 * len(keys):
+        return _entries_by_run(instance, run_ids)
+    return _entries_by_asset(instance, records, keys)
+
+
+def _entries_by_run(instance: DagsterInstance, run_ids: Sequence[str]) -> list[tuple[str, EventLogEntry]]:
+    return [(run_id, entry) for run_id in run_ids for entry in instance.all_logs(run_id, of_type=_RECORD_EVENTS)]
+
+
+def _entries_by_asset(instance: DagsterInstance, records: Sequence[RunRecord],
+                      keys: Mapping[AssetKey, str]) -> list[tuple[str, EventLogEntry]]:
+    run_ids = [r.dagster_run.run_id for r in records]
+    first = _first_storage_id(instance, reversed(run_ids))
+    if first is None:
+        return []
+    ends = [r.end_time for r in records]
+    # Every run ended: nothing of the packet run is stored after its last end, so later history is not read.
+    before = max(ends) + _SLACK_S if all(ends) else None  # type: ignore[type-var]
+    wanted = {run_id: index for index, run_id in enumerate(run_ids)}
+    found: list[EventLogRecord] = []
+    for key in keys:
+        records_filter = AssetRecordsFilter(asset_key=key, after_storage_id=first - 1, before_timestamp=before)
+        for fetch in (instance.fetch_materializations, instance.fetch_observations):
+            cursor = None
+            while True:
+                page = fetch(records_filter, limit=_PAGE, cursor=cursor, ascending=True)
+                found.extend(r for r in page.records if r.run_id in wanted)
+                if not page.has_more:
+                    break
+                cursor = page.cursor
+    found.sort(key=lambda r: (wanted[r.run_id], r.storage_id))
+    return [(r.run_id, r.event_log_entry) for r in found]
+
+
+def _first_storage_id(instance: DagsterInstance, run_ids: Iterable[str]) -> int | None:
+    """The storage id of the oldest run's first event (runs that stored none yet are skipped)."""
+    for run_id in run_ids:
+        first = instance.event_log_storage.get_records_for_run(run_id, limit=1, ascending=True).records
+        if first:
+            return first[0].storage_id
+    return None
 
 
 def _opt(value: object) -> str | None:

@@ -54,3 +54,10 @@ def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstanc
     if not config.exists() or config.read_text(encoding="utf-8") == _EARLIER_CONFIG:
         config.write_text(EMBEDDED_CONFIG, encoding="utf-8")
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+
+
+def hold_connections(instance: DagsterInstance) -> DagsterInstance:
+    """For a command that asks many small questions (`awp status`): each storage keeps one open connection,
+    as the webserver does, instead of connecting per query (Postgres; SQLite is unchanged)."""
+    instance.optimize_for_webserver(statement_timeout=60_000, pool_recycle=3600, max_overflow=2)
+    return instance

@@ -67,10 +67,16 @@ _HISTORY_HEAD = ("| # | mode | reason | provider | account | model | result | du
                  "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+MAX_HISTORY_ROWS = 20  # each record stores the table: bounded, so long AgentRuns do not grow every record
+
+
 def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
-    """The AgentRun's Attempts, oldest first; each run links to its page in the UI."""
+    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each run links to its page."""
     rows = [_HISTORY_HEAD]
-    for a in attempts:
+    if len(attempts) > MAX_HISTORY_ROWS:
+        rows.append(f"| … | {len(attempts) - MAX_HISTORY_ROWS} earlier Attempts: `awp status` lists them all |"
+                    + " |" * 9)
+    for a in attempts[-MAX_HISTORY_ROWS:]:
         result = a.result if a.result in ("completed", "running") else f"**{a.result}**"
         if a.failure_class and a.failure_class != a.result:
             result += f" ({a.failure_class})"

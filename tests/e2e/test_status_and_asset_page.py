@@ -65,6 +65,7 @@ def test_status_json_on_sqlite_validates_and_tells_the_demo_story(tmp_path: Path
     try:
         runs = {r.run_id for r in instance.get_runs(RunsFilter(tags={"awp/packet": "demo"}))}
         _check_asset_page(instance)
+        _assert_read_paths_agree(instance, demo)
     finally:
         instance.dispose()
     status = _status_json(demo)
@@ -86,6 +87,7 @@ def test_status_json_on_postgres_validates(tmp_path: Path, fresh_pg_database: sa
     instance = open_instance(demo, home)
     try:
         runs = {r.run_id for r in instance.get_runs()}
+        _assert_read_paths_agree(instance, demo)
     finally:
         instance.dispose()
     _assert_demo_status(_status_json(demo, "--instance", home), runs)
@@ -124,6 +126,27 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
         [check_key := _check(CHANGELOG, "changelog_md_contains_unreleased")])[check_key].evaluation
     assert evaluation.description == "CHANGELOG.md contains “## Unreleased”"
     assert "fault" not in evaluation.metadata and evaluation.metadata["path"].value == "CHANGELOG.md"
+
+
+def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-untyped-def]
+    """A packet run of many runs is read by asset key within its span; it must find what reading each run
+    finds, in the same order (runs newest first, each run's events in order)."""
+    from awp_pipelines.orchestration import history
+    from awp_pipelines.orchestration.naming import prompt_key
+    from awp_pipelines.packet import load_packet
+
+    packet = load_packet(demo)
+    keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
+    [packet_run] = {r.tags["awp/packet_run"] for r in instance.get_runs(RunsFilter(tags={"awp/packet": "demo"}))}
+    records = instance.get_run_records(RunsFilter(tags={"awp/packet_run": packet_run}))
+    by_run = history._entries_by_run(instance, [r.dagster_run.run_id for r in records])
+    by_asset = history._entries_by_asset(instance, records, keys)
+    assert len(by_run) == 10  # five Attempts: a marker and a record each
+
+    def facts(entries):  # type: ignore[no-untyped-def]
+        return [(run_id, e.dagster_event.event_type_value, e.timestamp) for run_id, e in entries]
+
+    assert facts(by_asset) == facts(by_run)
 
 
 def _check(asset: AssetKey, name: str):  # type: ignore[no-untyped-def]
