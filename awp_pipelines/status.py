@@ -118,3 +118,77 @@ def prompt_state(attempts: list[AttemptSummary]) -> PromptState:
     if any(a.result == "running" for a in attempts):
         return "running"
     return "completed" if attempts[-1].result == "completed" else "failed"
+
+
+# -- awp watch ------------------------------------------------------------------------------------------------
+
+Violation = Literal["not_running", "progress_stale"]
+
+
+class CurrentAttempt(_Out):
+    prompt: str = Field(description="Prompt id.")
+    name: str = Field(description="Prompt title.")
+    attempt: str = Field(description="Attempt id.")
+    mode: str = Field(description="run, retry, fallback, repair, …")
+    target: str = Field(description="provider/account/model.")
+    dagster_run: str | None = Field(None, description="The Dagster run it executes in.")
+    minutes_quiet: float | None = Field(None, description="Minutes since its run stored its latest event.")
+
+
+class RepoActivity(_Out):
+    repo: str = Field(description="Repo name from the manifest.")
+    dirty_files: int | None = Field(None, description="Changed or untracked files now; null when not a git repo.")
+    new_commits: int | None = Field(None, description="Commits since the packet run started.")
+
+
+class WatchReading(_Out):
+    """One look at a packet run (`awp watch --json` prints one per line)."""
+
+    packet: str
+    packet_run: str | None
+    at: str = Field(description="ISO 8601 time of the reading.")
+    state: RunState
+    prompts: int = Field(description="Prompts the packet run was asked to run.")
+    completed: int = Field(description="Of those, completed.")
+    current: list[CurrentAttempt] = Field(default_factory=list, description="Attempts running now.")
+    pending: list[str] = Field(default_factory=list, description="Prompts with an Attempt due to launch.")
+    minutes_quiet: float | None = Field(None, description="Minutes since the packet run's latest event.")
+    repos: list[RepoActivity] = Field(default_factory=list)
+    violations: list[Violation] = Field(default_factory=list, description="not_running: work is due and no "
+                                        "run is unfinished; progress_stale: a started run stored nothing "
+                                        "for longer than the progress timeout.")
+    details: list[str] = Field(default_factory=list, description="One line per violation.")
+
+
+def liveness(started_quiet_s: dict[str, float], unfinished: int, pending: list[str], idle_s: float | None,
+             timeout_s: float) -> tuple[list[Violation], list[str]]:
+    """From the runs themselves: a started run quiet for longer than the timeout is stale; due work with no
+    unfinished run for longer than the timeout means nothing runs it (no daemon, a killed `awp run`)."""
+    violations: list[Violation] = []
+    details = []
+    stale = {run: quiet for run, quiet in started_quiet_s.items() if quiet > timeout_s}
+    if stale:
+        violations.append("progress_stale")
+        details += [f"run {run[:8]} stored nothing for {quiet / 60:.1f} min" for run, quiet in stale.items()]
+    if not unfinished and pending and (idle_s is None or idle_s > timeout_s):
+        violations.append("not_running")
+        details.append(f"no run is unfinished, and {', '.join(pending)} "
+                       f"{'is' if len(pending) == 1 else 'are'} due to run")
+    return violations, details
+
+
+def repo_activity(name: str, path: str, since_epoch: float | None) -> RepoActivity:
+    """Dirty files now and commits since the packet run started (git; null when it cannot tell)."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    status = git("status", "--porcelain")
+    commits = git("rev-list", "--count", f"--since={int(since_epoch)}", "HEAD") if since_epoch else None
+    return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
+                        new_commits=int(commits.strip()) if commits and commits.strip().isdigit() else None)
