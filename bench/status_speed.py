@@ -38,6 +38,10 @@ import sqlalchemy as sa
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the tests' Postgres helpers: one way to make a database and a home
+
+from e2e_support import fresh_database, postgres_instance_dir  # noqa: E402
+
 GOAL_S = 1.0
 
 
@@ -54,30 +58,6 @@ def postgres() -> Iterator[str]:
         yield url
     finally:
         subprocess.run(["bash", str(REPO / "tests" / "pg.sh"), "stop", folder], capture_output=True)
-
-
-@contextmanager
-def fresh_database(server_url: str) -> Iterator[sa.URL]:
-    server = sa.make_url(server_url)
-    name = f"awp_bench_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-def instance_home(folder: Path, db: sa.URL) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {"storage": {"postgres": {"postgres_db": {
-        "username": db.username, "password": db.password or "", "hostname": db.host, "db_name": db.database,
-        "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}, "telemetry": {"enabled": False}}
-    (folder / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return folder
 
 
 def make_packet(folder: Path, prompts: int) -> Path:
@@ -209,9 +189,9 @@ def main() -> None:
     from awp_pipelines.orchestration.status_read import status_report
     from awp_pipelines.packet import load_packet
 
-    with postgres() as server, fresh_database(server) as db, tempfile.TemporaryDirectory() as tmp:
+    with postgres() as server, fresh_database(server, "awp_bench") as db, tempfile.TemporaryDirectory() as tmp:
         packet = load_packet(make_packet(Path(tmp) / "bench", args.prompts))
-        home = instance_home(Path(tmp) / "home", db)
+        home = postgres_instance_dir(Path(tmp) / "home", db)
         instance = hold_connections(DagsterInstance.from_ref(InstanceRef.from_dir(str(home))))
         started = time.perf_counter()
         long_run, newest = store_history(instance, packet, args.attempts, args.per_packet_run, args.long)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -83,14 +82,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture
 def fresh_pg_database(pg_url: str) -> Iterator[sa.URL]:
     """A database of its own on the test server, so concurrent tests never share Dagster's tables."""
-    server = sa.make_url(pg_url)
-    name = f"awp_deploy_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    from e2e_support import fresh_database
+
+    with fresh_database(pg_url) as db:
+        yield db
