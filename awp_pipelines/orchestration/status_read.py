@@ -31,17 +31,19 @@ def status_report(instance: DagsterInstance, packet: Packet, packet_run: str | N
         return StatusReport(packet=packet.name, packet_run=None, state="not_started", prompts=prompts,
                             totals=totals_of(prompts, 0))
     history = packet_run_history(instance, packet_run, keys)
-    prompts = [_prompt_status(history, keys, p.id, p.name) for p in packet.prompts]
+    busy, finished = history.busy(keys), history.finished_runs()
+    prompts = [_prompt_status(history, busy, finished, p.id, p.name) for p in packet.prompts]
     return StatusReport(packet=packet.name, packet_run=packet_run, state=run_state(prompts), prompts=prompts,
                         totals=totals_of(prompts, len(history.runs)))
 
 
-def _prompt_status(history: PacketRunHistory, keys: dict, prompt: str, name: str) -> PromptStatus:
+def _prompt_status(history: PacketRunHistory, busy: set[str], finished: set[str], prompt: str,
+                   name: str) -> PromptStatus:
     agent_run_id = tags.agent_run_id(history.packet_run, prompt)
     agent_run = history.agent_runs.get(prompt, AgentRunHistory())
-    attempts = agent_run.summaries(agent_run_id, history.finished_runs())
+    attempts = agent_run.summaries(agent_run_id, finished)
     state = prompt_state(attempts)
-    if state != "running" and prompt in history.busy(keys) and state != "completed":
+    if state not in ("running", "completed") and prompt in busy:
         state = "waiting"  # an unfinished run holds it: queued, or waiting for its upstream prompts
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=state, agent_run=agent_run_id if attempts else None,
