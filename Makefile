@@ -37,3 +37,9 @@ bench: install
 .PHONY: bench-status
 bench-status: install
 	$(VENV)/bin/python bench/status_speed.py
+
+# The JSON Schemas that ship with the package, regenerated from the pydantic models (a test checks they match).
+.PHONY: schemas
+schemas: install
+	$(VENV)/bin/python -c "from awp_pipelines.schema import schema_text; \
+	open('awp_pipelines/schemas/status.schema.json', 'w').write(schema_text('status'))"
