@@ -61,3 +61,15 @@ MB ?= 128
 .PHONY: bench-stream
 bench-stream: install
 	$(VENV)/bin/python bench/stream_throughput.py --mb $(MB)
+
+# `awp status` over 10,000 stored Attempts on PostgreSQL, against one SQL count (a throwaway server unless
+# AWP_TEST_PG_URL is set). Prints milliseconds and ratios; see bench/README.md.
+.PHONY: bench-status
+bench-status: install
+	$(VENV)/bin/python bench/status_speed.py
+
+# The JSON Schemas that ship with the package, regenerated from the pydantic models (a test checks they match).
+.PHONY: schemas
+schemas: install
+	$(VENV)/bin/python -c "from awp_pipelines.schema import schema_text; \
+	open('awp_pipelines/schemas/status.schema.json', 'w').write(schema_text('status'))"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,17 +103,10 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @contextmanager
 def pg_database(pg_url: str, prefix: str) -> Iterator[sa.URL]:
     """A new database on the test server, dropped (connections and all) on the way out."""
-    server = sa.make_url(pg_url)
-    name = f"{prefix}{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    from e2e_support import fresh_database
+
+    with fresh_database(pg_url, prefix.rstrip("_")) as url:
+        yield url
 
 
 @pytest.fixture

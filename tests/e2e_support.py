@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -41,3 +44,19 @@ def postgres_instance_dir(folder: Path, db: sa.URL) -> Path:
         "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}, "telemetry": {"enabled": False}}
     (folder / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     return folder
+
+
+@contextmanager
+def fresh_database(server_url: str | sa.URL, prefix: str = "awp_deploy") -> Iterator[sa.URL]:
+    """A database of its own on the server, dropped afterwards (tests run concurrently; benches start clean)."""
+    server = sa.make_url(server_url)
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.set(database=name)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dagster import AssetKey
 from dagster.components.testing import create_defs_folder_sandbox
 
 from awp_pipelines.components import PacketComponent
@@ -22,11 +23,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 G, C, S = "demo/01_write_greeting", "demo/02_write_changelog", "demo/03_write_status_report"
 DEMO_ASSETS = {G: [], C: [G], S: [G]}
 DEMO_CHECKS = {
-    f"{G}:changed_paths_only", f"{G}:contains_1_greeting_md", f"{G}:files_exist_1_greeting_md",
-    f"{C}:changed_paths_only", f"{C}:contains_1_changelog_md", f"{C}:contains_2_changelog_md",
-    f"{C}:files_exist_1_changelog_md", f"{S}:changed_paths_only", f"{S}:contains_1_status_md",
-    f"{S}:doc_1_status_md", f"{S}:files_exist_1_status_md",
-    *(f"{k}:commands_1_git_diff_quiet_head_readme_md" for k in (G, C, S)),
+    f"{G}:changed_paths_only", f"{G}:greeting_md_contains_hello_from_awp_pipelines", f"{G}:greeting_md_exists",
+    f"{C}:changed_paths_only", f"{C}:changelog_md_contains_unreleased", f"{C}:changelog_md_contains_added_a_greeting",
+    f"{C}:changelog_md_exists", f"{S}:changed_paths_only", f"{S}:status_md_contains_status_green",
+    f"{S}:status_md_is_a_document", f"{S}:status_md_exists",
+    *(f"{k}:command_git_diff_quiet_head_readme_md" for k in (G, C, S)),
 }
 
 
@@ -114,3 +115,26 @@ def test_pure_core_imports_nothing_from_dagster() -> None:
             "print(sorted(n for n in sys.modules if n == 'dagster' or n.startswith('dagster.')))")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_demo_asset_carries_owners_kinds_and_a_code_reference_to_its_prompt() -> None:
+    from dagster import CodeReferencesMetadataValue
+
+    graph = build_definitions(REPO_ROOT).resolve_asset_graph()
+    node = graph.get(AssetKey(["demo", "02_write_changelog"]))
+    assert node.owners == ["team:release-notes"]  # from the manifest's `owners`
+    assert node.kinds == {"simulated", "docs", "agent"}  # provider, repo, then agent: at most three
+    reference = node.metadata["dagster/code_references"]
+    assert isinstance(reference, CodeReferencesMetadataValue)
+    [ref] = reference.code_references
+    assert ref.file_path == str(REPO_ROOT / "assets/demo/prompts/02_write_changelog.prompt.md") and ref.line_number == 1
+    assert node.metadata["awp/prompt_file"].value == "demo/prompts/02_write_changelog.prompt.md"
+
+
+def test_kinds_stay_within_dagsters_limit_of_three() -> None:
+    from types import SimpleNamespace
+
+    from awp_pipelines.orchestration.translator import PacketTranslator
+
+    plan = SimpleNamespace(provider="claude", targets=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
+    assert PacketTranslator().kinds(None, plan) == {"claude", "api", "web"}  # type: ignore[arg-type]

@@ -5,7 +5,16 @@ from __future__ import annotations
 import click
 
 from awp_pipelines import __version__
-from awp_pipelines.cli import authoring_cmd, blame_cmd, doctor_cmd, lint_cmd, plan_cmd, run_cmd
+from awp_pipelines.cli import (
+    authoring_cmd,
+    blame_cmd,
+    doctor_cmd,
+    lint_cmd,
+    plan_cmd,
+    run_cmd,
+    status_cmd,
+    watching_cmd,
+)
 from awp_pipelines.cli.common import WholeSummaryGroup
 
 
@@ -19,7 +28,7 @@ def cli() -> None:
     """
 
 
-for module in (lint_cmd, plan_cmd, run_cmd, authoring_cmd, blame_cmd, doctor_cmd):
+for module in (lint_cmd, plan_cmd, run_cmd, status_cmd, watching_cmd, authoring_cmd, blame_cmd, doctor_cmd):
     module.register(cli)
 
 

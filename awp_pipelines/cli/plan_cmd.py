@@ -99,7 +99,8 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
 @click.command("schema")
 @click.argument("model", required=False, type=click.Choice(sorted(SCHEMAS)), default="manifest")
 def schema_command(model: str) -> None:
-    """Print the JSON Schema of an on-disk model (manifest, prompt, providers, profile)."""
+    """Print the JSON Schema of an on-disk model (manifest, prompt, providers, profile) or of a command's
+    --json output (status)."""
     click.echo(json.dumps(schema_for(model), indent=2))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -12,6 +13,9 @@ from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.verifiers.pathtext import PathText
+
+# Dagster's owner forms: an email address, or `team:NAME`.
+_OWNER = re.compile(r"^(team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 
 
 class RepoSpec(StrictModel):
@@ -28,6 +32,8 @@ class Manifest(ExecutionSettings):
     description: str | None = Field(None, description="What the packet does (native packet.yaml).")
     profile: str | None = Field(None, description="Home profile to layer under the packet "
                                 "(~/.config/awp/profiles/NAME.md); absent is a warning.")
+    owners: list[str] = Field(default_factory=list, description="Who answers for the packet: email addresses or "
+                              "`team:NAME`. The Dagster UI shows them as the owners of every prompt's asset.")
     prompt_template: PathText | None = Field(None, description="Default template for `awp prompt new`.")
     prompt_dir: PathText = Field("prompts", description="Folder of NN_slug.prompt.md files.")
     repos: dict[str, RepoSpec] | list[NamedRepoSpec] = Field(
@@ -48,6 +54,14 @@ class Manifest(ExecutionSettings):
     def _phase_keys_as_text(cls, value: Any) -> Any:
         if isinstance(value, dict):
             return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("owners")
+    @classmethod
+    def _owner_forms(cls, value: list[str]) -> list[str]:
+        for owner in value:
+            if not _OWNER.match(owner):
+                raise ValueError(f"owner {owner!r} is neither an email address nor `team:NAME`")
         return value
 
     def repo_map(self) -> dict[str, RepoSpec]:

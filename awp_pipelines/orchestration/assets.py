@@ -22,6 +22,7 @@ from dagster import (
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -39,6 +40,7 @@ from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PlanContext
+from awp_pipelines.redact import redact
 
 
 @dataclass(frozen=True)
@@ -85,25 +87,37 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
            description=translator.description(packet, prompt), check_specs=translator.check_specs(packet, prompt),
            required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
            pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
-           metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt))
+           metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
+           owners=translator.owners(packet, prompt))
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:
-        record, transcript = run_attempt(context, binding, prompt)
-        metadata = record_metadata(record, transcript)
+        record, transcript, earlier = run_attempt(context, binding, prompt)
+        metadata = record_metadata(record, transcript, earlier, packet.root)
         if record.result == "completed":
-            return MaterializeResult(metadata=metadata, check_results=check_results(record))
+            return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
         # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
         # observation, and the checks it did evaluate are stored as failed evaluations.
-        context.log_event(AssetObservation(asset_key=key, metadata=metadata))
-        for result in check_results(record):
+        failure = attempt_failure(record)
+        context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
+        for result in check_results(record, packet.root):
             context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
                                                    passed=result.passed, metadata=result.metadata,
                                                    severity=result.severity, description=result.description,
                                                    blocking=True))
-        failure = record.failure
-        reason = failure.message if failure else unmet_summary(record)
-        raise Failure(description=f"{record.result}: {reason}".strip(),
-                      metadata={"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
-                                "awp/failure_class": failure.failure_class if failure else "none"},
-                      allow_retries=False)
+        raise failure
 
     return _attempt
+
+
+def attempt_failure(record: AttemptRecord) -> Failure:
+    """An Attempt that did not complete ends its step failed, with a one-line reason and its facts (not
+    retried by Dagster: what comes next is the decision function's). Dagster still attaches the traceback
+    of the raise under them; the description and metadata come first in the run's log."""
+    failure = record.failure
+    reason = redact(failure.message) if failure else unmet_summary(record)
+    what = record.result.replace("_", " ")
+    meta = {"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
+            "awp/failure_class": failure.failure_class if failure else None,
+            "awp/unmet": unmet_summary(record).removeprefix("unmet: ") or None}
+    return Failure(description=f"Attempt {record.identity.attempt_id} did not complete: {what}"
+                   + (f" — {reason}" if reason else ""),
+                   metadata={k: v for k, v in meta.items() if v}, allow_retries=False)

@@ -10,6 +10,7 @@ expects; the compute follows the tags when that Attempt is the next one, and dec
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
 
@@ -26,7 +27,13 @@ from awp_pipelines.events import EventSink
 from awp_pipelines.launches import Launch, manual_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED, packet_run_history, prompt_states, prompts_of_run
+from awp_pipelines.orchestration.history import (
+    ATTEMPT_STARTED,
+    AgentRunHistory,
+    packet_run_history,
+    prompt_states,
+    prompts_of_run,
+)
 from awp_pipelines.orchestration.lease import account_lease
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
@@ -39,6 +46,7 @@ from awp_pipelines.orchestration.resources import (
 from awp_pipelines.packet import Prompt
 from awp_pipelines.policy import Target
 from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.status import AttemptSummary
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
@@ -62,29 +70,33 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                  packet_run: str) -> tuple[Launch, AttemptRecord | None]:
-    """This Attempt's launch, and the AgentRun's last record (what a repair or retry continues from)."""
+                  packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary]]:
+    """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), and its
+    earlier Attempts (the history table of this Attempt's record)."""
     history = packet_run_history(context.instance, packet_run, binding.keys)
     state = prompt_states(binding, history, [prompt.id])[0]
-    last = history.agent_runs[prompt.id].last_record if prompt.id in history.agent_runs else None
+    agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
+    last = agent_run.last_record
+    earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)
     intent = RunIntent.from_tags(context.run.tags)
     expected = attempt_id(agent_run_id(packet_run, prompt.id), state.started + 1)
     single = prompts_of_run(context.run, binding.keys) == {prompt.id}
     if single and intent.attempt == expected and intent.provider:
         target = Target(intent.provider, intent.model, intent.account, intent.effort)
         return Launch(prompt.id, state.started + 1, intent.mode, intent.reason or "", target,
-                      intent.parent_run), last
-    return manual_launch(state), last
+                      intent.parent_run), last, earlier
+    return manual_launch(state), last, earlier
 
 
-def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> tuple[AttemptRecord, str]:
+def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
+                prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary]]:
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
     plan = binding.plans[prompt.id]
     key = binding.key(prompt.id)
     packet_run = packet_run_of(context, binding)
     _warn_without_daemon(context)
-    launch, last = choose_launch(context, binding, prompt, packet_run)
+    launch, last, earlier = choose_launch(context, binding, prompt, packet_run)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
@@ -95,10 +107,14 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
                            model=launch.target.model or provider.default_model or plan.model,
                            effort=launch.target.effort, reason=launch.reason)
     # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
-    context.log_event(AssetObservation(asset_key=key, metadata={
-        "awp/event": ATTEMPT_STARTED, "awp/agent_run": agent_run, "awp/attempt": identity.attempt_id,
-        "awp/attempt_number": launch.number, "awp/mode": launch.mode, "awp/provider": target.provider,
-        "awp/account": target.account or "none", "awp/model": target.model, "awp/effort": target.effort or "default"}))
+    # Kept small (what an `interrupted` fact needs); the Attempt's record follows when it ends.
+    marker: dict[str, Any] = {
+        "awp/event": ATTEMPT_STARTED, "awp/attempt": identity.attempt_id, "awp/attempt_number": launch.number,
+        "awp/mode": launch.mode, "awp/provider": target.provider, "awp/model": target.model,
+        "awp/account": target.account, "awp/effort": target.effort}
+    context.log_event(AssetObservation(
+        asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
+        metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt.id}:
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
@@ -121,7 +137,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
           ticking(sink.live)):
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
-    return record, sink.transcript_markdown()
+    return record, sink.transcript_markdown(), earlier
 
 
 def _warn_without_daemon(context: AssetExecutionContext) -> None:

@@ -85,3 +85,10 @@ def open_instance_folder(folder: Path, default_config: str = EMBEDDED_CONFIG) ->
 def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstance:
     """A folder with a dagster.yaml (e.g. Postgres storage) is used as it is; an empty one becomes SQLite."""
     return open_instance_folder(instance_home(packet_root, home))
+
+
+def hold_connections(instance: DagsterInstance) -> DagsterInstance:
+    """For a command that asks many small questions (`awp status`): each storage keeps one open connection,
+    as the webserver does, instead of connecting per query (Postgres; SQLite is unchanged)."""
+    instance.optimize_for_webserver(statement_timeout=60_000, pool_recycle=3600, max_overflow=2)
+    return instance

@@ -1,20 +1,27 @@
 """An AttemptRecord as Dagster metadata: short searchable fields, the whole record as JSON, and Markdown
-for people (verifier table, commits, transcript)."""
+for people (Attempt history, verifier table, commits, transcript). Empty and `none` values are left out:
+the asset page shows what happened, not what did not."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.redact import redact_obj
+from awp_pipelines.redact import redact, redact_obj
+from awp_pipelines.status import AttemptSummary
 from awp_pipelines.verifiers.report import VerifierReport, cap_lines
 
 
-def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
+def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),
+                    packet_root: Path | None = None) -> dict[str, Any]:
+    """`history`: the AgentRun's Attempts before this one (this one is added as the last row)."""
     ident, target = record.identity, record.target
-    failure = record.failure or record.provider_failure
+    failure = None if record.completed else record.failure or record.provider_failure
     meta: dict[str, Any] = {
         "awp/result": record.result,
         "awp/attempt": ident.attempt_id,
@@ -23,68 +30,112 @@ def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
         "awp/mode": ident.mode,
         "awp/packet_run": ident.packet_run,
         "awp/provider": target.provider,
+        "awp/account": target.account,
         "awp/model": target.model,
-        "awp/effort": target.effort or "default",
+        "awp/effort": target.effort,
         "awp/reason": target.reason,
-        "awp/failure_class": failure.failure_class if failure else "none",
+        "awp/failure_class": failure.failure_class if failure else None,
+        "awp/failure": redact(failure.message) if failure else None,
         "awp/duration_s": MetadataValue.float(record.duration_s),
         "awp/tokens_in": MetadataValue.int(record.usage.input_tokens),
         "awp/tokens_out": MetadataValue.int(record.usage.output_tokens),
-        "awp/tokens_cached": MetadataValue.int(record.usage.cached_input_tokens),
-        "awp/tokens_reasoning": MetadataValue.int(record.usage.reasoning_tokens),
-        "awp/cost_source": record.usage.cost_source,
-        "awp/verifier": MetadataValue.md(verifier_markdown(record.verifier)),
-        "awp/commits": MetadataValue.md(commits_markdown(record)),
-        "awp/transcript": MetadataValue.md(transcript),
+        "awp/tokens_cached": MetadataValue.int(record.usage.cached_input_tokens) or None,
+        "awp/tokens_reasoning": MetadataValue.int(record.usage.reasoning_tokens) or None,
+        "awp/cost_source": record.usage.cost_source if record.usage.cost_source != "unknown" else None,
+        "awp/cost_usd": MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
+        "awp/attempts": MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
+        "awp/verifier": MetadataValue.md(verifier_markdown(record.verifier, packet_root)) if record.verifier else None,
+        "awp/commits": MetadataValue.md(commits_markdown(record)) if record.commits else None,
+        "awp/transcript": MetadataValue.md(transcript) if transcript.strip() else None,
+        "awp/session_id": record.session_id,
+        "awp/parent_run": MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
+        "awp/events": MetadataValue.path(packet_relative(record.events_file, packet_root))
+        if record.events_file else None,
         "awp/record": MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
     }
-    if record.usage.cost_usd is not None:
-        meta["awp/cost_usd"] = MetadataValue.float(record.usage.cost_usd)
-    if target.account:
-        meta["awp/account"] = target.account
-    if record.session_id:
-        meta["awp/session_id"] = record.session_id
-    if ident.parent_run:
-        meta["awp/parent_run"] = MetadataValue.dagster_run(ident.parent_run)
-    if record.events_file:
-        meta["awp/events"] = MetadataValue.path(record.events_file)
-    return meta
+    return {key: value for key, value in meta.items() if value not in (None, "", "none")}
 
 
-def verifier_markdown(report: VerifierReport | None) -> str:
-    if report is None:
-        return "_No verify contract: the provider's result decided._"
+def packet_relative(path: str, packet_root: Path | None) -> str:
+    """`demo/.awp/events/…`: relative to the packet's folder (named by it), the same on every machine."""
+    if packet_root is None or not os.path.isabs(path):
+        return path
+    try:
+        return f"{packet_root.name}/{Path(path).relative_to(packet_root)}"
+    except ValueError:
+        return path
+
+
+_HISTORY_HEAD = ("| # | mode | reason | provider | account | model | result | duration | tokens | cost | run |\n"
+                 "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+MAX_HISTORY_ROWS = 20  # each record stores the table: bounded, so long AgentRuns do not grow every record
+
+
+def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
+    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each run links to its page."""
+    rows = [_HISTORY_HEAD]
+    if len(attempts) > MAX_HISTORY_ROWS:
+        rows.append(f"| … | {len(attempts) - MAX_HISTORY_ROWS} earlier Attempts: `awp status` lists them all |"
+                    + " |" * 9)
+    for a in attempts[-MAX_HISTORY_ROWS:]:
+        result = a.result if a.result in ("completed", "running") else f"**{a.result}**"
+        if a.failure_class and a.failure_class != a.result:
+            result += f" ({a.failure_class})"
+        run = f"[{a.dagster_run[:8]}](/runs/{a.dagster_run})" if a.dagster_run else ""
+        cells = [str(a.number), a.mode, _cell(a.reason), a.provider, a.account or "", a.model, result,
+                 f"{a.duration_s:.1f} s" if a.duration_s is not None else "", _tokens(a),
+                 f"${a.cost_usd:.4f}" if a.cost_usd is not None else "", run]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _tokens(a: AttemptSummary) -> str:
+    return f"{a.tokens_in:,} in / {a.tokens_out:,} out" if a.tokens_in or a.tokens_out else ""
+
+
+def _cell(text: str) -> str:
+    return redact(text).replace("|", "\\|").replace("\n", " ")
+
+
+def relative_text(text: str, packet_root: Path | None) -> str:
+    """Paths under the packet's folder as `demo/…` (verifier details name the files they checked)."""
+    return text.replace(f"{packet_root}{os.sep}", f"{packet_root.name}/") if packet_root else text
+
+
+def verifier_markdown(report: VerifierReport, packet_root: Path | None = None) -> str:
     rows = ["| | item | details |", "|---|---|---|"]
     for item in report.items:
-        mark = "fault" if item.fault else ("pass" if item.passed else "FAIL")
-        details = "<br>".join(cap_lines(item.details, 5)).replace("|", "\\|")
-        rows.append(f"| {mark} | {item.label} | {details} |")
+        mark = "**FAULT**" if item.fault else ("pass" if item.passed else "**FAIL**")
+        details = "<br>".join(_cell(relative_text(line, packet_root)) for line in cap_lines(item.details, 5))
+        rows.append(f"| {mark} | {_cell(item.readable)} | {details} |")
     return "\n".join(rows)
 
 
 def commits_markdown(record: AttemptRecord) -> str:
-    if not record.commits:
-        return "_No commit._"
     return "\n".join(f"- `{c.repo}`: {c.status}" + (f" `{c.sha[:12]}`" if c.sha else "") for c in record.commits)
 
 
-def check_results(record: AttemptRecord) -> list[AssetCheckResult]:
+def check_results(record: AttemptRecord, packet_root: Path | None = None) -> list[AssetCheckResult]:
     if record.verifier is None:
         return []
     results = []
     for item in record.verifier.items:
+        meta: dict[str, Any] = {"attempt": record.identity.attempt_id, "kind": item.kind, "repo": item.repo,
+                                "path": item.path, "fault": item.fault, "exit_code": item.exit_code,
+                                # Text, not Markdown: the UI shows text inline, Markdown behind a click.
+                                "details": MetadataValue.text(
+                                    relative_text("\n".join(cap_lines(item.details, 40)), packet_root) or "met")}
         results.append(AssetCheckResult(
             check_name=item.check_name, passed=item.passed and item.fault is None,
-            severity=AssetCheckSeverity.ERROR, description=item.label,
-            metadata={"kind": item.kind, "repo": item.repo or "", "path": item.path or "",
-                      "attempt": record.identity.attempt_id, "fault": item.fault or "none",
-                      # Text, not Markdown: the UI shows text inline, Markdown behind a click.
-                      "details": MetadataValue.text("\n".join(cap_lines(item.details, 40)) or "met")}))
+            severity=AssetCheckSeverity.ERROR, description=item.readable,
+            metadata={k: v for k, v in meta.items() if v not in (None, "")}))
     return results
 
 
 def unmet_summary(record: AttemptRecord) -> str:
     if record.verifier is None:
         return ""
-    unmet = [item.label for item in record.verifier.items if not item.passed]
+    unmet = [item.readable for item in record.verifier.items if not item.passed]
     return "unmet: " + "; ".join(unmet) if unmet else ""

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 
-from dagster import AssetCheckSpec, AssetKey, MetadataValue
+from dagster import (
+    AssetCheckSpec,
+    AssetKey,
+    BetaWarning,
+    CodeReferencesMetadataValue,
+    LocalFileCodeReference,
+    MetadataValue,
+)
 
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
@@ -15,6 +23,7 @@ from awp_pipelines.plan import PromptPlan
 from awp_pipelines.verifiers.items import contract_items
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+MAX_KINDS = 3  # Dagster's limit per asset
 
 
 class PacketTranslator:
@@ -34,14 +43,20 @@ class PacketTranslator:
     def check_specs(self, packet: Packet, prompt: Prompt) -> list[AssetCheckSpec]:
         contract = prompt.front.verify
         key = self.asset_key(packet, prompt)
-        return [AssetCheckSpec(name=item.check_name, asset=key, blocking=True, description=item.label)
+        return [AssetCheckSpec(name=item.check_name, asset=key, blocking=True,
+                               description=item.description or item.label)
                 for item in (contract_items(contract) if contract is not None else [])]
 
     def pool(self, packet: Packet, prompt: Prompt) -> str:
         return repo_pools(packet)[prompt.id]
 
     def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
-        return {"agent", plan.provider}
+        """The provider, then the repos it works in, then `agent`: Dagster shows at most three."""
+        ordered = [plan.provider, *(t.name for t in plan.targets), "agent"]
+        return set(list(dict.fromkeys(ordered))[:MAX_KINDS])
+
+    def owners(self, packet: Packet, prompt: Prompt) -> list[str]:
+        return list(packet.manifest.owners)
 
     def tags(self, packet: Packet, prompt: Prompt) -> dict[str, str]:
         return {"awp/role": prompt.front.agent or "coder"}
@@ -51,8 +66,13 @@ class PacketTranslator:
         return hashlib.sha256(prompt.file.read_bytes()).hexdigest()[:16]
 
     def metadata(self, packet: Packet, prompt: Prompt) -> dict[str, object]:
+        # The code reference opens the prompt file in an editor, so it is the file on this machine.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BetaWarning)  # the UI's own field; its beta status is Dagster's
+            reference = CodeReferencesMetadataValue(code_references=[
+                LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
         return {"awp/prompt_file": MetadataValue.path(prompt_file_path(packet, prompt)),
-                "awp/prompt": prompt.name}
+                "dagster/code_references": reference}
 
 
 def prompt_file_path(packet: Packet, prompt: Prompt) -> str:

@@ -52,6 +52,7 @@ def run_item(item: ContractItem, spec: Any, ctx: VerifyContext) -> ItemResult:
         kind=item.kind,
         check_name=item.check_name,
         label=item.label,
+        description=item.description,
         repo=outcome.repo if outcome.repo is not None else item.repo,
         path=outcome.path if outcome.path is not None else item.path,
         resolved_path=outcome.resolved_path,

@@ -27,7 +27,8 @@ class ItemResult(BaseModel):
 
     kind: str = Field(description="The clause: files_exist, contains, commands, changed_paths_only, ...")
     check_name: str = Field(description="Stable name of the item within its contract (the asset check name).")
-    label: str = Field(description="Human-readable one-line description of the item.")
+    label: str = Field(description="Prompt Runner's checklist label of the item (one line).")
+    description: str = Field("", description="What the item demands, as a sentence (empty in old records).")
     repo: str | None = Field(default=None, description="Repository the item was checked in.")
     path: str | None = Field(default=None, description="Path as written in the contract.")
     resolved_path: str | None = Field(default=None, description="Absolute path that was checked.")
@@ -39,6 +40,12 @@ class ItemResult(BaseModel):
     command: str | None = Field(default=None, description="Commands: the argv, shell-quoted.")
     cwd: str | None = Field(default=None, description="Commands: the working directory.")
     exit_code: int | None = Field(default=None, description="Commands: the exit code, when it exited.")
+
+
+    @property
+    def readable(self) -> str:
+        """What people read: the description, or the label for records stored before descriptions."""
+        return self.description or self.label
 
 
 class VerifierReport(BaseModel):

@@ -42,10 +42,10 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         assert not result.success  # 02 misses an item (blocking check), 03 is rate limited: sensors recover later
         checks = instance.event_log_storage
         passed = checks.get_latest_asset_check_execution_by_key([
-            AssetCheckKey(GREETING, "contains_1_greeting_md"),
-            AssetCheckKey(CHANGELOG, "contains_1_changelog_md")])
-        assert passed[AssetCheckKey(GREETING, "contains_1_greeting_md")].evaluation.passed
-        assert not passed[AssetCheckKey(CHANGELOG, "contains_1_changelog_md")].evaluation.passed
+            AssetCheckKey(GREETING, "greeting_md_contains_hello_from_awp_pipelines"),
+            AssetCheckKey(CHANGELOG, "changelog_md_contains_unreleased")])
+        assert passed[AssetCheckKey(GREETING, "greeting_md_contains_hello_from_awp_pipelines")].evaluation.passed
+        assert not passed[AssetCheckKey(CHANGELOG, "changelog_md_contains_unreleased")].evaluation.passed
         meta = instance.get_latest_materialization_event(GREETING).asset_materialization.metadata
         # Without awp/ tags the Dagster run names the packet run, and the run is tagged with it.
         assert meta["awp/packet_run"].value == f"pr-{result.run_id[:8]}"

@@ -75,9 +75,11 @@ def test_the_repair_attempt_can_be_followed_from_its_asset_events_to_a_check_and
     assert repair["attempt"] in metadata_text(page, "awp/attempt")
     screenshot(page, shots, "asset-02-events", full_page=False)
 
-    open_asset_check(page, url, CHANGELOG, "contains_1_changelog_md")
+    open_asset_check(page, url, CHANGELOG, "changelog_md_contains_unreleased")
     body = page.inner_text("body")
-    assert "contains: CHANGELOG.md ('## Unreleased')" in body and "Passed" in body
+    # A name a person reads, and a description that says what the clause demands.
+    assert "changelog_md_contains_unreleased" in body and "CHANGELOG.md contains “## Unreleased”" in body
+    assert "Passed" in body
     screenshot(page, shots, "check-02-contains", full_page=False)
 
     open_run(page, url, repair["dagster_run"])

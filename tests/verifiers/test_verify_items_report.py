@@ -38,9 +38,9 @@ def test_items_come_in_clause_order_then_entry_order() -> None:
     kinds = [item.kind for item in items]
     assert kinds == sorted(kinds, key=CLAUSES.index)
     assert [item.check_name for item in items][:3] == [
-        "files_exist_1_hello_txt",
-        "files_exist_2_alpha_notes_md",
-        "files_exist_3_beta_notes_md",
+        "hello_txt_exists",
+        "alpha_notes_md_exists",
+        "beta_notes_md_exists",
     ]
 
 
@@ -56,13 +56,13 @@ def test_whole_repo_clauses_are_one_item_each() -> None:
 
 def test_items_carry_repo_and_path_as_written() -> None:
     items = {item.check_name: item for item in contract_items(VerifyContract.model_validate(EVERY_CLAUSE))}
-    assert (items["files_exist_2_alpha_notes_md"].repo, items["files_exist_2_alpha_notes_md"].path) == (
+    assert (items["alpha_notes_md_exists"].repo, items["alpha_notes_md_exists"].path) == (
         "alpha",
         "NOTES.md",
     )
-    assert items["commands_2_beta_bin_check_fast"].label == "command: beta: bin/check --fast"
-    assert items["commands_2_beta_bin_check_fast"].repo == "beta"
-    assert items["doc_2_docs_guide_md"].label == "doc: docs/guide.md (non-blank; 5 lines advisory)"
+    assert items["command_beta_bin_check_fast"].label == "command: beta: bin/check --fast"
+    assert items["command_beta_bin_check_fast"].repo == "beta"
+    assert items["docs_guide_md_is_a_document"].label == "doc: docs/guide.md (non-blank; 5 lines advisory)"
 
 
 def test_run_contract_returns_one_result_per_item_with_the_same_names(ws: Workspace) -> None:
@@ -111,9 +111,35 @@ def test_check_names_are_unique_valid_and_short(contract: VerifyContract) -> Non
     assert names == [item.check_name for item in contract_items(contract)]  # deterministic
 
 
-def test_check_name_is_cut_to_63_characters() -> None:
+def test_check_name_is_cut_to_63_characters_keeping_what_it_checks() -> None:
     (item,) = contract_items(VerifyContract.model_validate({"source_absent": [{"path": "a/" * 60, "patterns": ["x"]}]}))
-    assert len(item.check_name) == 63 and item.check_name.startswith("source_absent_1_a_a_")
+    assert len(item.check_name) <= 63 and item.check_name.startswith("a_a_")
+    assert item.check_name.endswith("_has_no_forbidden_source")
+    (item,) = contract_items(VerifyContract.model_validate({"contains": [{"path": "GREETING.md", "text": "x" * 90}]}))
+    assert len(item.check_name) <= 63 and item.check_name.startswith("greeting_md_contains_xxx")
+
+
+def test_check_names_read_as_what_they_check_and_descriptions_as_what_is_demanded() -> None:
+    contract = VerifyContract.model_validate({
+        "files_exist": ["GREETING.md"], "contains": [{"path": "GREETING.md", "text": "Hello from AWP Pipelines"}],
+        "doc": ["STATUS.md"], "commands": [{"exec": "git", "args": ["diff", "--quiet"]}],
+        "changed_paths_only": ["GREETING.md"]})
+    items = {item.check_name: item for item in contract_items(contract)}
+    assert items["greeting_md_contains_hello_from_awp_pipelines"].description == \
+        "GREETING.md contains “Hello from AWP Pipelines”"
+    assert items["greeting_md_exists"].description == "GREETING.md exists"
+    assert items["status_md_is_a_document"].description.startswith("STATUS.md is a written document: not blank")
+    assert items["command_git_diff_quiet"].description == "`git diff --quiet` exits 0"
+    assert items["changed_paths_only"].description == "Only GREETING.md changed"
+    # The label stays Prompt Runner's checklist label (the checklist file is byte-compatible).
+    assert items["status_md_is_a_document"].label == "doc: STATUS.md (non-blank; 1 lines advisory)"
+
+
+def test_two_items_that_would_share_a_name_get_stable_suffixes() -> None:
+    entries = [{"path": "a.md", "text": "x!"}, {"path": "a.md", "text": "x?"}]
+    contract = VerifyContract.model_validate({"contains": entries})
+    names = [item.check_name for item in contract_items(contract)]
+    assert names == ["a_md_contains_x", "a_md_contains_x_2"]
 
 
 def test_empty_contract_has_no_items_and_passes(ws: Workspace) -> None:

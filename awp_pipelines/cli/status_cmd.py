@@ -1,0 +1,91 @@
+"""`awp status`: what happened in a packet run — per prompt its state, every Attempt and the last verifier
+report, and the totals — read from the Dagster instance the runs went to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from awp_pipelines.cli.common import emit_json, json_option, open_packet, out, user_errors
+from awp_pipelines.errors import PacketError
+from awp_pipelines.status import AttemptSummary, StatusReport
+
+_STYLE = {"completed": "green", "running": "cyan", "waiting": "cyan", "failed": "red", "not_started": "dim"}
+
+
+def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
+                        envvar="AWP_DAGSTER_HOME", help="Dagster home the runs are stored in (its dagster.yaml, "
+                        "e.g. Postgres, is honoured). Default: <packet>/.awp/dagster.")(func)
+
+
+@click.command("status")
+@click.argument("packet", type=click.Path(path_type=Path), default=".")
+@click.option("--packet-run", metavar="ID", help="Show this packet run (default: the packet's newest).")
+@instance_option
+@json_option
+@user_errors
+def status_command(packet: Path, packet_run: str | None, instance_dir: Path | None, as_json: bool) -> None:
+    """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
+    every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
+    report, then the totals. `--json` follows `awp schema status`."""
+    from awp_pipelines.orchestration.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.status_read import status_report
+
+    loaded = open_packet(packet)
+    instance = hold_connections(open_instance(loaded.root, instance_dir))
+    try:
+        report = status_report(instance, loaded, packet_run)
+    finally:
+        instance.dispose()
+    if packet_run and report.totals.runs == 0:
+        raise PacketError(loaded.manifest_file, f"no runs of packet run '{packet_run}' in this instance",
+                          hint="`awp status` without --packet-run shows the newest")
+    if as_json:
+        emit_json(report)
+    else:
+        print_status(report)
+
+
+def print_status(report: StatusReport) -> None:
+    if report.packet_run is None:
+        out.print(f"{report.packet}: no packet run in this instance yet (`awp run` or the UI starts one)")
+        return
+    t = report.totals
+    style = _STYLE[report.state]
+    out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}] · "
+              f"{t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+    for prompt in report.prompts:
+        style = _STYLE[prompt.state]
+        out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]", highlight=False)
+        for attempt in prompt.attempts:
+            out.print("  " + _attempt_line(attempt), highlight=False)
+    cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
+    out.print(f"totals: {t.duration_s:.1f} s · {t.tokens_in:,} tokens in / {t.tokens_out:,} out{cost}")
+    for prompt in report.prompts:
+        if prompt.verifier is not None and not prompt.verifier.passed:
+            out.print(f"[red]{prompt.prompt} unmet[/red] (last verifier report):")
+            for item in prompt.verifier.failures + prompt.verifier.faults:
+                detail = f" — {item.details[0]}" if item.details else ""
+                out.print(f"  - {item.readable}{detail}", markup=False)
+
+
+def _attempt_line(a: AttemptSummary) -> str:
+    target = "/".join(part for part in (a.provider, a.account, a.model) if part)
+    result = a.result + (f" ({a.failure_class})" if a.failure_class and a.failure_class != a.result else "")
+    style = "green" if a.result == "completed" else ("cyan" if a.result == "running" else "red")
+    facts = [f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
+             f"{a.tokens_in:,}/{a.tokens_out:,} tokens" if a.tokens_in or a.tokens_out else "",
+             f"${a.cost_usd:.4f}" if a.cost_usd is not None else "",
+             f"run {a.dagster_run[:8]}" if a.dagster_run else ""]
+    reason = f" — {escape(a.reason)}" if a.reason else ""
+    return (f"#{a.number} {a.mode} on {escape(target)}: [{style}]{result}[/{style}] · "
+            + " · ".join(f for f in facts if f) + reason)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(status_command)

@@ -1,0 +1,70 @@
+"""`awp watch` readings from a Dagster instance: liveness from the runs themselves (their status and the age of
+their latest event) and from what the decision function says is due — the daemon's view, whoever launches."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from dagster import DagsterInstance, DagsterRunStatus
+
+from awp_pipelines import tags
+from awp_pipelines.launches import next_launches
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.status import CurrentAttempt, RunState, WatchReading, liveness, repo_activity
+
+
+def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,
+                  timeout_min: float, now: float | None = None) -> WatchReading:
+    now = time.time() if now is None else now
+    packet = binding.packet
+    at = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    packet_run = packet_run or newest_packet_run(instance, packet.name)
+    if packet_run is None:
+        return WatchReading(packet=packet.name, packet_run=None, at=at, state="not_started",
+                            prompts=len(packet.prompts), completed=0)
+    history = packet_run_history(instance, packet_run, binding.keys)
+    finished = history.finished_runs()
+    states = prompt_states(binding, history)
+    outlook = next_launches(states, now)
+    unfinished = [run for run in history.runs if run.status not in FINISHED]
+    last_event = {run.run_id: _latest_event_time(instance, run.run_id) for run in unfinished}
+    started = {run.run_id for run in unfinished if run.status == DagsterRunStatus.STARTED}
+    quiet = {run_id: now - at for run_id, at in last_event.items() if at is not None and run_id in started}
+    ends = list(history.ended_at.values())
+    idle = now - max(ends) if ends and not unfinished else None
+    pending = sorted({launch.prompt for launch in outlook.due})
+    violations, details = liveness(quiet, len(unfinished), pending, idle, timeout_min * 60)
+    current = []
+    for state in states:
+        agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())
+        for summary in agent_run.summaries(tags.agent_run_id(packet_run, state.prompt), finished):
+            if summary.result == "running":
+                run_quiet = quiet.get(summary.dagster_run or "")
+                current.append(CurrentAttempt(
+                    prompt=state.prompt, name=packet.prompt(state.prompt).name, attempt=summary.attempt,
+                    mode=summary.mode, target="/".join(p for p in (summary.provider, summary.account, summary.model)
+                                                       if p),
+                    dagster_run=summary.dagster_run,
+                    minutes_quiet=round(run_quiet / 60, 1) if run_quiet is not None else None))
+    completed = sum(s.completed for s in states)
+    repos = [repo_activity(name, str(repo.path), packet_run) for name, repo in packet.repos.items()]
+    overall = "running" if unfinished or pending or outlook.waiting else _ended_state(completed, len(states))
+    quiet_all = [now - t for t in last_event.values() if t is not None]
+    return WatchReading(packet=packet.name, packet_run=packet_run, at=at, state=overall, prompts=len(states),
+                        completed=completed, current=current, pending=pending,
+                        minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
+                        violations=violations, details=details)
+
+
+def _ended_state(completed: int, total: int) -> RunState:
+    if total == 0:
+        return "not_started"
+    return "completed" if completed == total else "failed"
+
+
+def _latest_event_time(instance: DagsterInstance, run_id: str) -> float | None:
+    records = instance.event_log_storage.get_records_for_run(run_id, limit=1, ascending=False).records
+    return records[0].timestamp if records else None

@@ -1,0 +1,195 @@
+"""What `awp status` reports, and the Attempt history rows the asset page shows: pure models, no Dagster.
+
+The JSON Schema of `StatusReport` ships as awp_pipelines/schemas/status.schema.json (`awp schema status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.verifiers.report import VerifierReport
+
+PromptState = Literal["completed", "running", "waiting", "failed", "not_started"]
+RunState = Literal["completed", "running", "failed", "not_started"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AttemptSummary(_Out):
+    """One Attempt of an AgentRun: a recorded one, or one started whose record is missing."""
+
+    attempt: str = Field(description="Attempt id: <packet run>.<prompt>.a<number>.")
+    number: int = Field(ge=1, description="1-based within the AgentRun.")
+    mode: str = Field(description="run, retry, resume, fallback, repair or iterate.")
+    reason: str = Field("", description="Why this target was selected (the decision's reason).")
+    provider: str = Field(description="Provider name from providers.yaml.")
+    account: str | None = Field(None, description="Account name; null when the provider needs none.")
+    model: str = Field("", description="Model the Attempt ran on.")
+    result: str = Field(description="completed, verification_failed, provider_failed, verifier_fault, "
+                        "commit_failed; `interrupted` when its run ended with no record; `running` while "
+                        "its run is unfinished.")
+    failure_class: str | None = Field(None, description="The failure class when the Attempt did not complete.")
+    started_at: str | None = Field(None, description="ISO 8601 start (recorded Attempts).")
+    duration_s: float | None = Field(None, description="Wall-clock seconds (recorded Attempts).")
+    tokens_in: int = Field(0, ge=0, description="Input tokens the provider reported.")
+    tokens_out: int = Field(0, ge=0, description="Output tokens the provider reported.")
+    cost_usd: float | None = Field(None, description="Cost the provider reported, if any.")
+    dagster_run: str | None = Field(None, description="Id of the Dagster run that executed the Attempt.")
+    commits: list[str] = Field(default_factory=list, description="`repo@sha` of each commit it made.")
+
+    @classmethod
+    def of(cls, record: AttemptRecord) -> AttemptSummary:
+        ident, target, failure = record.identity, record.target, record.failure or record.provider_failure
+        return cls(attempt=ident.attempt_id, number=ident.number, mode=ident.mode, reason=target.reason,
+                   provider=target.provider, account=target.account, model=target.model, result=record.result,
+                   failure_class=failure.failure_class if failure and not record.completed else None,
+                   started_at=record.started_at, duration_s=record.duration_s,
+                   tokens_in=record.usage.input_tokens, tokens_out=record.usage.output_tokens,
+                   cost_usd=record.usage.cost_usd, dagster_run=ident.dagster_run,
+                   commits=[f"{c.repo}@{c.sha}" for c in record.commits if c.sha])
+
+
+class PromptStatus(_Out):
+    prompt: str = Field(description="Prompt id.")
+    name: str = Field(description="Prompt title.")
+    state: PromptState = Field(description="completed: its last Attempt completed; running: an Attempt's run "
+                               "is unfinished; waiting: an unfinished run holds it but no Attempt runs yet "
+                               "(queued, or waiting for upstream prompts); failed: its last Attempt did not "
+                               "complete and nothing will run it; not_started.")
+    agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
+    attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
+    verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
+
+
+class Totals(_Out):
+    prompts: int = Field(0, description="Prompts of the packet.")
+    completed: int = Field(0, description="Prompts whose last Attempt completed.")
+    failed: int = Field(0, description="Prompts whose last Attempt did not complete and nothing runs.")
+    running: int = Field(0, description="Prompts with an unfinished run.")
+    attempts: int = Field(0, description="Attempts started, recorded or not.")
+    runs: int = Field(0, description="Dagster runs of the packet run.")
+    duration_s: float = Field(0.0, description="Sum of the recorded Attempts' durations.")
+    tokens_in: int = Field(0, description="Sum of input tokens.")
+    tokens_out: int = Field(0, description="Sum of output tokens.")
+    cost_usd: float | None = Field(None, description="Sum of reported costs; null when none reported one.")
+
+
+class StatusReport(_Out):
+    """`awp status --json`: one packet run of one packet, read from the Dagster instance."""
+
+    packet: str = Field(description="Packet name.")
+    packet_run: str | None = Field(description="The packet run shown: the newest, or --packet-run; null "
+                                   "when the instance holds none for this packet.")
+    state: RunState = Field(description="completed when every prompt that ran completed; running while a run "
+                            "is unfinished; failed when one did not complete; not_started.")
+    prompts: list[PromptStatus] = Field(default_factory=list, description="Every prompt, in packet order.")
+    totals: Totals = Field(default_factory=Totals, description="Over the packet run.")
+
+
+def totals_of(prompts: Iterable[PromptStatus], runs: int) -> Totals:
+    prompts = list(prompts)
+    attempts = [a for p in prompts for a in p.attempts]
+    costs = [a.cost_usd for a in attempts if a.cost_usd is not None]
+    return Totals(prompts=len(prompts), completed=sum(p.state == "completed" for p in prompts),
+                  failed=sum(p.state == "failed" for p in prompts), running=sum(p.state == "running" for p in prompts),
+                  attempts=len(attempts), runs=runs, duration_s=round(sum(a.duration_s or 0.0 for a in attempts), 3),
+                  tokens_in=sum(a.tokens_in for a in attempts), tokens_out=sum(a.tokens_out for a in attempts),
+                  cost_usd=round(sum(costs), 6) if costs else None)
+
+
+def run_state(prompts: Iterable[PromptStatus]) -> RunState:
+    states = {p.state for p in prompts} - {"not_started"}
+    if not states:
+        return "not_started"
+    if states & {"running", "waiting"}:
+        return "running"
+    return "failed" if "failed" in states else "completed"
+
+
+def prompt_state(attempts: list[AttemptSummary]) -> PromptState:
+    if not attempts:
+        return "not_started"
+    if any(a.result == "running" for a in attempts):
+        return "running"
+    return "completed" if attempts[-1].result == "completed" else "failed"
+
+
+# -- awp watch ------------------------------------------------------------------------------------------------
+
+Violation = Literal["not_running", "progress_stale"]
+
+
+class CurrentAttempt(_Out):
+    prompt: str = Field(description="Prompt id.")
+    name: str = Field(description="Prompt title.")
+    attempt: str = Field(description="Attempt id.")
+    mode: str = Field(description="run, retry, fallback, repair, …")
+    target: str = Field(description="provider/account/model.")
+    dagster_run: str | None = Field(None, description="The Dagster run it executes in.")
+    minutes_quiet: float | None = Field(None, description="Minutes since its run stored its latest event.")
+
+
+class RepoActivity(_Out):
+    repo: str = Field(description="Repo name from the manifest.")
+    dirty_files: int | None = Field(None, description="Changed or untracked files now; null when not a git repo.")
+    new_commits: int | None = Field(None, description="Commits since the packet run started.")
+
+
+class WatchReading(_Out):
+    """One look at a packet run (`awp watch --json` prints one per line)."""
+
+    packet: str
+    packet_run: str | None
+    at: str = Field(description="ISO 8601 time of the reading.")
+    state: RunState
+    prompts: int = Field(description="Prompts the packet run was asked to run.")
+    completed: int = Field(description="Of those, completed.")
+    current: list[CurrentAttempt] = Field(default_factory=list, description="Attempts running now.")
+    pending: list[str] = Field(default_factory=list, description="Prompts with an Attempt due to launch.")
+    minutes_quiet: float | None = Field(None, description="Minutes since the packet run's latest event.")
+    repos: list[RepoActivity] = Field(default_factory=list)
+    violations: list[Violation] = Field(default_factory=list, description="not_running: work is due and no "
+                                        "run is unfinished; progress_stale: a started run stored nothing "
+                                        "for longer than the progress timeout.")
+    details: list[str] = Field(default_factory=list, description="One line per violation.")
+
+
+def liveness(started_quiet_s: dict[str, float], unfinished: int, pending: list[str], idle_s: float | None,
+             timeout_s: float) -> tuple[list[Violation], list[str]]:
+    """From the runs themselves: a started run quiet for longer than the timeout is stale; due work with no
+    unfinished run for longer than the timeout means nothing runs it (no daemon, a killed `awp run`)."""
+    violations: list[Violation] = []
+    details = []
+    stale = {run: quiet for run, quiet in started_quiet_s.items() if quiet > timeout_s}
+    if stale:
+        violations.append("progress_stale")
+        details += [f"run {run[:8]} stored nothing for {quiet / 60:.1f} min" for run, quiet in stale.items()]
+    if not unfinished and pending and (idle_s is None or idle_s > timeout_s):
+        violations.append("not_running")
+        details.append(f"no run is unfinished, and {', '.join(pending)} "
+                       f"{'is' if len(pending) == 1 else 'are'} due to run")
+    return violations, details
+
+
+def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
+    """Dirty files now, and the commits the packet run made: those whose AWP-Agent-Run trailer names it
+    (exact, where a time window would count a commit made in the same second as the run started)."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    status = git("status", "--porcelain")
+    commits = git("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
+    return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
+                        new_commits=len(commits.split()) if commits is not None else None)

@@ -1,0 +1,90 @@
+"""`awp watch --once --json`: liveness from the runs themselves (the daemon's view, whoever launches)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from dagster import AssetObservation, DagsterEventType, DagsterRun, DagsterRunStatus
+from dagster._core.events import AssetObservationData, DagsterEvent
+from dagster._core.events.log import EventLogEntry
+from e2e_support import awp
+
+from awp_pipelines.orchestration.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.packet import load_packet
+from awp_pipelines.status import liveness
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _demo_without_recovery(tmp_path: Path) -> tuple[Path, str]:
+    """The demo's first run only: 02 missed an item and 03 was rate limited; their repair and retry are due,
+    and nothing launches them (as when the runner was killed or no daemon runs)."""
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
+    result = awp("run", demo, "--no-recovery", "--json")
+    assert result.exit_code == 1, result.output
+    return demo, json.loads(result.output)["packet_run"]
+
+
+def _watch(demo: Path, *args: str) -> tuple[int, dict]:
+    result = awp("watch", demo, "--once", "--json", *args)
+    return result.exit_code, json.loads(result.output)
+
+
+def test_watch_reports_not_running_when_due_work_has_no_run(tmp_path: Path) -> None:
+    demo, packet_run = _demo_without_recovery(tmp_path)
+    code, reading = _watch(demo, "--progress-timeout", "0")
+    assert code == 1 and reading["packet_run"] == packet_run
+    assert reading["violations"] == ["not_running"] and reading["pending"] == ["02", "03"]
+    assert (reading["prompts"], reading["completed"], reading["state"]) == (3, 1, "running")
+    assert reading["repos"] == [{"repo": "docs", "dirty_files": 0, "new_commits": 1}]
+    # Within the timeout the runner may still be launching what is due: no violation yet.
+    code, reading = _watch(demo, "--progress-timeout", "30")
+    assert code == 0 and reading["violations"] == []
+
+
+def test_watch_reports_progress_stale_for_a_started_run_quiet_past_the_timeout(tmp_path: Path) -> None:
+    demo, packet_run = _demo_without_recovery(tmp_path)
+    packet = load_packet(demo)
+    key = prompt_key(packet, "02")
+    instance = open_instance(demo)
+    run_id = str(uuid.uuid4())
+    try:
+        # A repair run that started, stored its attempt_started marker ten minutes ago, and went quiet.
+        instance.add_run(DagsterRun(job_name="packet__demo", run_id=run_id, status=DagsterRunStatus.STARTED,
+                                    tags={"awp/packet": "demo", "awp/packet_run": packet_run},
+                                    asset_selection=frozenset({key})))
+        marker = AssetObservation(asset_key=key, metadata={
+            "awp/event": ATTEMPT_STARTED, "awp/attempt": f"{packet_run}.02.a2", "awp/attempt_number": 2,
+            "awp/mode": "repair", "awp/provider": "simulated", "awp/model": "simulated-demo"})
+        instance.store_event(EventLogEntry(
+            error_info=None, level=10, user_message="", run_id=run_id, timestamp=time.time() - 600,
+            step_key="demo__02_write_changelog", job_name="packet__demo", dagster_event=DagsterEvent(
+                event_type_value=DagsterEventType.ASSET_OBSERVATION.value, job_name="packet__demo",
+                step_key="demo__02_write_changelog", event_specific_data=AssetObservationData(marker))))
+    finally:
+        instance.dispose()
+    code, reading = _watch(demo, "--progress-timeout", "5")
+    assert code == 1 and reading["violations"] == ["progress_stale"]
+    [current] = reading["current"]
+    assert (current["prompt"], current["attempt"], current["mode"], current["dagster_run"]) == (
+        "02", f"{packet_run}.02.a2", "repair", run_id)
+    assert 9.5 <= current["minutes_quiet"] <= 11
+    code, reading = _watch(demo, "--progress-timeout", "20")
+    assert code == 0 and reading["violations"] == [] and reading["state"] == "running"
+
+
+def test_liveness_rules() -> None:
+    assert liveness({"r1": 400.0}, 1, [], None, 300) == (["progress_stale"], ["run r1 stored nothing for 6.7 min"])
+    assert liveness({"r1": 100.0}, 1, ["02"], None, 300) == ([], [])
+    assert liveness({}, 0, ["02"], 400.0, 300)[0] == ["not_running"]
+    assert liveness({}, 0, ["02"], 100.0, 300)[0] == []  # just ended: the next launch may be on its way
+    assert liveness({}, 0, [], 4000.0, 300)[0] == []  # nothing due: the packet run ended
