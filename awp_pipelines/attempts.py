@@ -15,9 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from awp_pipelines.budget import Spend
 from awp_pipelines.committer import CommitError, commit_targets
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.lifecycle import Transition, cause_of, transition
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
@@ -70,6 +72,13 @@ class Usage(BaseModel):
     cost_usd: float | None = None
 
 
+class SpendTotal(BaseModel):
+    """The packet run's recorded spend once this Attempt's own is added."""
+
+    cost_usd: float = 0.0
+    tokens: int = 0
+
+
 class CommitInfo(BaseModel):
     repo: str
     status: str
@@ -96,6 +105,8 @@ class AttemptRecord(BaseModel):
     session_id: str | None = None
     resumes: int = 0
     usage: Usage = Field(default_factory=Usage)
+    packet_run_spend: SpendTotal = Field(default_factory=SpendTotal, description="Running total of the packet "
+                                         "run's recorded spend, this Attempt included.")
     messages: int = 0
     verifier: VerifierReport | None = None
     prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
@@ -106,6 +117,8 @@ class AttemptRecord(BaseModel):
                                 "holding the partial work of an Attempt that did not complete.")
     restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
                                      "AgentRun's previous Attempt this one started from.")
+    transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
+                                          "provisioning → running → checkpointing → terminal, with reasons.")
 
     @property
     def completed(self) -> bool:
@@ -120,7 +133,8 @@ class AttemptRecord(BaseModel):
             retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
             suggested_delay_ms=failure.suggested_delay_ms if failure else None,
             provider=self.target.provider, account=self.target.account, model=self.target.model,
-            effort=self.target.effort, workspace_changed=self.workspace_changed)
+            effort=self.target.effort, workspace_changed=self.workspace_changed,
+            cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens)
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,7 @@ class AttemptSpec:
     repair_text: str | None = None
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
+    spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
 
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -144,9 +159,10 @@ def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def repair_instructions(last: AttemptRecord) -> str | None:
-    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures."""
-    parts = []
+def repair_instructions(last: AttemptRecord, note: str | None = None) -> str | None:
+    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures; and the
+    note of the person who asked for the repair, if any."""
+    parts = [f"Note from the person who asked for this repair: {redact(note)}"] if note else []
     failure = last.failure or last.provider_failure
     if failure:
         parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
@@ -163,10 +179,16 @@ def prompt_text(spec: AttemptSpec) -> str:
     return text
 
 
-def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
+def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink,
+                    cancel_on: tuple[type[BaseException], ...] = ()) -> AttemptRecord:
+    """One Attempt. `cancel_on`: what the caller's runtime raises when a person cancels the run (Dagster's
+    interrupt, under a run worker); the Attempt then ends cancelled, with its partial work checkpointed."""
     started, clock = _now(), time.monotonic()
+    trail = [transition("created", spec.target.reason)]
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
+                            "snapshotting the work tree"))
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
@@ -176,13 +198,27 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate)
-    outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
+    try:
+        outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    except cancel_on as stop:
+        # Cancelled mid-session (the UI terminated the run): keep the partial work, record the Attempt.
+        failure = FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(stop).__name__}")
+        sink.run_failed(failure)
+        trail.append(transition("checkpointing", "saving the partial work of a cancelled Attempt"))
+        wip = _checkpoint(spec, targets, before)
+        trail.append(transition("terminal", "provider_failed: cancelled", "cancellation"))
+        outcome = ProviderOutcome.from_sink(sink, failure, None)
+        return _record(spec, request, sink, started, clock, checkpoint, restored, outcome, 0, None,
+                       "provider_failed", failure, bool(wip), [], wip, trail)
     changed = bool(changed_since(before, snapshot(targets)))
     report = _verify(spec)
     if report is not None:
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = _decide(outcome, report)
     commits: list[CommitInfo] = []
+    trail.append(transition("checkpointing", "committing the work" if result == "completed" else
+                            "saving the partial work"))
     if result == "completed" and spec.commit:
         try:
             commits = _commit(spec, targets)
@@ -191,17 +227,29 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
+    cls = failure.failure_class if failure else None
+    trail.append(transition("terminal", result + (f": {cls}" if cls else ""), cause_of(cls)))
+    return _record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes, report, result,
+                   failure, changed, commits, wip, trail)
+
+
+def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,
+            checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
+            report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
+            commits: list[CommitInfo], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
     usage = Usage(input_tokens=outcome.usage.input_tokens, output_tokens=outcome.usage.output_tokens,
                   cost_usd=outcome.usage.cost_usd)
+    spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
-        workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        workspace={t.name: str(Path(t.path)) for t in spec.plan.targets}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
-        usage=usage, messages=outcome.messages, verifier=report, workspace_changed=changed,
+        usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
+        messages=outcome.messages, verifier=report, workspace_changed=changed,
         prompt_text=redact(request.prompt_text),
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
-        restored=restored)
+        restored=restored, transitions=trail)
 
 
 def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:

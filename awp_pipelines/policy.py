@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
+from awp_pipelines.budget import Budget, Spend
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
 from awp_pipelines.model.execution import TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
@@ -38,6 +39,12 @@ class AttemptFact:
     model: str = ""
     effort: str | None = None
     workspace_changed: bool = False
+    cost_usd: float = 0.0  # what the provider reported for this Attempt
+    tokens: int = 0
+
+    @property
+    def spend(self) -> Spend:
+        return Spend(self.cost_usd, self.tokens)
 
 
 def interrupted_fact(number: int, mode: str, target: Target) -> AttemptFact:
@@ -83,7 +90,17 @@ class Chain:
 
 
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
-           rng: random.Random | None = None) -> Verdict:
+           rng: random.Random | None = None, budget: Budget | None = None) -> Verdict:
+    """What the AgentRun does next. A spend cap that has been reached refuses any further Attempt."""
+    verdict = _recovery(history, recovery, chain, rng)
+    over = budget.exhausted() if budget is not None and not verdict.terminal else None
+    if over is not None:
+        return Verdict("fail", over, status="budget_exhausted")
+    return verdict
+
+
+def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
+              rng: random.Random | None) -> Verdict:
     if not history:
         return Verdict("retry", "no attempt recorded yet", status="queued")
     last = history[-1]
@@ -101,6 +118,8 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
                            status="repairing")
         return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
     cls = last.failure_class or "unknown"
+    if cls == "user_cancelled":  # a person stopped it: no retry, no repair
+        return Verdict("fail", f"attempt {last.number} was cancelled", status="cancelled")
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)

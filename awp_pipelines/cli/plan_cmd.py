@@ -58,6 +58,8 @@ def print_plan(plan: PacketPlan) -> None:
     out.print(f"[bold]{plan.packet}[/bold]  {plan.manifest}")
     for warning in plan.warnings:
         out.print(f"[yellow]warning:[/yellow] {warning}")
+    if plan.budget is not None:
+        out.print(f"budget of the packet run: {plan.budget.describe()}")
     table = Table(show_lines=True)
     for column in ("id", "prompt", "provider / model / effort", "bounds", "recovery", "verify", "commit · cwd"):
         table.add_column(column, overflow="fold")
@@ -71,6 +73,8 @@ def print_plan(plan: PacketPlan) -> None:
         retry = p.recovery.retry
         recovery = (f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
                     f"resume {p.recovery.resume_attempts}")
+        if p.budget is not None:
+            recovery += f"\nbudget {p.budget.describe()}"
         verify = "\n".join(i.label for i in p.verify_items) or "[yellow]none[/yellow]"
         table.add_row(p.id, f"{p.name}\nphase {p.phase or '-'}; after {', '.join(p.depends_on) or '-'}",
                       target, f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})", recovery, verify,

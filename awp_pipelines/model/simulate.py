@@ -41,6 +41,8 @@ class SimulatedStep(StrictModel):
     error: SimulatedError | None = Field(None, description="Ends the step with this provider failure.")
     delay_ms: int = Field(0, ge=0, le=3_600_000, description="AWP: a slow agent. Pause after the messages, "
                           "before the writes (demos, watch and concurrency tests).")
+    cost_usd: float | None = Field(None, ge=0, description="AWP: the cost this step reports through the usage "
+                                   "telemetry, in US dollars (spend-cap tests and demos). Default: none.")
 
 
 class SimulateSpec(StrictModel):

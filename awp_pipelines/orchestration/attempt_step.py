@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
+from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
 from awp_pipelines import tags
 from awp_pipelines.attempts import (
@@ -23,7 +23,7 @@ from awp_pipelines.attempts import (
     repair_instructions,
 )
 from awp_pipelines.events import EventSink
-from awp_pipelines.launches import Launch, manual_launch
+from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED, packet_run_history, prompt_states, prompts_of_run
 from awp_pipelines.orchestration.lease import account_lease
@@ -61,8 +61,9 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                  packet_run: str) -> tuple[Launch, AttemptRecord | None]:
-    """This Attempt's launch, and the AgentRun's last record (what a repair or retry continues from)."""
+                  packet_run: str) -> tuple[Launch, AttemptRecord | None, PromptState]:
+    """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from) and its
+    state. A single-prompt run tagged `awp/mode=repair` without its Attempt is a repair asked for by hand."""
     history = packet_run_history(context.instance, packet_run, binding.keys)
     state = prompt_states(binding, history, [prompt.id])[0]
     last = history.agent_runs[prompt.id].last_record if prompt.id in history.agent_runs else None
@@ -72,8 +73,12 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     if single and intent.attempt == expected and intent.provider:
         target = Target(intent.provider, intent.model, intent.account, intent.effort)
         return Launch(prompt.id, state.started + 1, intent.mode, intent.reason or "", target,
-                      intent.parent_run), last
-    return manual_launch(state), last
+                      intent.parent_run), last, state
+    by_hand = repair_launch(state, context.run.tags.get(tags.NOTE)) if single and intent.mode == "repair" else None
+    over = None if single else state.spending().exhausted()
+    if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
+        raise Failure(description=f"budget_exhausted: {over}", allow_retries=False)
+    return by_hand or manual_launch(state), last, state
 
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> tuple[AttemptRecord, str]:
@@ -83,7 +88,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     key = binding.key(prompt.id)
     packet_run = packet_run_of(context, binding)
     _warn_without_daemon(context)
-    launch, last = choose_launch(context, binding, prompt, packet_run)
+    launch, last, state = choose_launch(context, binding, prompt, packet_run)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
@@ -107,14 +112,16 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     continuing = last is not None and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
-                          secret_env=secrets,
-                          repair_text=repair_instructions(last) if last and launch.mode == "repair" else None,
+                          secret_env=secrets, spent_before=state.budget.packet_spent,
+                          repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
+                          if last and launch.mode == "repair" else None,
                           restore=last.wip if continuing and last else None)
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key
     with account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info):
-        record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
+        record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
+                                 cancel_on=(DagsterExecutionInterruptedError,))
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     return record, sink.transcript_markdown()
 

@@ -8,6 +8,7 @@ from typing import Any
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.lifecycle import trail_text
 from awp_pipelines.redact import redact_obj
 from awp_pipelines.verifiers.report import VerifierReport, cap_lines
 
@@ -30,6 +31,9 @@ def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
         "awp/duration_s": MetadataValue.float(record.duration_s),
         "awp/tokens_in": MetadataValue.int(record.usage.input_tokens),
         "awp/tokens_out": MetadataValue.int(record.usage.output_tokens),
+        # The packet run's running total, this Attempt included: what the spend caps are checked against.
+        "awp/packet_run_spend": f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
+        "awp/lifecycle": trail_text(record.transitions),
         "awp/verifier": MetadataValue.md(verifier_markdown(record.verifier)),
         "awp/commits": MetadataValue.md(commits_markdown(record)),
         "awp/transcript": MetadataValue.md(transcript),

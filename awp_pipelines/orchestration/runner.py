@@ -20,6 +20,7 @@ from dagster import DagsterInstance, Definitions, JobDefinition, logger
 
 from awp_pipelines import tags
 from awp_pipelines.launches import Launch, Outlook, next_launches
+from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.history import (
     PacketRunHistory,
@@ -49,6 +50,7 @@ class PromptOutcome:
     failure_class: str | None = None
     message: str = ""
     decision: str = ""
+    state: str = ""  # the AgentRun's lifecycle state (lifecycle.agent_run_status)
 
     @property
     def completed(self) -> bool:
@@ -149,6 +151,7 @@ def _launched_by() -> str:
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],
               outlook: Outlook) -> list[PromptOutcome]:
     packet = compiled.packet
+    status = {s.prompt: agent_run_status(s) for s in prompt_states(compiled.binding, history, selected)}
     out = []
     for pid in selected:
         prompt = packet.prompt(pid)
@@ -157,12 +160,13 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         if record is None:
             waits = [d for d in packet.dependencies(prompt) if d in history.agent_runs or d in selected]
             out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if waits else "not_run",
-                                     message=f"waits for {', '.join(waits)}" if waits else ""))
+                                     message=f"waits for {', '.join(waits)}" if waits else "",
+                                     decision=outlook.ended.get(pid, ""), state=status[pid].state))
             continue
         failure = record.failure
         out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
                                  record.identity.attempt_id, failure.failure_class if failure else None,
-                                 _explain(record), outlook.ended.get(pid, "")))
+                                 _explain(record), outlook.ended.get(pid, ""), status[pid].state))
     return out
 
 

@@ -66,8 +66,9 @@ class SimulatedProvider:
             sink.message(text)
         if step.delay_ms:
             time.sleep(step.delay_ms / 1000)
-        # Deterministic stand-in telemetry: words in, words out, no cost.
-        sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages))
+        # Deterministic stand-in telemetry: words in, words out, and the step's scripted cost if any.
+        sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages),
+                   cost_usd=step.cost_usd or 0.0)
         changed: list[str] = []
         failure: FailureEnvelope | None = None
         for write in step.writes:
