@@ -27,6 +27,7 @@ from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_la
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED, packet_run_history, prompt_states, prompts_of_run
 from awp_pipelines.orchestration.lease import account_lease
+from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
     AccountResource,
@@ -49,8 +50,8 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     """The packet run this run belongs to: its tag, or a new one named after the run. Runs that hold
     several prompts carry only packet-level tags; each Attempt's identity is in its events."""
     run = context.run
-    packet_run = run.tags.get(tags.PACKET_RUN) or f"pr-{run.run_id[:8]}"
     held = prompts_of_run(run, binding.keys)
+    packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or f"pr-{run.run_id[:8]}"
     wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
     if len(held) > 1:
         wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
@@ -58,6 +59,14 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     if missing:
         context.instance.add_run_tags(run.run_id, missing)
     return packet_run
+
+
+def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held: set[str]) -> str | None:
+    """A single-prompt run tagged `awp/mode=repair` with no packet run repairs the prompt's latest one."""
+    if context.run.tags.get(tags.MODE) != "repair" or len(held) != 1:
+        return None
+    latest = latest_history(context.instance, binding, next(iter(held)))
+    return latest.packet_run if latest else None
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,

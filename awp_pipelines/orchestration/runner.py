@@ -79,8 +79,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     binding = compiled.binding
     job = _job(compiled, progress)
     packet_run = options.packet_run or new_packet_run_id()
-    base = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run, "user": _launched_by(),
-            **REPOSITORY_TAG}
+    base = _base_tags(binding.packet.name, packet_run)
     history = packet_run_history(instance, packet_run, binding.keys)
     fresh = [pid for pid in selected if pid not in history.agent_runs]
     if fresh:
@@ -105,6 +104,19 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
                      {**base, **launch_tags(binding, history, launch)}, options)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
+
+
+def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
+                   extra_tags: dict[str, str], options: RunOptions, progress: Progress | None = None) -> None:
+    """One launch (a repair by hand), as one run with its launch tags: no recovery after it."""
+    binding = compiled.binding
+    history = packet_run_history(instance, packet_run, binding.keys)
+    run_tags = {**_base_tags(binding.packet.name, packet_run), **launch_tags(binding, history, launch), **extra_tags}
+    _execute(_job(compiled, progress or Progress()), instance, [binding.key(launch.prompt)], run_tags, options)
+
+
+def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
+    return {tags.PACKET: packet, tags.PACKET_RUN: packet_run, "user": _launched_by(), **REPOSITORY_TAG}
 
 
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
@@ -180,4 +192,5 @@ def _explain(record) -> str:  # type: ignore[no-untyped-def]
     return f"{failure.failure_class}: {failure.message}" if failure else ""
 
 
-__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "new_packet_run_id", "attempt_outcomes"]
+__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "execute_launch", "new_packet_run_id",
+           "attempt_outcomes"]
