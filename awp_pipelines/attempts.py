@@ -17,9 +17,18 @@ from pydantic import BaseModel, Field
 
 from awp_pipelines.budget import Spend
 from awp_pipelines.committer import CommitError, commit_targets
+from awp_pipelines.control import (
+    ControlHandle,
+    Directive,
+    control_section,
+    iteration_of,
+    open_iteration,
+    read_directive,
+)
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.lifecycle import Transition, cause_of, transition
+from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
@@ -117,6 +126,8 @@ class AttemptRecord(BaseModel):
                                 "holding the partial work of an Attempt that did not complete.")
     restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
                                      "AgentRun's previous Attempt this one started from.")
+    control: Directive | None = Field(None, description="Agent control: what this iteration's request came to "
+                                      "(read only once the contract passed and the work was committed).")
     transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
                                           "provisioning → running → checkpointing → terminal, with reasons.")
 
@@ -134,7 +145,28 @@ class AttemptRecord(BaseModel):
             suggested_delay_ms=failure.suggested_delay_ms if failure else None,
             provider=self.target.provider, account=self.target.account, model=self.target.model,
             effort=self.target.effort, workspace_changed=self.workspace_changed,
-            cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens)
+            cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens,
+            directive=self.control.outcome if self.control else None,
+            directive_reason=self.control.reason if self.control else "")
+
+
+@dataclass(frozen=True)
+class ControlSetup:
+    """An agent-controlled Attempt: where its request and progress files go, and which iteration it is."""
+
+    config: AgentControlConfig
+    folder: Path
+    iteration: int
+    previous: Directive | None = None  # the last iteration's directive (a rejected finish's unmet items)
+
+
+def control_setup(config: AgentControlConfig, state_root: Path, identity: AttemptIdentity, earlier_modes: list[str],
+                  previous: Directive | None) -> ControlSetup | None:
+    """The agent-control setup of an Attempt of an agent-controlled packet; files under the state folder."""
+    if not config.enabled:
+        return None
+    folder = state_root / "control" / identity.packet_run / identity.prompt / identity.attempt_id
+    return ControlSetup(config, folder, iteration_of(earlier_modes, identity.mode), previous)
 
 
 @dataclass(frozen=True)
@@ -150,6 +182,7 @@ class AttemptSpec:
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
     spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
+    control: ControlSetup | None = None
 
 
 def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -192,10 +225,14 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
+    handle = _open_control(spec)
+    text = prompt_text(spec) + (control_section(handle, spec.control.config, spec.control.previous)
+                                if handle and spec.control else "")
     request = ProviderRequest(
-        prompt_text=prompt_text(spec), cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
+        prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
-        env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
+        env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {})}),
+        model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate)
     trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
@@ -227,10 +264,37 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", str(err))
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
+    # The directive is read only once the contract passed and the work is committed.
+    directive = _directive(spec, handle) if result == "completed" and handle else None
     cls = failure.failure_class if failure else None
-    trail.append(transition("terminal", result + (f": {cls}" if cls else ""), cause_of(cls)))
-    return _record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes, report, result,
-                   failure, changed, commits, wip, trail)
+    trail.append(transition("terminal", result + (f": {cls}" if cls else "")
+                            + (f"; {directive.line()}" if directive else ""),
+                            cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
+    record = _record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes, report, result,
+                     failure, changed, commits, wip, trail)
+    return record.model_copy(update={"control": directive})
+
+
+def _open_control(spec: AttemptSpec) -> ControlHandle | None:
+    if spec.control is None:
+        return None
+    ident = spec.identity
+    return open_iteration(spec.control.folder, ident.packet_run, ident.prompt, spec.control.iteration)
+
+
+def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
+    """The iteration's directive; a `finish` stands only if the packet's completion contract passes."""
+    assert spec.control is not None
+    config = spec.control.config
+    directive = read_directive(handle, config)
+    if directive.outcome != "finish" or config.completion_verify is None:
+        return directive
+    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
+    report = run_contract(config.completion_verify, ctx)
+    if report.passed:
+        return directive
+    return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
 
 
 def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,

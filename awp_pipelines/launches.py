@@ -35,15 +35,21 @@ class PromptState:
     last_ended: float | None = None  # epoch seconds the last Attempt ended (backoff counts from it)
     last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
     budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
+    max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
 
     @property
     def completed(self) -> bool:
-        return bool(self.facts) and self.facts[-1].result == "completed"
+        return bool(self.facts) and self.facts[-1].done
+
+    @property
+    def first_mode(self) -> Mode:
+        """Under agent control every iteration, the first included, is an Attempt in mode `iterate`."""
+        return "iterate" if self.max_iterations is not None else "run"
 
     def verdict(self) -> Verdict:
         # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
         rng = random.Random(f"{self.prompt}.{self.started}")
-        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending())
+        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations)
 
     def spending(self) -> Budget:
         return replace(self.budget, agent_run_spent=total(f.spend for f in self.facts))
@@ -88,7 +94,7 @@ class Outlook:
 
 def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
     primary = state.chain.candidates()[0]
-    return Launch(state.prompt, state.started + 1, "run", reason, primary)
+    return Launch(state.prompt, state.started + 1, state.first_mode, reason, primary)
 
 
 def continuation(state: PromptState) -> Launch | Verdict:
@@ -138,8 +144,8 @@ def manual_launch(state: PromptState) -> Launch:
         return replace(step, due_at=0.0)
     last = state.facts[-1]
     if last.result == "completed":
-        return Launch(state.prompt, state.started + 1, "run", "launched again by hand", _last_target(state),
-                      state.last_run)
+        return Launch(state.prompt, state.started + 1, state.first_mode, "launched again by hand",
+                      _last_target(state), state.last_run)
     mode: Mode = "repair" if last.result == "verification_failed" else "retry"
     return Launch(state.prompt, state.started + 1, mode, f"launched by hand after: {step.reason}",
                   _last_target(state), state.last_run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from awp_pipelines import __version__
-from awp_pipelines.cli import authoring_cmd, lint_cmd, plan_cmd, repair_cmd, run_cmd
+from awp_pipelines.cli import authoring_cmd, control_cmd, lint_cmd, plan_cmd, repair_cmd, run_cmd
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +18,7 @@ def cli() -> None:
     """
 
 
-for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, authoring_cmd):
+for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, control_cmd, authoring_cmd):
     module.register(cli)
 
 

@@ -19,6 +19,7 @@ from awp_pipelines.attempts import (
     AttemptRecord,
     AttemptSpec,
     AttemptTarget,
+    control_setup,
     execute_attempt,
     repair_instructions,
 )
@@ -122,6 +123,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
                           secret_env=secrets, spent_before=state.budget.packet_spent,
+                          control=control_setup(packet.manifest.agent_control, runtime.state_root(packet.root),
+                                                identity, [f.mode for f in state.facts], last and last.control),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           restore=last.wip if continuing and last else None)

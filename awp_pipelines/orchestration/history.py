@@ -132,6 +132,7 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
     busy = history.busy(keys, exclude_run)
     scope = list(prompts) if prompts is not None else history.scope(packet, keys)
     spent = history.spend()
+    control = packet.manifest.agent_control
     states = []
     for pid in scope:
         agent_run = history.agent_runs.get(pid, AgentRunHistory())
@@ -143,7 +144,8 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
             deps=tuple(packet.dependencies(packet.prompt(pid))), facts=tuple(agent_run.facts(finished)),
             started=max(agent_run.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
-            budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent)))
+            budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
+            max_iterations=control.max_iterations if control.enabled else None))
     return states
 
 

@@ -41,6 +41,8 @@ def record_metadata(record: AttemptRecord, transcript: str) -> dict[str, Any]:
     }
     if record.usage.cost_usd is not None:
         meta["awp/cost_usd"] = MetadataValue.float(record.usage.cost_usd)
+    if record.control is not None:
+        meta["awp/control"] = record.control.line()
     if target.account:
         meta["awp/account"] = target.account
     if record.session_id:
