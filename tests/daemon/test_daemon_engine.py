@@ -1,6 +1,7 @@
-"""Spend caps and cancellation under a real dagster-daemon and webserver (the embedded SQLite instance):
-the recovery sensor asks the same `next_launches` as `awp run`, so the cap stops it there too, and a
-run terminated from the UI ends its Attempt user_cancelled and its AgentRun cancelled."""
+"""Spend caps, cancellation and agent control under a real dagster-daemon and webserver (the embedded
+SQLite instance): the recovery sensor asks the same `next_launches` as `awp run`, so the cap stops it
+there too and it launches the iterations the agent asks for; a run terminated from the UI ends its
+Attempt user_cancelled and its AgentRun cancelled. One deployment serves the module's tests."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ def _packet(root: Path, name: str, manifest: dict, front: dict) -> Path:
     return root
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[Deployment]:
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    tmp_path = tmp_path_factory.mktemp("engine")
     step = {"messages": ["not yet"], "cost_usd": 0.02}
     capped = _packet(tmp_path / "src" / "capped", "capped",
                      {"budget": {"max_cost_usd": 0.05}, "recovery": {"repair": {"max_attempts": 5}}},
@@ -37,8 +39,14 @@ def running(tmp_path: Path) -> Iterator[Deployment]:
     slow = _packet(tmp_path / "src" / "slow", "slow", {},
                    {"verify": {"files_exist": ["done.txt"]},
                     "simulate": {"attempts": [{"messages": ["thinking"], "delay_ms": 120_000}]}})
-    project = make_project(tmp_path / "project", {"capped": capped, "slow": slow})
-    for name in ("capped", "slow"):
+    final = {"writes": [{"path": "final.txt", "text": "3"}], "control": {"action": "finish", "reason": "done"}}
+    steered = _packet(tmp_path / "src" / "steered", "steered",
+                      {"agent_control": {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}}},
+                      {"verify": {"files_exist": ["step.txt"]}, "simulate": {"attempts": [
+                          {"writes": [{"path": "step.txt", "text": "1"}], "control": {"action": "repeat"}},
+                          {"writes": [{"path": "step.txt", "text": "2"}], "control": {"action": "repeat"}}, final]}})
+    project = make_project(tmp_path / "project", {"capped": capped, "slow": slow, "steered": steered})
+    for name in ("capped", "slow", "steered"):
         repo = project / "assets" / name / "workspace"
         subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
         subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
@@ -88,3 +96,20 @@ def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_th
         [record] = _records(instance, [cancelled])
         assert (record["result"], record["failure"]["failure_class"]) == ("provider_failed", "user_cancelled")
         assert record["transitions"][-1]["cause"] == "cancellation"
+
+
+def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_through_the_sensor(
+        running: Deployment) -> None:
+    first = running.launch_job("packet__steered")
+    running.wait_until(lambda i: len(_runs(i, "steered")) >= 3 and all_finished(i, _runs(i, "steered")), 300,
+                       "three iterations")
+    time.sleep(3 * 5)  # three sensor ticks: the finish ended it
+    with running.instance() as instance:
+        runs = _runs(instance, "steered")
+        assert runs[0].run_id == first and len(runs) == 3
+        assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
+        assert all(r.tags["dagster/sensor_name"] == "packet__steered__recovery" for r in runs[1:])
+        records = _records(instance, runs)
+        assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
+            [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
+        assert all(r["result"] == "completed" for r in records)
