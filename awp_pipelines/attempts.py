@@ -226,6 +226,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
     handle = _open_control(spec)
+    if handle is not None:
+        sink.add_secret(handle.token)
     text = prompt_text(spec) + (control_section(handle, spec.control.config, spec.control.previous)
                                 if handle and spec.control else "")
     request = ProviderRequest(
