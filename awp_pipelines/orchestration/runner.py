@@ -170,7 +170,8 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
         if record is None:
-            waits = [d for d in packet.dependencies(prompt) if d in history.agent_runs or d in selected]
+            waits = [d for d in packet.dependencies(prompt) if (d in history.agent_runs or d in selected)
+                     and not (d in status and status[d].state == "completed")]
             out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if waits else "not_run",
                                      message=f"waits for {', '.join(waits)}" if waits else "",
                                      decision=outlook.ended.get(pid, ""), state=status[pid].state))

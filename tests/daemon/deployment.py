@@ -84,6 +84,8 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
                 "PYTHONPATH": str(REPO_ROOT), **(env or {})}
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    # Create the storage once, before three processes (webserver, daemon, this test) race to migrate it.
+    DagsterInstance.from_config(str(home)).dispose()
     procs = []
     try:
         for name, argv in (("webserver", [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1",

@@ -54,7 +54,6 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
-    DagsterInstance.from_config(str(home)).dispose()  # create the SQLite storage once, before two processes race
     with deployment(home, project) as dep:
         yield dep
 

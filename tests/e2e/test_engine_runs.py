@@ -130,3 +130,18 @@ def test_a_ui_launch_tagged_repair_repairs_the_prompts_latest_packet_run(tmp_pat
     assert [(r["identity"]["mode"], r["result"]) for r in records][-1] == ("repair", "completed")
     assert len(records) == 3 and "say finished" in records[-1]["prompt_text"]
     assert "text not found: 'finished'" in records[-1]["prompt_text"]
+
+
+def test_in_a_run_of_several_prompts_the_packet_cap_stops_the_prompts_not_yet_started(
+        tmp_path: Path, make_git_repo) -> None:
+    root = _packet(tmp_path / "two", make_git_repo, {"budget": {"max_cost_usd": 0.05}},
+                   {"verify": {"files_exist": ["a.txt"]},
+                    "simulate": {"attempts": [{"cost_usd": 0.06, "writes": [{"path": "a.txt", "text": "a"}]}]}})
+    second = {"verify": {"files_exist": ["b.txt"]},
+              "simulate": {"attempts": [{"cost_usd": 0.01, "writes": [{"path": "b.txt", "text": "b"}]}]}}
+    (root / "prompts" / "02_more.prompt.md").write_text(f"---\n{yaml.safe_dump(second)}---\nWrite b.txt.\n")
+    result = awp("run", root, "--json")
+    first, refused = json.loads(result.stdout)["prompts"]
+    assert (first["result"], refused["result"], refused["state"]) == ("completed", "not_run", "budget_exhausted")
+    assert "$0.0600 of its $0.05 cap" in refused["decision"]
+    assert not (root / "workspace" / "b.txt").exists()
