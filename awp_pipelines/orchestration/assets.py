@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from dagster import (
     AssetCheckEvaluation,
     AssetExecutionContext,
+    AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
     ConfigurableResource,
@@ -89,18 +90,23 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript = run_attempt(context, binding, prompt)
         metadata = record_metadata(record, transcript)
-        if record.result == "completed":
+        if record.result == "completed" and record.fact().done:
             return MaterializeResult(metadata=metadata, check_results=check_results(record))
-        # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
-        # observation, and the checks it did evaluate are stored as failed evaluations.
-        context.log_event(AssetObservation(asset_key=key, metadata=metadata))
+        if record.result == "completed":
+            # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
+            # on, so the step fails and no downstream prompt starts in this run.
+            context.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
+        else:
+            # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
+            # observation, and the checks it did evaluate are stored as failed evaluations.
+            context.log_event(AssetObservation(asset_key=key, metadata=metadata))
         for result in check_results(record):
             context.log_event(AssetCheckEvaluation(asset_key=key, check_name=result.check_name,
                                                    passed=result.passed, metadata=result.metadata,
                                                    severity=result.severity, description=result.description,
                                                    blocking=True))
         failure = record.failure
-        reason = failure.message if failure else unmet_summary(record)
+        reason = failure.message if failure else (record.control.line() if record.control else unmet_summary(record))
         raise Failure(description=f"{record.result}: {reason}".strip(),
                       metadata={"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
                                 "awp/failure_class": failure.failure_class if failure else "none"},

@@ -100,3 +100,25 @@ def test_blocked_ends_the_agent_run_blocked_with_the_agents_reason(tmp_path: Pat
     assert record["transitions"][-1]["cause"] == "human_wait"
     text = awp("run", packet, "--packet-run", outcome["attempt"].split(".")[0])
     assert "agent run blocked" in text.output
+
+
+def test_the_next_prompt_starts_only_once_the_agent_stops_iterating(tmp_path: Path, make_git_repo) -> None:
+    """01 passes its contract in iteration 1 but asks to repeat: 02 must not start in that run."""
+    from dagster import AssetKey, RunsFilter
+
+    packet = controlled_packet(tmp_path / "p", make_git_repo, [_step(1, action="repeat"), _step(2, action="continue")])
+    second = {"verify": {"files_exist": ["two.txt"]},
+              "simulate": {"attempts": [{"writes": [{"path": "two.txt", "text": "2"}]}]}}
+    (packet / "prompts" / "02_next.prompt.md").write_text(f"---\n{yaml.safe_dump(second)}---\nNext.\n")
+    result = awp("run", packet, "--json")
+    assert result.exit_code == 0, result.output
+    instance = open_instance(packet)
+    try:
+        runs = list(reversed(instance.get_runs(filters=RunsFilter(tags={"awp/packet": "steered"}))))
+        assert [(r.tags.get("awp/prompt"), r.tags.get("awp/mode")) for r in runs[1:]] == \
+            [("01", "iterate"), ("02", "iterate")]
+        assert runs[2].tags["awp/reason"] == "upstream 01 completed"
+        first = instance.fetch_materializations(AssetKey(["steered", "01_work"]), limit=10).records
+        assert len(first) == 2  # each iteration's committed work is materialized
+    finally:
+        instance.dispose()
