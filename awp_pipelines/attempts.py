@@ -15,9 +15,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from awp_pipelines.budget import Spend
 from awp_pipelines.committer import CommitError, commit_targets
+from awp_pipelines.control import (
+    ControlHandle,
+    Directive,
+    control_section,
+    iteration_of,
+    open_iteration,
+    read_directive,
+)
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.lifecycle import Transition, cause_of, transition
+from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
@@ -25,7 +36,7 @@ from awp_pipelines.policy import AttemptFact
 from awp_pipelines.prices import PriceTable, load_prices
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import BASE_ENV
-from awp_pipelines.redact import Redactor
+from awp_pipelines.redact import Redactor, redact
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
@@ -104,6 +115,13 @@ def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | 
     return Usage(**tokens, cost_usd=cost, cost_source="price_table")
 
 
+class SpendTotal(BaseModel):
+    """The packet run's recorded spend once this Attempt's own is added."""
+
+    cost_usd: float = 0.0
+    tokens: int = 0
+
+
 class CommitInfo(BaseModel):
     repo: str
     status: str
@@ -130,6 +148,8 @@ class AttemptRecord(BaseModel):
     session_id: str | None = None
     resumes: int = 0
     usage: Usage = Field(default_factory=Usage)
+    packet_run_spend: SpendTotal = Field(default_factory=SpendTotal, description="Running total of the packet "
+                                         "run's recorded spend, this Attempt included.")
     messages: int = 0
     verifier: VerifierReport | None = None
     prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
@@ -140,6 +160,10 @@ class AttemptRecord(BaseModel):
                                 "holding the partial work of an Attempt that did not complete.")
     restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
                                      "AgentRun's previous Attempt this one started from.")
+    control: Directive | None = Field(None, description="Agent control: what this iteration's request came to "
+                                      "(read only once the contract passed and the work was committed).")
+    transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
+                                          "provisioning → running → checkpointing → terminal, with reasons.")
 
     @property
     def completed(self) -> bool:
@@ -154,7 +178,29 @@ class AttemptRecord(BaseModel):
             retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
             suggested_delay_ms=failure.suggested_delay_ms if failure else None,
             provider=self.target.provider, account=self.target.account, model=self.target.model,
-            effort=self.target.effort, workspace_changed=self.workspace_changed)
+            effort=self.target.effort, workspace_changed=self.workspace_changed,
+            cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens,
+            directive=self.control.outcome if self.control else None,
+            directive_reason=self.control.reason if self.control else "")
+
+
+@dataclass(frozen=True)
+class ControlSetup:
+    """An agent-controlled Attempt: where its request and progress files go, and which iteration it is."""
+
+    config: AgentControlConfig
+    folder: Path
+    iteration: int
+    previous: Directive | None = None  # the last iteration's directive (a rejected finish's unmet items)
+
+
+def control_setup(config: AgentControlConfig, state_root: Path, identity: AttemptIdentity, earlier_modes: list[str],
+                  previous: Directive | None) -> ControlSetup | None:
+    """The agent-control setup of an Attempt of an agent-controlled packet; files under the state folder."""
+    if not config.enabled:
+        return None
+    folder = state_root / "control" / identity.packet_run / identity.prompt / identity.attempt_id
+    return ControlSetup(config, folder, iteration_of(earlier_modes, identity.mode), previous)
 
 
 @dataclass(frozen=True)
@@ -169,6 +215,8 @@ class AttemptSpec:
     repair_text: str | None = None
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
+    spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
+    control: ControlSetup | None = None
     # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
     # account's credential is known. The account's own `secret_env` values are always added.
     redactor: Redactor | None = None
@@ -184,9 +232,10 @@ def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def repair_instructions(last: AttemptRecord) -> str | None:
-    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures."""
-    parts = []
+def repair_instructions(last: AttemptRecord, note: str | None = None) -> str | None:
+    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures; and the
+    note of the person who asked for the repair, if any."""
+    parts = [f"Note from the person who asked for this repair: {redact(note)}"] if note else []
     failure = last.failure or last.provider_failure
     if failure:
         parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
@@ -203,26 +252,50 @@ def prompt_text(spec: AttemptSpec) -> str:
     return text
 
 
-def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink) -> AttemptRecord:
-    """Run the Attempt; the record it returns has passed the boundary redactor as a whole."""
+def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink,
+                    cancel_on: tuple[type[BaseException], ...] = ()) -> AttemptRecord:
+    """One Attempt; the record it returns has passed the boundary redactor as a whole. `cancel_on`: what the
+    caller's runtime raises when a person cancels the run (Dagster's interrupt, under a run worker); the
+    Attempt then ends cancelled, with its partial work checkpointed."""
     redactor = spec.boundary_redactor()
-    sink.prompt_sent(prompt_text(spec))  # first in the transcript: what the agent was asked
     started, clock = _now(), time.monotonic()
+    trail = [transition("created", spec.target.reason)]
     repos = spec.packet.repos
     targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
+                            "snapshotting the work tree"))
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
+    handle = _open_control(spec)
+    if handle is not None:
+        sink.add_secret(handle.token)
+    text = prompt_text(spec) + (control_section(handle, spec.control.config, spec.control.previous)
+                                if handle and spec.control else "")
+    sink.prompt_sent(text)  # first in the transcript: what the agent was asked
     request = ProviderRequest(
-        prompt_text=prompt_text(spec), cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
+        prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
-        env=agent_environment(spec.secret_env), model=spec.target.model, effort=spec.target.effort,
+        env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {})}),
+        model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate,
         account=spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None,
         permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
         max_turns=spec.plan.max_turns)
-    outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
+    try:
+        outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    except cancel_on as stop:
+        # Cancelled mid-session (the UI terminated the run): keep the partial work, record the Attempt.
+        cancelled = FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(stop).__name__}")
+        sink.run_failed(cancelled)
+        trail.append(transition("checkpointing", "saving the partial work of a cancelled Attempt"))
+        wip = _checkpoint(spec, targets, before)
+        trail.append(transition("terminal", "provider_failed: cancelled", "cancellation"))
+        outcome = ProviderOutcome.from_sink(sink, cancelled, None)
+        return redactor.model(_record(spec, request, sink, started, clock, checkpoint, restored, outcome, 0, None,
+                                      "provider_failed", cancelled, bool(wip), [], wip, trail))
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
     report = _verify(spec)
@@ -231,6 +304,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = _decide(outcome, report)
     commits: list[CommitInfo] = []
+    trail.append(transition("checkpointing", "committing the work" if result == "completed" else
+                            "saving the partial work"))
     if result == "completed" and spec.commit:
         try:
             commits = _commit(spec, targets, redactor)
@@ -239,18 +314,56 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
+    # The directive is read only once the contract passed and the work is committed.
+    directive = _directive(spec, handle) if result == "completed" and handle else None
+    cls = failure.failure_class if failure else None
+    trail.append(transition("terminal", result + (f": {cls}" if cls else "")
+                            + (f"; {directive.line()}" if directive else ""),
+                            cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
+    record = _record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes, report, result,
+                     failure, changed, commits, wip, trail)
+    # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
+    return redactor.model(record.model_copy(update={"control": directive}))
+
+
+def _open_control(spec: AttemptSpec) -> ControlHandle | None:
+    if spec.control is None:
+        return None
+    ident = spec.identity
+    return open_iteration(spec.control.folder, ident.packet_run, ident.prompt, spec.control.iteration)
+
+
+def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
+    """The iteration's directive; a `finish` stands only if the packet's completion contract passes."""
+    assert spec.control is not None
+    config = spec.control.config
+    directive = read_directive(handle, config)
+    if directive.outcome != "finish" or config.completion_verify is None:
+        return directive
+    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
+    report = run_contract(config.completion_verify, ctx)
+    if report.passed:
+        return directive
+    return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
+
+
+def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,
+            checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
+            report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
+            commits: list[CommitInfo], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
     usage = attempt_usage(outcome.usage, spec.target.model)
-    record = AttemptRecord(
+    spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
+    return AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
-        workspace={n: str(p) for n, p in targets.items()}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        workspace={t.name: str(Path(t.path)) for t in spec.plan.targets}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
-        usage=usage, messages=outcome.messages, verifier=report, workspace_changed=changed,
+        usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
+        messages=outcome.messages, verifier=report, workspace_changed=changed,
         prompt_text=request.prompt_text,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
-        restored=restored)
-    # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
-    return redactor.model(record)
+        restored=restored, transitions=trail)
 
 
 def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:

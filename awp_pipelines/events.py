@@ -90,6 +90,11 @@ class EventSink:
             self.counters.count(event)
             self._seq = max(self._seq, int(event.get("seq") or 0))
 
+    def add_secret(self, value: str) -> None:
+        """One more literal never written out (e.g. an agent-control token the agent might echo)."""
+        if value and value not in self._secrets:
+            self._secrets = (*self._secrets, value)
+
     # -- writing -------------------------------------------------------------------------------------
     def emit(self, type: EventType, fields: Mapping[str, Any] | None = None, /, **more: Any) -> dict[str, Any]:
         """Write one event (redacted, flushed) and return it as written; fields as a mapping and/or keywords."""

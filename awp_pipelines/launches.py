@@ -13,6 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from awp_pipelines.budget import Budget, total
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide
 from awp_pipelines.tags import Mode, RunIntent, agent_run_id, attempt_id
@@ -33,15 +34,25 @@ class PromptState:
     busy: bool = False  # a run that holds this prompt has not ended yet
     last_ended: float | None = None  # epoch seconds the last Attempt ended (backoff counts from it)
     last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
+    budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
+    max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
 
     @property
     def completed(self) -> bool:
-        return bool(self.facts) and self.facts[-1].result == "completed"
+        return bool(self.facts) and self.facts[-1].done
+
+    @property
+    def first_mode(self) -> Mode:
+        """Under agent control every iteration, the first included, is an Attempt in mode `iterate`."""
+        return "iterate" if self.max_iterations is not None else "run"
 
     def verdict(self) -> Verdict:
         # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
         rng = random.Random(f"{self.prompt}.{self.started}")
-        return decide(list(self.facts), self.recovery, self.chain, rng)
+        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations)
+
+    def spending(self) -> Budget:
+        return replace(self.budget, agent_run_spent=total(f.spend for f in self.facts))
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,7 @@ class Outlook:
     due: list[Launch] = field(default_factory=list)
     waiting: list[Launch] = field(default_factory=list)
     ended: dict[str, str] = field(default_factory=dict)
+    ended_status: dict[str, str] = field(default_factory=dict)  # prompt → the verdict's status
 
     @property
     def idle(self) -> bool:
@@ -82,7 +94,7 @@ class Outlook:
 
 def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
     primary = state.chain.candidates()[0]
-    return Launch(state.prompt, state.started + 1, "run", reason, primary)
+    return Launch(state.prompt, state.started + 1, state.first_mode, reason, primary)
 
 
 def continuation(state: PromptState) -> Launch | Verdict:
@@ -106,14 +118,17 @@ def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
             continue
         if not state.facts:
             upstream = [by_prompt[d] for d in state.deps if d in by_prompt]
-            if all(u.completed for u in upstream):
+            over = state.spending().exhausted()
+            if over is not None and all(u.completed for u in upstream):
+                outlook.ended[state.prompt], outlook.ended_status[state.prompt] = over, "budget_exhausted"
+            elif all(u.completed for u in upstream):
                 outlook.due.append(first_launch(state, PRIMARY_REASON if not upstream else
                                                 f"upstream {', '.join(u.prompt for u in upstream)} completed"))
             continue
         step = continuation(state)
         if isinstance(step, Verdict):
             if step.action != "complete":
-                outlook.ended[state.prompt] = step.reason
+                outlook.ended[state.prompt], outlook.ended_status[state.prompt] = step.reason, step.status
             continue
         (outlook.due if step.due_at <= now else outlook.waiting).append(step)
     return outlook
@@ -128,10 +143,23 @@ def manual_launch(state: PromptState) -> Launch:
     if isinstance(step, Launch):
         return replace(step, due_at=0.0)
     last = state.facts[-1]
-    target = Target(last.provider, last.model or None, last.account, last.effort)
     if last.result == "completed":
-        return Launch(state.prompt, state.started + 1, "run", "launched again by hand", target, state.last_run)
+        return Launch(state.prompt, state.started + 1, state.first_mode, "launched again by hand",
+                      _last_target(state), state.last_run)
     mode: Mode = "repair" if last.result == "verification_failed" else "retry"
-    return Launch(state.prompt, state.started + 1, mode, f"launched by hand after: {step.reason}", target,
-                  state.last_run)
+    return Launch(state.prompt, state.started + 1, mode, f"launched by hand after: {step.reason}",
+                  _last_target(state), state.last_run)
 
+
+def repair_launch(state: PromptState, note: str | None = None) -> Launch | None:
+    """A repair Attempt asked for by a person (`awp repair`, a UI launch tagged `awp/mode=repair`): the
+    AgentRun's next Attempt, on its last target, whatever the decision said. None before any record."""
+    if not state.facts:
+        return None
+    reason = "repair launched by hand" + (f": {note}" if note else "")
+    return Launch(state.prompt, state.started + 1, "repair", reason, _last_target(state), state.last_run)
+
+
+def _last_target(state: PromptState) -> Target:
+    last = state.facts[-1]
+    return Target(last.provider, last.model or None, last.account, last.effort)

@@ -18,6 +18,7 @@ from awp_pipelines import profile as home
 from awp_pipelines.bounds import Bounds, derive_bounds
 from awp_pipelines.catalog import PROVIDER_ALIASES, AccountBinding, Catalog
 from awp_pipelines.errors import PacketError
+from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.execution import ExecutionSettings, TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.packet import Packet, Prompt
@@ -81,6 +82,7 @@ class PromptPlan(BaseModel):
     sources: dict[str, str] = Field(description="Which layer set provider, model, effort, …")
     bounds: Bounds
     recovery: RecoveryConfig
+    budget: BudgetConfig | None = Field(None, description="Caps of this prompt's AgentRun (front matter).")
     verify_items: list[VerifyItemPlan]
     commit_message: str
     targets: list[RepoTarget]
@@ -95,6 +97,7 @@ class PacketPlan(BaseModel):
     manifest: str
     profile: str | None
     warnings: list[str]
+    budget: BudgetConfig | None = Field(None, description="Caps of the whole packet run (manifest).")
     prompts: list[PromptPlan]
 
 
@@ -219,7 +222,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
         sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
                  if k in sources},
-        bounds=bounds, recovery=prompt.recovery,
+        bounds=bounds, recovery=prompt.recovery, budget=prompt.front.budget,
         verify_items=[VerifyItemPlan(kind=i.kind, check_name=i.check_name, label=i.label) for i in items],
         commit_message=commit_message(prompt), targets=targets,
         cwd=cwd,
@@ -254,6 +257,7 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
     prompts = (selection or Selection()).apply(packet)
     return PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
+                      budget=packet.manifest.budget,
                       prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
 
 

@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
+from awp_pipelines.budget import Budget, Spend
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
 from awp_pipelines.model.execution import TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
@@ -38,6 +39,19 @@ class AttemptFact:
     model: str = ""
     effort: str | None = None
     workspace_changed: bool = False
+    cost_usd: float = 0.0  # what the provider reported for this Attempt
+    tokens: int = 0
+    directive: str | None = None  # agent control: what the iteration's request came to (control.Outcome)
+    directive_reason: str = ""
+
+    @property
+    def done(self) -> bool:
+        """The contract passed and, under agent control, the agent did not ask for more."""
+        return self.result == "completed" and self.directive in (None, "continue", "finish")
+
+    @property
+    def spend(self) -> Spend:
+        return Spend(self.cost_usd, self.tokens)
 
 
 def interrupted_fact(number: int, mode: str, target: Target) -> AttemptFact:
@@ -88,7 +102,23 @@ def _or_none(accounts: list[str] | None) -> list[str | None]:
 
 
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
-           rng: random.Random | None = None) -> Verdict:
+           rng: random.Random | None = None, budget: Budget | None = None,
+           max_iterations: int | None = None) -> Verdict:
+    """What the AgentRun does next. A spend cap that has been reached refuses any further Attempt;
+    `max_iterations` is set when the agent steers its iterations (agent_control)."""
+    last = history[-1] if history else None
+    if last is not None and last.result == "completed" and not last.done:
+        verdict = _steer(history, last, max_iterations or 1)
+    else:
+        verdict = _recovery(history, recovery, chain, rng)
+    over = budget.exhausted() if budget is not None and not verdict.terminal else None
+    if over is not None:
+        return Verdict("fail", over, status="budget_exhausted")
+    return verdict
+
+
+def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
+              rng: random.Random | None) -> Verdict:
     if not history:
         return Verdict("retry", "no attempt recorded yet", status="queued")
     last = history[-1]
@@ -106,6 +136,8 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
                            status="repairing")
         return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
     cls = last.failure_class or "unknown"
+    if cls == "user_cancelled":  # a person stopped it: no retry, no repair
+        return Verdict("fail", f"attempt {last.number} was cancelled", status="cancelled")
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)
@@ -126,6 +158,20 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
             and repair.trigger_on_provider_failure_with_workspace_changes:
         return Verdict("repair", f"{cls}: not retryable; the workspace changed, repairing", status="repairing")
     return Verdict("fail", f"{cls}: not retryable", status="failed")
+
+
+def _steer(history: list[AttemptFact], last: AttemptFact, max_iterations: int) -> Verdict:
+    """An iteration passed its contract and the agent asked for more, was blocked, or was refused."""
+    if last.directive == "blocked":
+        return Verdict("blocked", f"the agent is blocked: {last.directive_reason}", status="blocked")
+    if last.directive == "invalid_request":
+        return Verdict("fail", f"invalid agent-control request: {last.directive_reason}", status="invalid_request")
+    done = sum(1 for fact in history if fact.mode == "iterate")
+    if done >= max_iterations:
+        return Verdict("fail", f"iteration limit: {done}/{max_iterations} iterations", status="iteration_limit")
+    why = ("finish rejected: the completion contract is unmet" if last.directive == "finish_rejected"
+           else "the agent asked to repeat" + (f": {last.directive_reason}" if last.directive_reason else ""))
+    return Verdict("iterate", f"iteration {done + 1}/{max_iterations}: {why}", status="iterating")
 
 
 def _class_budget(recovery: RecoveryConfig, cls: str) -> int:

@@ -8,9 +8,11 @@ from awp_pipelines import __version__
 from awp_pipelines.cli import (
     authoring_cmd,
     blame_cmd,
+    control_cmd,
     doctor_cmd,
     lint_cmd,
     plan_cmd,
+    repair_cmd,
     run_cmd,
     status_cmd,
     watching_cmd,
@@ -28,7 +30,8 @@ def cli() -> None:
     """
 
 
-for module in (lint_cmd, plan_cmd, run_cmd, status_cmd, watching_cmd, authoring_cmd, blame_cmd, doctor_cmd):
+for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, status_cmd, watching_cmd, control_cmd, authoring_cmd,
+               blame_cmd, doctor_cmd):
     module.register(cli)
 
 

@@ -65,6 +65,8 @@ def print_plan(plan: PacketPlan) -> None:
     out.print(Text(shown_path(plan.manifest), style="dim"), soft_wrap=False)
     for warning in plan.warnings:
         out.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=False)
+    if plan.budget is not None:
+        out.print(Text(f"budget of the packet run: {plan.budget.describe()}"), soft_wrap=False)
     for prompt in plan.prompts:
         out.print()
         out.print(Text.assemble((f"{prompt.id}  {prompt.name}", "bold")), soft_wrap=False)
@@ -88,6 +90,7 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("bounds", f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})"),
         ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
                      f"resume {p.recovery.resume_attempts}"),
+        ("budget", p.budget.describe() if p.budget is not None else ""),
         ("verify", "\n".join(i.label for i in p.verify_items) or "none"),
         ("commit", p.commit_message),
         ("cwd", shown_path(p.cwd)),

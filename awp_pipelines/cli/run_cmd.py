@@ -112,7 +112,9 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
             if o.decision:
                 detail += f" ({o.decision})"
             attempt = f" ({o.attempt})" if o.attempt else ""
-            out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{detail}", highlight=False)
+            state = f"; agent run {o.state}" if o.state and o.state != o.result else ""
+            out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{state}{detail}",
+                      highlight=False)
         finished = sum(o.completed for o in outcomes)
         out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {packet_run_id})"
                   f" · {_usage_line(packet_usage)}")

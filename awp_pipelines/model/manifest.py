@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from awp_pipelines.ids import check_id
 from awp_pipelines.model.base import StrictModel
+from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
@@ -40,6 +41,8 @@ class Manifest(ExecutionSettings):
         default_factory=dict, description="Repositories: {name: {path, default}} or a list with names.")
     phases: dict[str, str] = Field(default_factory=dict, description="Phase number → title.")
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="Recovery budgets.")
+    budget: BudgetConfig | None = Field(None, description="Spend caps of a whole packet run: no further Attempt "
+                                        "starts once its recorded spend has reached one.")
     agent_control: AgentControlConfig = Field(default_factory=AgentControlConfig,
                                               description="Agent-driven iteration control.")
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.execution import ExecutionSettings
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.model.simulate import SimulateSpec
@@ -30,6 +31,8 @@ class PromptFrontMatter(ExecutionSettings):
     simulate: SimulateSpec | None = Field(None, description="Scripted attempts for the simulated provider.")
     recovery: RecoveryConfig | None = Field(None, description="Per-prompt recovery, deep-merged over "
                                             "the packet's.")
+    budget: BudgetConfig | None = Field(None, description="Spend caps of this prompt's AgentRun, on top of the "
+                                        "packet's caps on the whole packet run.")
     references: Any = Field(None, description="Inert (never sent): write required reading in the body.")
     required_reading: Any = Field(None, description="Inert (never sent): write required reading in the body.")
     context_files: Any = Field(None, description="Inert (never sent): write context in the body.")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from dagster import (
     AssetCheckEvaluation,
     AssetExecutionContext,
+    AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
     ConfigurableResource,
@@ -92,12 +93,17 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript, earlier = run_attempt(context, binding, prompt)
         metadata = record_metadata(record, transcript, earlier, packet.root)
-        if record.result == "completed":
+        if record.result == "completed" and record.fact().done:
             return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
-        # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
-        # observation, and the checks it did evaluate are stored as failed evaluations.
         failure = attempt_failure(record)
-        context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
+        if record.result == "completed":
+            # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
+            # on, so the step fails and no downstream prompt starts in this run.
+            context.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
+        else:
+            # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
+            # observation, and the checks it did evaluate are stored as failed evaluations.
+            context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
         for result in check_results(record, packet.root):
             context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
                                                    passed=result.passed, metadata=result.metadata,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
+from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
 from awp_pipelines import tags
 from awp_pipelines.attempts import (
@@ -20,11 +20,12 @@ from awp_pipelines.attempts import (
     AttemptRecord,
     AttemptSpec,
     AttemptTarget,
+    control_setup,
     execute_attempt,
     repair_instructions,
 )
 from awp_pipelines.events import EventSink
-from awp_pipelines.launches import Launch, manual_launch
+from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
@@ -35,6 +36,7 @@ from awp_pipelines.orchestration.history import (
     prompts_of_run,
 )
 from awp_pipelines.orchestration.lease import account_lease
+from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
     AccountResource,
@@ -46,6 +48,7 @@ from awp_pipelines.orchestration.resources import (
 from awp_pipelines.packet import Prompt
 from awp_pipelines.policy import Target
 from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 
@@ -58,8 +61,8 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     """The packet run this run belongs to: its tag, or a new one named after the run. Runs that hold
     several prompts carry only packet-level tags; each Attempt's identity is in its events."""
     run = context.run
-    packet_run = run.tags.get(tags.PACKET_RUN) or f"pr-{run.run_id[:8]}"
     held = prompts_of_run(run, binding.keys)
+    packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or f"pr-{run.run_id[:8]}"
     wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
     if len(held) > 1:
         wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
@@ -69,10 +72,19 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     return packet_run
 
 
+def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held: set[str]) -> str | None:
+    """A single-prompt run tagged `awp/mode=repair` with no packet run repairs the prompt's latest one."""
+    if context.run.tags.get(tags.MODE) != "repair" or len(held) != 1:
+        return None
+    latest = latest_history(context.instance, binding, next(iter(held)))
+    return latest.packet_run if latest else None
+
+
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                  packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary]]:
-    """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), and its
-    earlier Attempts (the history table of this Attempt's record)."""
+                  packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
+    """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
+    Attempts (the history table of this Attempt's record) and its state. A single-prompt run tagged
+    `awp/mode=repair` without its Attempt is a repair asked for by hand."""
     history = packet_run_history(context.instance, packet_run, binding.keys)
     state = prompt_states(binding, history, [prompt.id])[0]
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
@@ -84,8 +96,12 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     if single and intent.attempt == expected and intent.provider:
         target = Target(intent.provider, intent.model, intent.account, intent.effort)
         return Launch(prompt.id, state.started + 1, intent.mode, intent.reason or "", target,
-                      intent.parent_run), last, earlier
-    return manual_launch(state), last, earlier
+                      intent.parent_run), last, earlier, state
+    by_hand = repair_launch(state, context.run.tags.get(tags.NOTE)) if single and intent.mode == "repair" else None
+    over = None if single else state.spending().exhausted()
+    if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
+        raise Failure(description=f"budget_exhausted: {over}", allow_retries=False)
+    return by_hand or manual_launch(state), last, earlier, state
 
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
@@ -96,7 +112,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     key = binding.key(prompt.id)
     packet_run = packet_run_of(context, binding)
     _warn_without_daemon(context)
-    launch, last, earlier = choose_launch(context, binding, prompt, packet_run)
+    launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
@@ -122,20 +138,27 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     secrets = account.secrets() if account else {}
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
-    sink = EventSink(events_file, identity.attempt_id, secrets=_all_secrets(context, binding, prompt).values(),
-                     root=packet.root, live=feed)
+    every_secret = _all_secrets(context, binding, prompt)
+    sink = EventSink(events_file, identity.attempt_id, secrets=every_secret.values(), root=packet.root, live=feed)
     continuing = last is not None and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
-                          secret_env=secrets,
-                          repair_text=repair_instructions(last) if last and launch.mode == "repair" else None,
-                          restore=last.wip if continuing and last else None)
+                          secret_env=secrets, spent_before=state.budget.packet_spent,
+                          control=control_setup(packet.manifest.agent_control, runtime.state_root(packet.root),
+                                                identity, [f.mode for f in state.facts],
+                                                last.control if last else None),
+                          repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
+                          if last and launch.mode == "repair" else None,
+                          restore=last.wip if continuing and last else None,
+                          # Every credential of the prompt's chain, not only this account's, is kept out.
+                          redactor=Redactor().with_values(every_secret.values()))
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key
     with (account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
-        record = execute_attempt(attempt, adapter_for(provider.spec()), sink)
+        record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
+                                 cancel_on=(DagsterExecutionInterruptedError,))
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     return record, sink.transcript_markdown(), earlier
 

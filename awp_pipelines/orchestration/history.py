@@ -20,6 +20,7 @@ from dagster._core.storage.sqlalchemy_compat import db_select
 
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.budget import Budget, Spend, total
 from awp_pipelines.launches import PromptState
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.packet import Packet
@@ -86,6 +87,10 @@ class PacketRunHistory:
         for run in self.runs:
             selected |= prompts_of_run(run, keys)
         return [p.id for p in packet.prompts if p.id in selected]
+
+    def spend(self) -> Spend:
+        """The packet run's recorded spend: every stored Attempt record of every prompt."""
+        return total(r.fact().spend for h in self.agent_runs.values() for r in h.records)
 
     def busy(self, keys: Mapping[AssetKey, str], exclude_run: str | None = None) -> set[str]:
         held: set[str] = set()
@@ -194,6 +199,8 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
     finished = history.finished_runs()
     busy = history.busy(keys, exclude_run)
     scope = list(prompts) if prompts is not None else history.scope(packet, keys)
+    spent = history.spend()
+    control = packet.manifest.agent_control
     states = []
     for pid in scope:
         agent_run = history.agent_runs.get(pid, AgentRunHistory())
@@ -204,7 +211,9 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=binding.chains[pid],
             deps=tuple(packet.dependencies(packet.prompt(pid))), facts=tuple(agent_run.facts(finished)),
             started=max(agent_run.started, default=0), busy=pid in busy,
-            last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run))
+            last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
+            budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
+            max_iterations=control.max_iterations if control.enabled else None))
     return states
 
 

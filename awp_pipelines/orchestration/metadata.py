@@ -12,6 +12,7 @@ from typing import Any
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.lifecycle import trail_text
 from awp_pipelines.redact import redact, redact_obj
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.verifiers.report import VerifierReport, cap_lines
@@ -51,6 +52,10 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         "awp/parent_run": MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
         "awp/events": MetadataValue.path(packet_relative(record.events_file, packet_root))
         if record.events_file else None,
+        # The packet run's running total, this Attempt included: what the spend caps are checked against.
+        "awp/packet_run_spend": f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
+        "awp/lifecycle": trail_text(record.transitions),
+        "awp/control": record.control.line() if record.control is not None else None,
         "awp/record": MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
     }
     return {key: value for key, value in meta.items() if value not in (None, "", "none")}

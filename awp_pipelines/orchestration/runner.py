@@ -21,6 +21,7 @@ from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefiniti
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.launches import Launch, Outlook, next_launches
+from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.history import (
     PacketRunHistory,
@@ -50,6 +51,7 @@ class PromptOutcome:
     failure_class: str | None = None
     message: str = ""
     decision: str = ""
+    state: str = ""  # the AgentRun's lifecycle state (lifecycle.agent_run_status)
 
     @property
     def completed(self) -> bool:
@@ -78,8 +80,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     binding = compiled.binding
     job = _job(compiled, progress)
     packet_run = options.packet_run or new_packet_run_id()
-    base = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run, "user": _launched_by(),
-            **REPOSITORY_TAG}
+    base = _base_tags(binding.packet.name, packet_run)
     history = packet_run_history(instance, packet_run, binding.keys)
     fresh = [pid for pid in selected if pid not in history.agent_runs]
     if fresh:
@@ -104,6 +105,19 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
                      {**base, **launch_tags(binding, history, launch)}, options)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
+
+
+def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
+                   extra_tags: dict[str, str], options: RunOptions, progress: Progress | None = None) -> None:
+    """One launch (a repair by hand), as one run with its launch tags: no recovery after it."""
+    binding = compiled.binding
+    history = packet_run_history(instance, packet_run, binding.keys)
+    run_tags = {**_base_tags(binding.packet.name, packet_run), **launch_tags(binding, history, launch), **extra_tags}
+    _execute(_job(compiled, progress or Progress()), instance, [binding.key(launch.prompt)], run_tags, options)
+
+
+def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
+    return {tags.PACKET: packet, tags.PACKET_RUN: packet_run, "user": _launched_by(), **REPOSITORY_TAG}
 
 
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
@@ -150,20 +164,23 @@ def _launched_by() -> str:
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],
               outlook: Outlook) -> list[PromptOutcome]:
     packet = compiled.packet
+    status = {s.prompt: agent_run_status(s) for s in prompt_states(compiled.binding, history, selected)}
     out = []
     for pid in selected:
         prompt = packet.prompt(pid)
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
         if record is None:
-            waits = [d for d in packet.dependencies(prompt) if d in history.agent_runs or d in selected]
+            waits = [d for d in packet.dependencies(prompt) if (d in history.agent_runs or d in selected)
+                     and not (d in status and status[d].state == "completed")]
             out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if waits else "not_run",
-                                     message=f"waits for {', '.join(waits)}" if waits else ""))
+                                     message=f"waits for {', '.join(waits)}" if waits else "",
+                                     decision=outlook.ended.get(pid, ""), state=status[pid].state))
             continue
         failure = record.failure
         out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
                                  record.identity.attempt_id, failure.failure_class if failure else None,
-                                 _explain(record), outlook.ended.get(pid, "")))
+                                 _explain(record), outlook.ended.get(pid, ""), status[pid].state))
     return out
 
 
@@ -177,4 +194,5 @@ def _explain(record: AttemptRecord) -> str:
     return f"{failure.failure_class}: {failure.message}" if failure else ""
 
 
-__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "new_packet_run_id", "attempt_outcomes"]
+__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "execute_launch", "new_packet_run_id",
+           "attempt_outcomes"]

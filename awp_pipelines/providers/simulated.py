@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 
+from awp_pipelines.control import ENV_ITERATION, ControlError, make_request, record_progress
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.model.simulate import SimulatedStep, SimulatedWrite
+from awp_pipelines.model.simulate import SimulatedControl, SimulatedStep, SimulatedWrite
 from awp_pipelines.providers.base import RESUME_PROMPT, ProviderOutcome, ProviderRequest
 
 PROVIDER = "simulated"
@@ -66,9 +67,9 @@ class SimulatedProvider:
             sink.message(text)
         if step.delay_ms:
             time.sleep(step.delay_ms / 1000)
-        # Deterministic stand-in telemetry: words in, words out.
+        # Deterministic stand-in telemetry: words in, words out, and the step's scripted cost (none: free).
         sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages),
-                   cost_usd=0.0, cost_reported=True)  # a simulation costs nothing, and says so
+                   cost_usd=step.cost_usd or 0.0, cost_reported=True)  # a simulation says what it cost
         changed: list[str] = []
         failure: FailureEnvelope | None = None
         for write in step.writes:
@@ -81,6 +82,8 @@ class SimulatedProvider:
             label = f"{repo}:{path}" if repo else path
             if label not in changed:
                 changed.append(label)
+        if failure is None and step.control is not None:
+            _steer(step.control, request, sink)
         if failure is None and step.error is not None:
             kind = step.error.kind
             failure = FailureEnvelope.for_class(kind, step.error.message or f"simulated {kind}", provider_code=kind)
@@ -107,3 +110,19 @@ def _apply_write(write: SimulatedWrite, request: ProviderRequest) -> tuple[str |
         fh.write(write.text)
     return name, target.relative_to(root).as_posix()
 
+
+
+def _steer(control: SimulatedControl, request: ProviderRequest, sink: EventSink) -> None:
+    """What `awp agent-control` does inside a real session, from the session's own environment."""
+    env = request.env
+    try:
+        if control.progress:
+            record_progress(env, control.progress)
+        iteration = int(env.get(ENV_ITERATION, "0") or 0)
+        make_request(env, control.action, control.reason,
+                     token="forged-" + "x" * 24 if control.forge == "token" else None,
+                     iteration=iteration + 1 if control.forge == "iteration" else None,
+                     prompt_id="99" if control.forge == "prompt" else None)
+        sink.message(f"agent-control {control.action}" + (f": {control.reason}" if control.reason else ""))
+    except ControlError as err:
+        sink.message(f"agent-control refused: {err}")

@@ -1,0 +1,114 @@
+"""Spend caps, cancellation and agent control under a real dagster-daemon and webserver (the embedded
+SQLite instance): the recovery sensor asks the same `next_launches` as `awp run`, so the cap stops it
+there too and it launches the iterations the agent asks for; a run terminated from the UI ends its
+Attempt user_cancelled and its AgentRun cancelled. One deployment serves the module's tests."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import DagsterInstance, RunsFilter
+from deployment import Deployment, all_finished, deployment, make_project
+
+from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+
+pytestmark = pytest.mark.slow
+
+
+def _packet(root: Path, name: str, manifest: dict, front: dict) -> Path:
+    (root / "prompts").mkdir(parents=True)
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": name, "provider": "simulated", "repos": {"app": {"path": "./workspace", "default": True}},
+        **manifest}))
+    (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWrite done.txt.\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    tmp_path = tmp_path_factory.mktemp("engine")
+    step = {"messages": ["not yet"], "cost_usd": 0.02}
+    capped = _packet(tmp_path / "src" / "capped", "capped",
+                     {"budget": {"max_cost_usd": 0.05}, "recovery": {"repair": {"max_attempts": 5}}},
+                     {"verify": {"files_exist": ["done.txt"]}, "simulate": {"attempts": [step] * 6}})
+    slow = _packet(tmp_path / "src" / "slow", "slow", {},
+                   {"verify": {"files_exist": ["done.txt"]},
+                    "simulate": {"attempts": [{"messages": ["thinking"], "delay_ms": 120_000}]}})
+    final = {"writes": [{"path": "final.txt", "text": "3"}], "control": {"action": "finish", "reason": "done"}}
+    steered = _packet(tmp_path / "src" / "steered", "steered",
+                      {"agent_control": {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}}},
+                      {"verify": {"files_exist": ["step.txt"]}, "simulate": {"attempts": [
+                          {"writes": [{"path": "step.txt", "text": "1"}], "control": {"action": "repeat"}},
+                          {"writes": [{"path": "step.txt", "text": "2"}], "control": {"action": "repeat"}}, final]}})
+    project = make_project(tmp_path / "project", {"capped": capped, "slow": slow, "steered": steered})
+    for name in ("capped", "slow", "steered"):
+        repo = project / "assets" / name / "workspace"
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", "init"], check=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    with deployment(home, project) as dep:
+        yield dep
+
+
+def _runs(instance: DagsterInstance, packet: str) -> list:
+    return list(reversed(instance.get_runs(filters=RunsFilter(tags={"awp/packet": packet}))))
+
+
+def _records(instance: DagsterInstance, runs: list) -> list[dict]:
+    from awp_pipelines.orchestration.history import attempt_outcomes
+
+    return [meta["awp/record"] for run in runs for meta in attempt_outcomes(instance, run.run_id)]
+
+
+def _started(instance: DagsterInstance, run_id: str) -> bool:
+    from dagster import DagsterEventType
+
+    return any("awp/event" in (e.dagster_event.event_specific_data.asset_observation.metadata or {})
+               for e in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_OBSERVATION))
+
+
+def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_the_attempt(
+        running: Deployment) -> None:
+    capped = running.launch_job("packet__capped")
+    slow = running.launch_job("packet__slow")
+    running.wait_until(lambda i: _started(i, slow), 180, "the slow Attempt to start")
+    assert running.client().terminate_run(slow) is None  # what the UI's Terminate button sends
+    running.wait_until(lambda i: len(_runs(i, "capped")) >= 3 and all_finished(i, _runs(i, "capped"))
+                       and all_finished(i, _runs(i, "slow")), 300, "the capped packet's three Attempts")
+    time.sleep(3 * 5)  # three sensor ticks: nothing more may be launched
+    with running.instance() as instance:
+        runs = _runs(instance, "capped")
+        assert runs[0].run_id == capped and len(runs) == 3
+        records = _records(instance, runs)
+        assert [r["identity"]["mode"] for r in records] == ["run", "repair", "repair"]
+        assert records[-1]["packet_run_spend"]["cost_usd"] == pytest.approx(0.06)
+        [cancelled] = _runs(instance, "slow")  # no retry of a cancelled Attempt
+        assert cancelled.status.value == "CANCELED"
+        [record] = _records(instance, [cancelled])
+        assert (record["result"], record["failure"]["failure_class"]) == ("provider_failed", "user_cancelled")
+        assert record["transitions"][-1]["cause"] == "cancellation"
+
+
+def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_through_the_sensor(
+        running: Deployment) -> None:
+    first = running.launch_job("packet__steered")
+    running.wait_until(lambda i: len(_runs(i, "steered")) >= 3 and all_finished(i, _runs(i, "steered")), 300,
+                       "three iterations")
+    time.sleep(3 * 5)  # three sensor ticks: the finish ended it
+    with running.instance() as instance:
+        runs = _runs(instance, "steered")
+        assert runs[0].run_id == first and len(runs) == 3
+        assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
+        assert all(r.tags["dagster/sensor_name"] == "packet__steered__recovery" for r in runs[1:])
+        records = _records(instance, runs)
+        assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
+            [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
+        assert all(r["result"] == "completed" for r in records)
