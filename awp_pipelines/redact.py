@@ -186,9 +186,6 @@ class Redactor:
     def __call__(self, text: str) -> str:
         return _redact_text(text, list(self.literals))
 
-    def text(self, text: str) -> str:
-        return self(text)
-
     def obj(self, obj: Any) -> Any:
         """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
         return _redact_obj(obj, list(self.literals))

@@ -63,6 +63,15 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[22 - 3])
 
 
+class _AlreadyOurs(Exception):
+    pass
+
+
+def _is_this_process(info: LockInfo) -> bool:
+    pid = os.getpid()
+    return info.host == socket.gethostname() and info.pid == pid and info.start_time == process_start_time(pid)
+
+
 def _alive(info: LockInfo) -> bool:
     if info.host != socket.gethostname():
         return True  # cannot check a process on another machine: assume it runs
@@ -99,12 +108,18 @@ def _read(path: Path) -> LockInfo | None:
 
 
 class RunLock:
-    """`with RunLock(path, what="packet run pr-1"):` — or acquire() / release(). Not reentrant."""
+    """`with RunLock(path, what="packet run pr-1"):` — or acquire() / release().
+
+    Reentrant per process: `awp run` holds the lock for the whole packet and the Attempt step (which also runs
+    under the daemon, in a process of its own) takes it again; in the same process that nested acquire
+    succeeds and its release leaves the outer lock in place.
+    """
 
     def __init__(self, path: Path | str, what: str = "") -> None:
         self.path = Path(path)
         self.what = what
         self.info: LockInfo | None = None
+        self.nested = False  # this process already held it when acquire() was called
         self.reclaimed: LockInfo | None = None  # the stale holder this acquire replaced, if any
 
     def acquire(self) -> RunLock:
@@ -118,7 +133,11 @@ class RunLock:
                 try:
                     fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
                 except FileExistsError:
-                    self._reclaim_or_refuse()
+                    try:
+                        self._reclaim_or_refuse()
+                    except _AlreadyOurs:
+                        self.nested = True
+                        return self
                     continue
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
                     out.write(mine.model_dump_json())
@@ -133,6 +152,8 @@ class RunLock:
             holder = _read(self.path)
         except ValueError:
             holder = None  # under the guard no one is mid-write: garbage is a crash's leftover, stale
+        if holder is not None and _is_this_process(holder):
+            raise _AlreadyOurs
         if holder is not None and _alive(holder):
             raise RunLockHeld(self.path, holder)
         self.reclaimed = holder
@@ -141,6 +162,9 @@ class RunLock:
 
     def release(self) -> None:
         """Remove the lock if it is still ours (a reclaimed-from-us lock is left to its new holder)."""
+        if self.nested:
+            self.nested = False
+            return
         if self.info is None:
             return
         with _guard(self.path):
@@ -154,7 +178,7 @@ class RunLock:
 
     @property
     def held(self) -> bool:
-        return self.info is not None
+        return self.info is not None or self.nested
 
     def __enter__(self) -> RunLock:
         return self.acquire()

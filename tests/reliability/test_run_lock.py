@@ -97,6 +97,15 @@ def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path: Path) -> None:
     assert LockInfo.model_validate_json(path.read_text()) == other
 
 
+def test_the_same_process_may_nest_the_lock_and_the_outer_release_frees_it(tmp_path: Path) -> None:
+    path = tmp_path / "pr-6.lock"
+    with RunLock(path) as outer:
+        with RunLock(path) as inner:
+            assert inner.nested and inner.held
+        assert path.exists() and outer.held
+    assert not path.exists()
+
+
 def test_run_lock_names_a_file_under_locks_and_refuses_path_names(tmp_path: Path) -> None:
     assert run_lock(tmp_path, "pr-1").path == tmp_path / "locks" / "pr-1.lock"
     with pytest.raises(ValueError):
