@@ -140,7 +140,8 @@ def _redact_obj(obj: Any, literals: list[str]) -> Any:
 
 
 class _Spec(Protocol):
-    credential_env: str | None
+    @property
+    def credential_env(self) -> str | None: ...
 
 
 class _Catalog(Protocol):

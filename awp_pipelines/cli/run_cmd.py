@@ -19,6 +19,7 @@ from awp_pipelines.cli.common import (
     out,
     override_options,
     packet_argument,
+    packet_run_id,
     providers_option,
     selection_from,
     selection_options,
@@ -27,7 +28,10 @@ from awp_pipelines.cli.common import (
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.errors import PacketError
 from awp_pipelines.launches import Launch
+from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
+from awp_pipelines.redact import Redactor
+from awp_pipelines.runlock import RunLockHeld, run_lock
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -45,8 +49,9 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 @override_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
-@click.option("--packet-run", metavar="ID", help="Continue this packet run: its AgentRuns keep their ids and "
-              "Attempts count on from stored history (default: a new packet run).")
+@click.option("--packet-run", metavar="ID", callback=packet_run_id,
+              help="Continue this packet run: completed prompts are skipped, interrupted AgentRuns go on within "
+              "their budgets, Attempts count on from stored history (default: a new packet run).")
 @click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -83,6 +88,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
     plan = build_plan(loaded, context, selection)
     _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
+    refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
     if dry_run:
         emit_json(plan) if as_json else print_plan(plan)
         return
@@ -92,18 +98,26 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     selected = [p.id for p in plan.prompts]
     names = {p.id: p.name for p in plan.prompts}
     printer = _Printer(selected, names, quiet=as_json)
+    # One runner per packet: two on one work tree would interleave their agents' edits and commits.
+    lock = run_lock(runtime.state_root(loaded.root), "packet", what=f"packet {loaded.name}")
+    try:
+        lock.acquire()
+    except RunLockHeld as err:
+        raise PacketError(loaded.manifest_file, str(err), key="lock",
+                          hint="wait for it to finish, or stop that process") from None
     instance = open_instance(loaded.root, instance_dir)
     try:
         options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
-        packet_run_id, outcomes = run_packet(compiled, instance, selected, options,
+        ran, outcomes = run_packet(compiled, instance, selected, options,
                                              Progress(attempt=printer.attempt, launch=printer.launch))
-        usages = {o.prompt: _agent_run_usage(instance, loaded, packet_run_id, o.prompt) for o in outcomes}
+        usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
     finally:
         instance.dispose()
+        lock.release()
     ok = bool(outcomes) and all(o.completed for o in outcomes)
     packet_usage = total_usage(usages.values())
     if as_json:
-        emit_json({"packet": loaded.name, "packet_run": packet_run_id, "ok": ok, "usage": packet_usage.model_dump(),
+        emit_json({"packet": loaded.name, "packet_run": ran, "ok": ok, "usage": packet_usage.model_dump(),
                    "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes]})
     else:
         for o in outcomes:
@@ -116,7 +130,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
             out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{state}{detail}",
                       highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {packet_run_id})"
+        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
     sys.exit(0 if ok else 1)
 
@@ -197,11 +211,12 @@ def verify_command(packet: Path, ids: tuple[str, ...], as_json: bool) -> None:
     prompts = selection_from(ids, None, None, None, False).apply(loaded)
     repos = {n: r.path for n, r in loaded.repos.items()}
     reports = []
+    redactor = Redactor.for_catalog(open_catalog(None))  # a verifier prints what it sees: an echoed key
     for prompt in prompts:
         if prompt.front.verify is None or prompt.front.verify.is_empty():
             continue
         ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id)
-        reports.append(run_contract(prompt.front.verify, ctx))
+        reports.append(redactor.model(run_contract(prompt.front.verify, ctx)))
     if as_json:
         emit_json([r.model_dump(mode="json") for r in reports])
     else:

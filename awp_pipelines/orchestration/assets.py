@@ -41,7 +41,7 @@ from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PlanContext
-from awp_pipelines.redact import redact
+from awp_pipelines.redact import Redactor, redact
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,9 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
     translator = translator or PacketTranslator()
     keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
     binding = PacketBinding.resolve(packet, catalog, keys, plan_context)
-    assets = [_prompt_asset(binding, prompt, translator) for prompt in packet.prompts]
+    # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
+    redactor = Redactor.for_catalog(catalog)
+    assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={"awp/packet": packet.name},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}")
     providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
@@ -76,7 +78,8 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
     return CompiledPacket(binding, assets, job, recovery_sensor(binding, job_name(packet)), resources)
 
 
-def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator) -> AssetsDefinition:
+def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,
+                  redactor: Redactor) -> AssetsDefinition:
     packet = binding.packet
     key = translator.asset_key(packet, prompt)
     chain = binding.chains[prompt.id].candidates()
@@ -85,7 +88,9 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
             *(account_key(c.account) for c in chain if c.account)}
 
     @asset(key=key, deps=translator.deps(packet, prompt), group_name=translator.group_name(packet),
-           description=translator.description(packet, prompt), check_specs=translator.check_specs(packet, prompt),
+           description=redactor(translator.description(packet, prompt)),
+           check_specs=[spec._replace(description=redactor(spec.description or "")) if spec.description else spec
+                        for spec in translator.check_specs(packet, prompt)],
            required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
            pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
            metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),

@@ -25,6 +25,7 @@ from awp_pipelines.attempts import (
     repair_instructions,
 )
 from awp_pipelines.events import EventSink
+from awp_pipelines.ids import check_id
 from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -63,6 +64,10 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     run = context.run
     held = prompts_of_run(run, binding.keys)
     packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or f"pr-{run.run_id[:8]}"
+    try:
+        check_id(packet_run, "packet run id")  # it names folders under .awp/: a tag of ../.. is refused
+    except ValueError as err:
+        raise Failure(description=str(err), allow_retries=False) from None
     wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
     if len(held) > 1:
         wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import AssetKey, RunsFilter
-from e2e_support import awp, git_log
+from e2e_support import awp, git_log, write_overlay
 
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
@@ -23,9 +23,7 @@ def _packet_inside_repo(root: Path, make_git_repo) -> Path:  # type: ignore[no-u
     (root / "packet.yaml").write_text(yaml.safe_dump({
         "name": "inside", "provider": "simulated", "repos": {"app": {"path": ".", "default": True}}}))
     prompt = {"id": "01", "accounts": ["sim-a"], "commit": "docs: add note",
-              "verify": {"files_exist": ["NOTE.md"]},
-              "simulate": {"attempts": [{"messages": [f"my key is {SECRET}"],
-                                         "writes": [{"path": "NOTE.md", "text": "note\n"}]}]}}
+              "verify": {"files_exist": ["NOTE.md"]}}
     (root / "prompts").mkdir()
     (root / "prompts" / "01_note.prompt.md").write_text(f"---\n{yaml.safe_dump(prompt)}---\n# Note\n")
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
@@ -45,7 +43,10 @@ def test_attempt_writes_no_secret_and_never_commits_its_own_state(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWP_TEST_SIM_KEY", SECRET)
     root = _packet_inside_repo(tmp_path / "repo", make_git_repo)
-    result = awp("run", root, "--providers", providers_file)
+    # The agent echoes its credential (the overlay plays the agent; a packet holding a key is refused).
+    overlay = write_overlay(tmp_path / "overlay.yaml", {"01": {"attempts": [
+        {"messages": [f"my key is {SECRET}"], "writes": [{"path": "NOTE.md", "text": "note\n"}]}]}})
+    result = awp("run", root, "--providers", providers_file, "--simulate-overlay", overlay)
     assert result.exit_code == 0, result.output
     tracked = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout
     assert ".awp" not in tracked and "NOTE.md" in tracked
@@ -122,3 +123,13 @@ def test_a_cli_profile_reaches_the_attempt_through_the_resolved_plan(tmp_path: P
         assert meta["awp/model"].value == "simulated-from-profile"
     finally:
         instance.dispose()
+
+
+def test_awp_run_refuses_a_packet_that_holds_a_secret(tmp_path: Path, make_git_repo) -> None:
+    root = _packet_inside_repo(tmp_path / "repo", make_git_repo)
+    note = root / "prompts" / "01_note.prompt.md"
+    note.write_text(note.read_text() + f"\nUse the key {SECRET} to publish.\n")
+    result = awp("run", root)
+    assert result.exit_code == 2
+    assert "01_note.prompt.md" in result.output and "refusing to run" in result.output
+    assert SECRET not in result.output and not (root / "NOTE.md").exists()
