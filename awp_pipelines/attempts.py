@@ -296,6 +296,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         outcome = ProviderOutcome.from_sink(sink, cancelled, None)
         return redactor.model(_record(spec, request, sink, started, clock, checkpoint, restored, outcome, 0, None,
                                       "provider_failed", cancelled, bool(wip), [], wip, trail))
+    fault_pause("after_agent")
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
     report = _verify(spec)
@@ -313,6 +314,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
+    fault_pause("after_commit")
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
     # The directive is read only once the contract passed and the work is committed.
     directive = _directive(spec, handle) if result == "completed" and handle else None
@@ -364,6 +366,14 @@ def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, starte
         prompt_text=request.prompt_text,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
         restored=restored, transitions=trail)
+
+
+def fault_pause(point: str) -> None:
+    """Fault injection for the crash tests: `AWP_FAULT_PAUSE=after_commit:5` sleeps 5 s there, so a test can
+    watch for the point in the events and kill the process inside the window. Unset, it does nothing."""
+    name, _, seconds = os.environ.get("AWP_FAULT_PAUSE", "").partition(":")
+    if name == point and seconds.replace(".", "", 1).isdigit():
+        time.sleep(float(seconds))
 
 
 def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:

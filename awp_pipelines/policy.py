@@ -54,6 +54,13 @@ class AttemptFact:
         return Spend(self.cost_usd, self.tokens)
 
 
+def adopted_fact(number: int, mode: str, target: Target) -> AttemptFact:
+    """A started Attempt whose record was lost after it committed (its commit carries its trailer): the
+    work exists and met the contract, so the AgentRun is complete and nothing runs twice."""
+    return AttemptFact(number=number, mode=mode, result="completed", provider=target.provider,
+                       account=target.account, model=target.model or "", effort=target.effort)
+
+
 def interrupted_fact(number: int, mode: str, target: Target) -> AttemptFact:
     """A started Attempt whose run ended with no record: its process died. It counts, and is retried."""
     return AttemptFact(number=number, mode=mode, result="provider_failed", failure_class="interrupted",

@@ -209,3 +209,24 @@ def diff_stat(repo: Path | str, base: str | None) -> list[dict[str, object]]:
         rows[path] = {"path": path, "status": "A", "added": None if binary else len(data.splitlines()),
                       "removed": None if binary else 0}
     return [rows[p] for p in sorted(rows)]
+
+
+def latest_checkpoint(repo: Path | str, agent_run: str, since_number: int) -> str | None:
+    """The newest checkpoint of an AgentRun in `repo` from Attempt `since_number` on (the refs are named
+    `<agent run>.a<n>`), or None. An older one is history: later Attempts already moved past it."""
+    out = git(repo, "for-each-ref", "--format=%(refname) %(objectname)", f"refs/awp/checkpoints/{agent_run}/").stdout
+    best: tuple[int, str] | None = None
+    for line in out.splitlines():
+        ref, _, sha = line.partition(" ")
+        number = ref.rsplit(".a", 1)[-1]
+        if number.isdigit() and int(number) >= since_number and (best is None or int(number) > best[0]):
+            best = (int(number), sha)
+    return best[1] if best else None
+
+
+def commit_of_attempt(repo: Path | str, attempt: str) -> str | None:
+    """The commit on HEAD whose AWP-Attempt trailer names `attempt`: proof the Attempt committed."""
+    if head(repo) is None:
+        return None
+    out = git(repo, "log", "--fixed-strings", f"--grep=AWP-Attempt: {attempt}", "--format=%H", "-1", "HEAD").stdout
+    return out.strip() or None

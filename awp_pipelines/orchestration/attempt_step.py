@@ -47,11 +47,13 @@ from awp_pipelines.orchestration.resources import (
     provider_key,
 )
 from awp_pipelines.packet import Prompt
+from awp_pipelines.plan import PromptPlan
 from awp_pipelines.policy import Target
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
@@ -145,7 +147,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
     every_secret = _all_secrets(context, binding, prompt)
     sink = EventSink(events_file, identity.attempt_id, secrets=every_secret.values(), root=packet.root, live=feed)
-    continuing = last is not None and launch.mode != "run"
+    continuing = launch.number > 1 and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
                           secret_env=secrets, spent_before=state.budget.packet_spent,
@@ -154,7 +156,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          restore=last.wip if continuing and last else None,
+                          restore=_checkpoints_to_restore(plan, agent_run, last) if continuing else None,
                           # Every credential of the prompt's chain, not only this account's, is kept out.
                           redactor=Redactor().with_values(every_secret.values()))
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
@@ -166,6 +168,21 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                  cancel_on=(DagsterExecutionInterruptedError,))
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     return record, sink.transcript_markdown(), earlier
+
+
+def _checkpoints_to_restore(plan: PromptPlan, agent_run: str, last: AttemptRecord | None) -> dict[str, str]:
+    """The AgentRun's newest checkpoint per repo: the last record's partial work, or that of a later
+    Attempt whose process died before its record (the reaper saved it)."""
+    since = last.identity.number if last else 1
+    found = {}
+    for target in plan.targets:
+        try:
+            sha = latest_checkpoint(target.path, agent_run, since)
+        except WorkspaceError:
+            continue
+        if sha:
+            found[target.name] = sha
+    return found
 
 
 def _warn_without_daemon(context: AssetExecutionContext) -> None:

@@ -8,9 +8,10 @@ whole event log: on SQL storages one query by the run-id index per 500 runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
@@ -24,8 +25,10 @@ from awp_pipelines.budget import Budget, Spend, total
 from awp_pipelines.launches import PromptState
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.packet import Packet
-from awp_pipelines.policy import AttemptFact, Target, interrupted_fact
+from awp_pipelines.policy import AttemptFact, Target, adopted_fact, interrupted_fact
 from awp_pipelines.status import AttemptSummary
+from awp_pipelines.tags import agent_run_id, attempt_id
+from awp_pipelines.workspace import commit_of_attempt
 
 ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})
@@ -44,13 +47,16 @@ class AgentRunHistory:
     records: list[AttemptRecord] = field(default_factory=list)
     started: dict[int, tuple[str, str, Target]] = field(default_factory=dict)  # number → (run id, mode, target)
 
-    def facts(self, finished_runs: set[str]) -> list[AttemptFact]:
-        """Recorded Attempts, plus an `interrupted` fact for each started Attempt whose run ended with no
-        record: its process died, and the Attempt still counts."""
+    def facts(self, finished_runs: set[str], committed: Callable[[int], bool] = lambda number: False
+              ) -> list[AttemptFact]:
+        """Recorded Attempts, plus a fact for each started Attempt whose run ended with no record (its
+        process died): `adopted` when its commit exists (`committed`: the trailer names it), so the work
+        is never done twice; else `interrupted`, which still counts against the budget."""
         by_number: dict[int, AttemptFact] = {r.identity.number: r.fact() for r in self.records}
         for number, (run_id, mode, target) in self.started.items():
             if number not in by_number and run_id in finished_runs:
-                by_number[number] = interrupted_fact(number, mode, target)
+                made = committed(number)
+                by_number[number] = (adopted_fact if made else interrupted_fact)(number, mode, target)
         return [by_number[n] for n in sorted(by_number)]
 
     @property
@@ -209,12 +215,24 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
         last_run = last.identity.dagster_run if last else (started_runs[-1] if started_runs else None)
         states.append(PromptState(
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=binding.chains[pid],
-            deps=tuple(packet.dependencies(packet.prompt(pid))), facts=tuple(agent_run.facts(finished)),
+            deps=tuple(packet.dependencies(packet.prompt(pid))),
+            facts=tuple(agent_run.facts(finished, _committed_in(binding, pid, history.packet_run))),
             started=max(agent_run.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
             max_iterations=control.max_iterations if control.enabled else None))
     return states
+
+
+def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:
+    """Whether Attempt n of the prompt's AgentRun left a commit in one of its target repos."""
+    repos = [Path(t.path) for t in binding.plans[prompt].targets]
+
+    def committed(number: int) -> bool:
+        attempt = attempt_id(agent_run_id(packet_run, prompt), number)
+        return any(commit_of_attempt(repo, attempt) for repo in repos if (repo / ".git").exists())
+
+    return committed
 
 
 def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | None:

@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
 
@@ -30,6 +31,7 @@ from awp_pipelines.orchestration.history import (
     prompt_states,
 )
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.reaper import checkpoint_interrupted, reap_dead_runs, runner_tag
 from awp_pipelines.orchestration.sensors import launch_tags
 
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
@@ -81,6 +83,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     job = _job(compiled, progress)
     packet_run = options.packet_run or new_packet_run_id()
     base = _base_tags(binding.packet.name, packet_run)
+    recover_from_dead_runners(compiled, instance)
     history = packet_run_history(instance, packet_run, binding.keys)
     fresh = [pid for pid in selected if pid not in history.agent_runs]
     if fresh:
@@ -117,7 +120,28 @@ def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_r
 
 
 def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
-    return {tags.PACKET: packet, tags.PACKET_RUN: packet_run, "user": _launched_by(), **REPOSITORY_TAG}
+    return {tags.PACKET: packet, tags.PACKET_RUN: packet_run, "user": _launched_by(), **REPOSITORY_TAG,
+            **runner_tag()}
+
+
+def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstance) -> list[str]:
+    """End the runs a dead `awp run` left unfinished (failed, slots freed) and save the partial work of the
+    Attempts they were running as checkpoints of their AgentRuns. The caller holds the packet's lock."""
+    binding = compiled.binding
+    reaped = reap_dead_runs(instance, binding.packet.name)
+    for run in reaped:
+        packet_run = run.tags.get(tags.PACKET_RUN)
+        if not packet_run:
+            continue
+        history = packet_run_history(instance, packet_run, binding.keys)
+        for prompt, agent_run in history.agent_runs.items():
+            recorded = {r.identity.number for r in agent_run.records}
+            for number, (run_id, _, _) in agent_run.started.items():
+                if run_id == run.run_id and number not in recorded:
+                    targets = {t.name: Path(t.path) for t in binding.plans[prompt].targets}
+                    ident = tags.agent_run_id(packet_run, prompt)
+                    checkpoint_interrupted(targets, ident, tags.attempt_id(ident, number))
+    return [run.run_id for run in reaped]
 
 
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
@@ -164,12 +188,22 @@ def _launched_by() -> str:
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],
               outlook: Outlook) -> list[PromptOutcome]:
     packet = compiled.packet
-    status = {s.prompt: agent_run_status(s) for s in prompt_states(compiled.binding, history, selected)}
+    states = {s.prompt: s for s in prompt_states(compiled.binding, history, selected)}
+    status = {pid: agent_run_status(s) for pid, s in states.items()}
     out = []
     for pid in selected:
         prompt = packet.prompt(pid)
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
+        final = states[pid].facts[-1] if states[pid].facts else None
+        if final is not None and final.result == "completed" and (record is None or record.identity.number <
+                                                                   final.number):
+            # Adopted: its process died after the commit and before the record; the commit is the proof.
+            ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
+            out.append(PromptOutcome(pid, prompt.name, "completed", attempt=ident,
+                                     message="adopted: committed before its process died",
+                                     state=status[pid].state))
+            continue
         if record is None:
             waits = [d for d in packet.dependencies(prompt) if (d in history.agent_runs or d in selected)
                      and not (d in status and status[d].state == "completed")]
