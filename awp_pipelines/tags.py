@@ -21,6 +21,7 @@ EFFORT = f"{PREFIX}effort"
 REASON = f"{PREFIX}reason"
 PARENT_RUN = f"{PREFIX}parent_run"
 NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redacted, added to the repair prompt
+COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several prompts) = the full sha
 PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
 
 Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]

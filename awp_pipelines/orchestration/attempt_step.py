@@ -38,6 +38,7 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.lease import account_lease
 from awp_pipelines.orchestration.manual import latest_history
+from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
     AccountResource,
@@ -167,6 +168,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,))
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     return record, sink.transcript_markdown(), earlier
 
 
@@ -214,6 +216,16 @@ def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt:
         if isinstance(resource, AccountResource):
             found.update(resource.secrets())
     return found
+
+
+def _tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: bool) -> None:
+    """The run names the commits it made, so the Runs page filters by sha: `awp/commit.<repo>` = the full sha
+    (`awp/commit.<prompt>.<repo>` in a run of several prompts: no tag names another prompt's work)."""
+    made = {c.repo: c.sha for c in record.commits if c.sha}
+    prefix = tags.COMMIT if single else f"{tags.COMMIT}.{dagster_name(record.identity.prompt)}"
+    if made:
+        context.instance.add_run_tags(context.run.run_id, {f"{prefix}.{dagster_name(repo)}": sha
+                                                           for repo, sha in made.items()})
 
 
 def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: AttemptIdentity,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ui_pages import (
+    close_dialog,
     graph_node_titles,
     listed_run_ids,
     metadata_text,
+    open_asset,
     open_asset_check,
     open_asset_events,
     open_asset_graph,
+    open_markdown_metadata,
     open_run,
     open_runs,
     open_transcript,
@@ -57,6 +61,19 @@ def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
     runs_filtered_by_tag(page, url, "awp/attempt", repair["attempt"])
     assert listed_run_ids(page) == [repair["dagster_run"][:8]]
     screenshot(page, shots, "runs-filtered-by-attempt")
+    # The commit the repair made names its run: filter the Runs list by the sha.
+    sha = subprocess.run(["git", "-C", str(dagster_ui.packet / "workspace"), "log", "-1", "--format=%H",
+                          "--fixed-strings", f"--grep=AWP-Attempt: {repair['attempt']}"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    runs_filtered_by_tag(page, url, "awp/commit.docs", sha)
+    assert listed_run_ids(page) == [repair["dagster_run"][:8]]
+    screenshot(page, shots, "runs-filtered-by-commit")
+
+    # The repair's materialization carries the AgentRun's Attempt history: the run, then the repair, why.
+    open_asset(page, url, CHANGELOG)
+    history = open_markdown_metadata(page, "awp/attempts")
+    assert "repair" in history and "unmet verifier items" in history
+    close_dialog(page)
 
     transcript = open_transcript(page, url, CHANGELOG)
     screenshot(page, shots, "transcript-02", full_page=False)
