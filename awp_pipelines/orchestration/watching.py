@@ -12,6 +12,7 @@ from awp_pipelines import tags
 from awp_pipelines.launches import next_launches
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
 from awp_pipelines.status import CurrentAttempt, RunState, WatchReading, liveness, repo_activity
 
@@ -30,6 +31,9 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     states = prompt_states(binding, history)
     outlook = next_launches(states, now)
     unfinished = [run for run in history.runs if run.status not in FINISHED]
+    # A run whose `awp run` process is gone (kill -9) is not running, whatever its stored status says.
+    dead = [run for run in unfinished if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
+    unfinished = [run for run in unfinished if run not in dead]
     last_event = {run.run_id: _latest_event_time(instance, run.run_id) for run in unfinished}
     started = {run.run_id for run in unfinished if run.status == DagsterRunStatus.STARTED}
     quiet = {run_id: now - at for run_id, at in last_event.items() if at is not None and run_id in started}
@@ -37,6 +41,9 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     idle = now - max(ends) if ends and not unfinished else None
     pending = sorted({launch.prompt for launch in outlook.due})
     violations, details = liveness(quiet, len(unfinished), pending, idle, timeout_min * 60)
+    if dead and "not_running" not in violations:
+        violations.append("not_running")
+        details += [f"run {run.run_id[:8]}: its awp run process ({run.tags[RUNNER]}) is gone" for run in dead]
     current = []
     for state in states:
         agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())

@@ -104,6 +104,10 @@ def test_kill_9_then_rerun_loses_nothing_and_doubles_nothing(point: str, tmp_pat
     dirty_after_kill = bool(subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
                                            text=True).stdout)
     assert dirty_after_kill == partial
+    if point == "agent mid-session":  # what a watcher sees before anyone reruns it
+        watched = subprocess.run([AWP, "watch", str(packet), "--once", "--json"], capture_output=True, text=True,
+                                 timeout=120)
+        assert watched.returncode == 1 and json.loads(watched.stdout)["violations"] == ["not_running"]
 
     rerun = subprocess.run([AWP, "run", str(packet), "--packet-run", packet_run, "--json"], capture_output=True,
                            text=True, timeout=300)
