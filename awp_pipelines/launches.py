@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from awp_pipelines.budget import Budget, total
 from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide
+from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide, first_target
 from awp_pipelines.tags import Mode, RunIntent, agent_run_id, attempt_id
 
 PRIMARY_REASON = "primary target of the plan"
@@ -36,6 +36,7 @@ class PromptState:
     last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
     budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
     max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
+    resting: frozenset[str] = frozenset()  # accounts under a stored cooldown right now
 
     @property
     def completed(self) -> bool:
@@ -49,7 +50,8 @@ class PromptState:
     def verdict(self) -> Verdict:
         # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
         rng = random.Random(f"{self.prompt}.{self.started}")
-        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations)
+        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations,
+                      self.resting)
 
     def spending(self) -> Budget:
         return replace(self.budget, agent_run_spent=total(f.spend for f in self.facts))
@@ -93,7 +95,9 @@ class Outlook:
 
 
 def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
-    primary = state.chain.candidates()[0]
+    primary = first_target(state.chain, state.resting)
+    if primary.account and primary != state.chain.candidates()[0]:
+        reason += f"; {state.chain.candidates()[0].account} is resting after a limit"
     return Launch(state.prompt, state.started + 1, state.first_mode, reason, primary)
 
 

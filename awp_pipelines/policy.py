@@ -110,14 +110,14 @@ def _or_none(accounts: list[str] | None) -> list[str | None]:
 
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
            rng: random.Random | None = None, budget: Budget | None = None,
-           max_iterations: int | None = None) -> Verdict:
+           max_iterations: int | None = None, resting: frozenset[str] = frozenset()) -> Verdict:
     """What the AgentRun does next. A spend cap that has been reached refuses any further Attempt;
     `max_iterations` is set when the agent steers its iterations (agent_control)."""
     last = history[-1] if history else None
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:
-        verdict = _recovery(history, recovery, chain, rng)
+        verdict = _recovery(history, recovery, chain, rng, resting)
     over = budget.exhausted() if budget is not None and not verdict.terminal else None
     if over is not None:
         return Verdict("fail", over, status="budget_exhausted")
@@ -125,7 +125,7 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
 
 
 def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
-              rng: random.Random | None) -> Verdict:
+              rng: random.Random | None, resting: frozenset[str] = frozenset()) -> Verdict:
     if not history:
         return Verdict("retry", "no attempt recorded yet", status="queued")
     last = history[-1]
@@ -149,7 +149,7 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)
         if cls in FALLBACK_WORTHY_CLASSES:
-            nxt = _next_target(history, chain)
+            nxt = _next_target(history, chain, resting)
             if nxt is not None:
                 where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
                 return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}",
@@ -186,13 +186,21 @@ def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
     return getattr(attempts, cls) if cls in type(attempts).model_fields else recovery.retry.max_attempts
 
 
-def _next_target(history: list[AttemptFact], chain: Chain) -> Target | None:
-    """The first candidate after the last one used; a target once exhausted is not tried again."""
+def _next_target(history: list[AttemptFact], chain: Chain, resting: frozenset[str] = frozenset()) -> Target | None:
+    """The first candidate after the last one used; a target once exhausted is not tried again, and an
+    account resting after a limit (a stored cooldown, shared by every process) is passed over."""
     used = {(f.provider, f.account) for f in history}
     for candidate in chain.candidates():
-        if (candidate.provider, candidate.account) not in used:
+        if (candidate.provider, candidate.account) not in used and candidate.account not in resting:
             return candidate
     return None
+
+
+def first_target(chain: Chain, resting: frozenset[str] = frozenset()) -> Target:
+    """Where a new AgentRun starts: the first candidate whose account is not resting (the first one when
+    all are: the provider will say when it is back)."""
+    candidates = chain.candidates()
+    return next((c for c in candidates if c.account not in resting), candidates[0])
 
 
 def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int | None,

@@ -80,3 +80,14 @@ def test_launch_tags_round_trip_through_run_intent() -> None:
     assert intent == launch.intent("pr-1")
     assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/agent_run"] == "pr-1.01"
     assert tags["awp/parent_run"] == "run-01-1" and tags["awp/mode"] == "repair"
+
+
+def test_a_resting_account_is_passed_over_for_a_fallback_and_for_a_new_agent_run() -> None:
+    limited = _fact(1, "provider_failed", cls="provider_rate_limit", retryable=True)
+    state = PromptState("01", RECOVERY, chain_of("simulated", "m", None, ["a", "b", "c"], []), (), (limited,), 1,
+                        last_ended=100.0, last_run="run-1", resting=frozenset({"b"}))
+    [launch] = next_launches([state], 200.0).due
+    assert (launch.mode, launch.target.account) == ("fallback", "c")  # b rests under a stored cooldown
+    fresh = PromptState("02", RECOVERY, CHAIN, resting=frozenset({"a"}))
+    [first] = next_launches([fresh], 200.0).due
+    assert first.target.account == "b" and "a is resting" in first.reason

@@ -28,6 +28,7 @@ from awp_pipelines.events import EventSink
 from awp_pipelines.ids import check_id
 from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
+from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     ATTEMPT_STARTED,
@@ -168,6 +169,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,))
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    if account is not None:
+        _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     return record, sink.transcript_markdown(), earlier
 
@@ -216,6 +219,19 @@ def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt:
         if isinstance(resource, AccountResource):
             found.update(resource.secrets())
     return found
+
+
+def _account_after(context: AssetExecutionContext, account: AccountResource, record: AttemptRecord) -> None:
+    """Count the use, and rest the account when the provider said it is exhausted (a rate limit with its
+    reset time): the cooldown is stored in the instance, so every process and every later run honours it."""
+    store = AccountStore(context.instance)
+    store.record_use(account.name)
+    failure = record.provider_failure or record.failure
+    if failure is not None:
+        rest = store.record_failure(account.name, failure, account.cooldown_s)
+        if rest is not None:
+            context.log.info(f"account {account.name} rests until {rest.until_ms // 1000} (epoch s): "
+                             f"{rest.failure_class}")
 
 
 def _tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: bool) -> None:

@@ -161,11 +161,16 @@ def test_a_rate_limited_account_falls_back_through_the_sensor_and_no_account_run
             ("01", "fallback", "sim-b")
         assert fallback.status.value == "SUCCESS"
         records = _records(instance, runs)
-        assert {(r["identity"]["prompt"], r["target"]["account"], r["result"]) for r in records} == {
-            ("01", "sim-a", "provider_failed"), ("01", "sim-b", "completed"), ("02", "sim-a", "completed")}
-        on_a = sorted((datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["ended_at"]))
-                      for r in records if r["target"]["account"] == "sim-a")
-        assert len(on_a) == 2 and on_a[0][1] <= on_a[1][0]  # the account's two Attempts one after the other
+        first = [(r["target"]["account"], r["result"]) for r in records if r["identity"]["prompt"] == "01"]
+        assert first == [("sim-a", "provider_failed"), ("sim-b", "completed")]
+        assert [r["result"] for r in records if r["identity"]["prompt"] == "02"] == ["completed"]
+        # 02 ran on sim-a beside 01 (the lease made it wait), or on sim-b once sim-a rested after its limit:
+        # either way no account ever ran two Attempts at once.
+        for account in ("sim-a", "sim-b"):
+            spans = sorted((datetime.fromisoformat(r["started_at"]), datetime.fromisoformat(r["ended_at"]))
+                           for r in records if r["target"]["account"] == account)
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), (account, spans)
+        assert len([r for r in records if r["target"]["account"] == "sim-a"]) >= 1
 
 
 JOB_RUNS = """query JobRuns($filter: RunsFilter!) {

@@ -158,3 +158,35 @@ def test_a_prompt_whose_upstream_recovers_runs_after_the_repair(tmp_path: Path, 
         instance.dispose()
     trailers = [m for m in git_log(root / "workspace") if "AWP-Attempt:" in m]
     assert [m.split("AWP-Prompt: ")[1].split()[0] for m in trailers] == ["02", "01"]  # newest first
+
+
+def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_another(tmp_path: Path,
+                                                                                  make_git_repo) -> None:
+    """The cooldown is stored in the instance: a later `awp run` (a new packet run) honours it."""
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated", "cooldown_s": 3600},
+                                                      "sim-b": {"provider": "simulated"}}}))
+    root = tmp_path / "rest"
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "rest", "provider": "simulated", "accounts": ["sim-a", "sim-b"],
+        "repos": {"app": {"path": "./workspace", "default": True}}}))
+    limited = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}
+    front = {"verify": {"files_exist": ["done.txt"]},
+             "simulate": {"attempts": [limited, {"writes": [{"path": "done.txt", "text": "ok"}]}]}}
+    (root / "prompts").mkdir()
+    (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n# Work\n")
+    first = awp("run", root, "--providers", providers, "--json")
+    assert first.exit_code == 0, first.output
+    (root / "workspace" / "done.txt").unlink()
+    subprocess.run(["git", "-C", str(root / "workspace"), "commit", "-qam", "reset"], check=True)
+    second = awp("run", root, "--providers", providers, "--json")
+    instance = open_instance(root)
+    try:
+        packet_run = json.loads(second.stdout)["packet_run"]
+        # Its first Attempt already runs on sim-b: sim-a still rests after the first packet run's limit.
+        records = agent_run_records(instance, load_packet(root), packet_run, "01")
+        assert [(r.identity.mode, r.target.account) for r in records][0] == ("run", "sim-b")
+        assert "sim-a is resting" in records[0].target.reason
+    finally:
+        instance.dispose()
