@@ -37,7 +37,7 @@ def account_lease(instance: DagsterInstance, account: str | None, run_id: str, s
     # Its own step key, so the op's repo-pool slot and this lease are freed independently.
     holder = f"{step_key}@account"
     waited = 0
-    while not storage.claim_concurrency_slot(pool, run_id, holder).is_claimed:
+    while not _claim(instance, pool, run_id, holder):
         if waited == 0:
             on_wait(f"account {account} is busy with another Attempt; waiting for it (pool {pool})")
         time.sleep(_POLL_S[min(waited, len(_POLL_S) - 1)])
@@ -48,18 +48,31 @@ def account_lease(instance: DagsterInstance, account: str | None, run_id: str, s
         storage.free_concurrency_slot_for_step(run_id, holder)
 
 
-def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
-    """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
-    processes doing it at once would make two slots, so a file lock in the instance folder serialises it."""
-    storage = instance.event_log_storage
-    if pool in storage.get_concurrency_keys():
-        return
+def _claim(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:
+    """Dagster's claim selects a free slot, then takes it; on SQLite nothing locks the row in between, so
+    two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step."""
+    with _pools_lock(instance):
+        return instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed
+
+
+@contextmanager
+def _pools_lock(instance: DagsterInstance) -> Iterator[None]:
     lock_file = Path(instance.root_directory) / ".awp-pools.lock"
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            if pool not in storage.get_concurrency_keys():
-                storage.set_concurrency_slots(pool, limit)
+            yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
+    """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
+    processes doing it at once would make two slots, so the instance folder's lock serialises it."""
+    storage = instance.event_log_storage
+    if pool in storage.get_concurrency_keys():
+        return
+    with _pools_lock(instance):
+        if pool not in storage.get_concurrency_keys():
+            storage.set_concurrency_slots(pool, limit)
