@@ -37,7 +37,7 @@ from awp_pipelines.orchestration.history import (
     prompt_states,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.lease import account_lease
+from awp_pipelines.orchestration.lease import account_lease, tree_lease
 from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.resources import (
@@ -48,6 +48,7 @@ from awp_pipelines.orchestration.resources import (
     account_key,
     provider_key,
 )
+from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import Prompt
 from awp_pipelines.plan import PromptPlan
 from awp_pipelines.policy import Target
@@ -164,7 +165,9 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key
-    with (account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
+    with (tree_lease(context.instance, repo_pools(packet)[prompt.id], context.run.run_id, step_key,
+                     on_wait=context.log.info),
+          account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,))

@@ -28,18 +28,38 @@ def account_pool(account: str) -> str:
 @contextmanager
 def account_lease(instance: DagsterInstance, account: str | None, run_id: str, step_key: str,
                   on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
-    storage = instance.event_log_storage
-    if account is None or not storage.supports_global_concurrency_limits:
+    if account is None:
         yield
         return
-    pool = account_pool(account)
+    with pool_lease(instance, account_pool(account), run_id, f"{step_key}@account",
+                    f"account {account} is busy with another Attempt", on_wait):
+        yield
+
+
+@contextmanager
+def tree_lease(instance: DagsterInstance, repo_pool: str, run_id: str, step_key: str,
+               on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
+    """One agent per work tree, also where Dagster's own op-pool claim can race (SQLite): the same lease,
+    on `<repo pool>_tree`, taken before the account's (one order everywhere: no deadlock)."""
+    with pool_lease(instance, f"{repo_pool}_tree", run_id, f"{step_key}@tree",
+                    "another Attempt is editing this work tree", on_wait):
+        yield
+
+
+@contextmanager
+def pool_lease(instance: DagsterInstance, pool: str, run_id: str, holder: str, busy: str,
+               on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
+    """Hold the pool's one slot for the block. `holder` is its own step key, so the op's own pool slot
+    and this lease are freed independently."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        yield
+        return
     ensure_pool(instance, pool)
-    # Its own step key, so the op's repo-pool slot and this lease are freed independently.
-    holder = f"{step_key}@account"
     waited = 0
     while not _claim(instance, pool, run_id, holder):
         if waited == 0:
-            on_wait(f"account {account} is busy with another Attempt; waiting for it (pool {pool})")
+            on_wait(f"{busy}; waiting for it (pool {pool})")
         time.sleep(_POLL_S[min(waited, len(_POLL_S) - 1)])
         waited += 1
     try:
