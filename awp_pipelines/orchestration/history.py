@@ -254,12 +254,6 @@ def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | 
     return run_end
 
 
-def attempt_outcome(instance: DagsterInstance, run_id: str) -> dict[str, object] | None:
-    """The metadata of the run's last Attempt record (a materialization, or an observation when it failed)."""
-    outcomes = attempt_outcomes(instance, run_id)
-    return outcomes[-1] if outcomes else None
-
-
 def attempt_outcomes(instance: DagsterInstance, run_id: str) -> list[dict[str, object]]:
     """Every Attempt record's metadata stored by one run, in order."""
     found = []

@@ -14,7 +14,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
@@ -26,7 +26,6 @@ from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.history import (
     PacketRunHistory,
-    attempt_outcomes,
     packet_run_history,
     prompt_states,
 )
@@ -73,7 +72,6 @@ class Progress:
 
     attempt: Callable[[str], None] = lambda line: None
     launch: Callable[[Launch], None] = lambda launch: None
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
@@ -227,6 +225,3 @@ def _explain(record: AttemptRecord) -> str:
     failure = record.failure
     return f"{failure.failure_class}: {failure.message}" if failure else ""
 
-
-__all__ = ["PromptOutcome", "RunOptions", "Progress", "run_packet", "execute_launch", "new_packet_run_id",
-           "attempt_outcomes"]
