@@ -30,3 +30,8 @@ class PacketError(Exception):
             "message": self.message,
             "hint": self.hint,
         }
+
+
+class StorageUnavailable(Exception):
+    """The Dagster instance's database failed (a Postgres outage, a locked SQLite file): not bad input. The CLI
+    prints `str(err)` as one line and exits 1; the packet run goes on with `--packet-run` once it is back."""

@@ -4,6 +4,8 @@
 #   tests/pg.sh start DIR   initdb + start a server whose files all live in DIR; create database awp_test;
 #                           print the SQLAlchemy URL on stdout (and write it to DIR/url)
 #   tests/pg.sh stop DIR    stop that server and remove DIR
+#   tests/pg.sh pause DIR   stop that server (pg_ctl stop -m fast: clients are disconnected) and keep DIR
+#   tests/pg.sh resume DIR  start a paused server again, on the same port (a database outage, for tests)
 #
 #   export AWP_TEST_PG_URL="$(tests/pg.sh start "$dir")"
 #
@@ -20,7 +22,7 @@ log() { echo "pg.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  echo "usage: $0 start DIR | stop DIR" >&2
+  echo "usage: $0 start DIR | stop DIR | pause DIR | resume DIR" >&2
   exit 2
 }
 
@@ -178,10 +180,35 @@ stop() {
   rm -rf "$dir"
 }
 
+server_dir() {
+  local dir=$1
+  [ -e "$dir/$MARKER" ] || die "$dir was not made by '$0 start' (no $MARKER)"
+  cd "$dir" && pwd
+}
+
+pause() {
+  local dir
+  dir=$(server_dir "$1")
+  PG_BIN=$(find_pg_bin) || die "pg_ctl not found"
+  cd "$dir"
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null
+}
+
+resume() {
+  local dir
+  dir=$(server_dir "$1")
+  PG_BIN=$(find_pg_bin) || die "pg_ctl not found"
+  cd "$dir"
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+    { tail -n 30 "$dir/server.log" >&2 || true; die "pg_ctl start failed (log: $dir/server.log)"; }
+}
+
 [ $# -eq 2 ] || usage
 unset PGHOST PGPORT PGUSER PGDATABASE PGDATA PGSERVICE PGOPTIONS
 case "$1" in
   start) start "$2" ;;
   stop) stop "$2" ;;
+  pause) pause "$2" ;;
+  resume) resume "$2" ;;
   *) usage ;;
 esac

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from awp_pipelines.catalog import Catalog, load_catalog
-from awp_pipelines.errors import PacketError
+from awp_pipelines.errors import PacketError, StorageUnavailable
 from awp_pipelines.ids import check_id
 from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.selection import Selection, selection_from_flags
@@ -58,7 +58,8 @@ def fail_input(err: PacketError) -> NoReturn:
 
 
 def user_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Bad input ends in one line naming file, line and key, and exit code 2 — never a traceback."""
+    """Bad input ends in one line naming file, line and key, and exit code 2 — never a traceback. A failed
+    instance database ends in one line and exit code 1."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -66,6 +67,9 @@ def user_errors(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except PacketError as err:
             fail_input(err)
+        except StorageUnavailable as err:
+            console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True, highlight=False)
+            sys.exit(1)
 
     return wrapper
 

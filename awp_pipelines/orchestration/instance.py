@@ -14,8 +14,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import sqlalchemy.exc
 from dagster import DagsterInstance
 from dagster._core.instance.ref import InstanceRef
+from dagster_postgres.utils import DagsterPostgresException
 
 EMBEDDED_CONFIG = """\
 # Written by AWP for the embedded instance (SQLite). Serve the UI with the daemon on it:
@@ -92,3 +94,17 @@ def hold_connections(instance: DagsterInstance) -> DagsterInstance:
     as the webserver does, instead of connecting per query (Postgres; SQLite is unchanged)."""
     instance.optimize_for_webserver(statement_timeout=60_000, pool_recycle=3600, max_overflow=2)
     return instance
+
+
+def storage_failure(err: BaseException) -> str | None:
+    """One line saying how the instance's database failed, when `err` is (or was caused by) such a failure:
+    a connection refused or dropped, retries given up. None for any other error."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = err
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if not any(isinstance(e, DagsterPostgresException | sqlalchemy.exc.DBAPIError) for e in chain):
+        return None
+    deepest = next((e for e in reversed(chain) if str(e).strip()), err)
+    return f"{type(deepest).__name__}: {str(deepest).strip().splitlines()[0]}"

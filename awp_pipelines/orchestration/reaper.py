@@ -42,7 +42,9 @@ def runner_alive(value: str) -> bool:
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
-    """Mark the packet's unfinished runs whose runner is gone failed, and free their slots."""
+    """Mark the packet's unfinished runs whose runner is gone failed, and free their slots, and the slots any
+    ended run still holds."""
+    free_slots_of_ended_runs(instance)
     reaped = []
     for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED)):
         runner = run.tags.get(RUNNER)
@@ -70,3 +72,31 @@ def checkpoint_interrupted(repos: Mapping[str, Path], agent_run: str, attempt: s
             continue
     return saved
 
+
+
+def end_run(instance: DagsterInstance, run_id: str) -> None:
+    """A run this process executed is over, however it ended: mark it failed if its end was never stored (the
+    database was down when it ended), and free every slot it still holds (a step frees its own as it ends,
+    which fails while the database is down)."""
+    run = instance.get_run_by_id(run_id)
+    if run is not None and run.status in UNFINISHED:
+        instance.report_run_failed(run, "its end was never stored: the instance's database failed during it")
+    if instance.event_log_storage.supports_global_concurrency_limits:
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+
+
+def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
+    """Free the pool slots held by runs that have ended (or no longer exist): nothing will ever free them
+    without a daemon, and every later step of their pools would wait forever. The run ids freed."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return []
+    holders = {slot.run_id for key in storage.get_concurrency_keys()
+               for slot in storage.get_concurrency_info(key).claimed_slots}
+    if not holders:
+        return []
+    live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}
+    ended = sorted(holders - live)
+    for run_id in ended:
+        storage.free_concurrency_slots_for_run(run_id)
+    return ended

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
+from dagster._core.utils import make_new_run_id
 
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.errors import StorageUnavailable
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
@@ -29,8 +31,9 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
     prompt_states,
 )
+from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.reaper import checkpoint_interrupted, reap_dead_runs, runner_tag
+from awp_pipelines.orchestration.reaper import checkpoint_interrupted, end_run, reap_dead_runs, runner_tag
 from awp_pipelines.orchestration.sensors import launch_tags
 
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
@@ -76,10 +79,23 @@ class Progress:
 
 def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
                progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
-    progress = progress or Progress()
+    """Raises StorageUnavailable when the instance's database fails (an outage): the packet run stops there,
+    its runs ended and their slots freed as far as the database allows, and goes on with `--packet-run`."""
+    packet_run = options.packet_run or new_packet_run_id()
+    try:
+        return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
+    except Exception as err:
+        failure = storage_failure(err)
+        if failure is None:
+            raise
+        raise StorageUnavailable(f"packet run {packet_run} stopped: the Dagster instance's database failed "
+                                 f"({failure}); continue it with --packet-run {packet_run} once it is back") from err
+
+
+def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
+                progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
     binding = compiled.binding
     job = _job(compiled, progress)
-    packet_run = options.packet_run or new_packet_run_id()
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     history = packet_run_history(instance, packet_run, binding.keys)
@@ -145,8 +161,14 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
              options: RunOptions) -> None:
     loggers = {"awp_progress": {}, **({"console": {"config": {"log_level": "INFO"}}} if options.verbose else {})}
-    job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
-                           run_config={"loggers": loggers})
+    run_id = make_new_run_id()
+    try:
+        job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
+                               run_config={"loggers": loggers}, run_id=run_id)
+    finally:
+        # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
+        # while the database was down) would block the next run forever.
+        end_run(instance, run_id)
 
 
 def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
