@@ -148,8 +148,10 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     secrets = account.secrets() if account else {}
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
-    every_secret = _all_secrets(context, binding, prompt)
-    sink = EventSink(events_file, identity.attempt_id, secrets=every_secret.values(), root=packet.root, live=feed)
+    # Every credential of the catalog (any account an agent or a verifier may print, not only this prompt's
+    # chain) and of the prompt's chain is kept out of everything the Attempt hands out.
+    redactor = Redactor.for_catalog(binding.catalog).with_values(_all_secrets(context, binding, prompt).values())
+    sink = EventSink(events_file, identity.attempt_id, secrets=redactor.literals, root=packet.root, live=feed)
     continuing = launch.number > 1 and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
@@ -160,8 +162,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           restore=_checkpoints_to_restore(plan, agent_run, last) if continuing else None,
-                          # Every credential of the prompt's chain, not only this account's, is kept out.
-                          redactor=Redactor().with_values(every_secret.values()))
+                          redactor=redactor)
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key

@@ -24,6 +24,7 @@ class PacketBinding:
     plans: Mapping[str, PromptPlan]
     chains: Mapping[str, Chain]  # prompt id → primary target with its accounts, then the fallback chain
     keys: Mapping[AssetKey, str]  # asset key → prompt id
+    catalog: Catalog | None = None  # every account's credential is kept out of what an Attempt stores
 
     def key(self, prompt_id: str) -> AssetKey:
         return next(k for k, pid in self.keys.items() if pid == prompt_id)
@@ -35,4 +36,4 @@ class PacketBinding:
         plans = {p.id: p for p in plan.prompts}
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                                 p.fallback) for pid, p in plans.items()}
-        return cls(packet, plans, chains, dict(keys))
+        return cls(packet, plans, chains, dict(keys), catalog)

@@ -1,0 +1,204 @@
+"""Canary credentials through a whole `awp run`, then a dump of everything it left: every table of the Dagster
+storage (SQLite files or the Postgres database; snapshots decompressed), every file under `.awp/` and the
+instance folder (events, transcripts, records, compute logs), the run tags and every git object. No canary
+is anywhere.
+
+The canaries are account credential values that match no secret pattern (the account in use, another account
+of the catalog that the prompt never uses, the provider's key) and a pattern secret built at runtime. They are
+placed in the agent's messages and its error, a verifier's output, a prompt body and a `commit:` message."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import yaml
+from e2e_support import awp, postgres_instance_dir
+
+from awp_pipelines.orchestration.instance import open_instance
+
+CANARY_IN_USE = "canary-in-use-5e1d7b3a9c"
+CANARY_OTHER = "canary-other-acct-2f8e4d"
+CANARY_PROVIDER = "canary-provider-key-6a0c2e"
+# Built at runtime: no file of this repo or of the packet holds a secret-shaped literal (lint would refuse it).
+PATTERN_SECRET = "sk-ant-" + "api03-" + "Z" * 24
+CANARIES = (CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET)
+
+PROVIDERS = """\
+providers:
+  sim-keyed:
+    kind: simulated
+    credential_env: AWP_CANARY_PROVIDER_KEY
+    models: ["sim-keyed"]
+accounts:
+  in-use:
+    provider: sim-keyed
+    credential_env: AWP_CANARY_IN_USE
+  other:
+    provider: sim-keyed
+    credential_env: AWP_CANARY_OTHER
+"""
+ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
+
+
+@pytest.fixture
+def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_CANARY_IN_USE", CANARY_IN_USE)
+    monkeypatch.setenv("AWP_CANARY_OTHER", CANARY_OTHER)
+    monkeypatch.setenv("AWP_CANARY_PROVIDER_KEY", CANARY_PROVIDER)
+
+
+def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Path]:
+    """The packet and its simulate overlay (kept outside the packet: the pattern secret in it is the agent's
+    output, which lint never sees). The literal canaries in the packet itself match no pattern: lint lets
+    them through, as it would a real credential pasted into a prompt."""
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "canary", "provider": "sim-keyed", "model": "sim-keyed-1", "accounts": ["in-use"],
+        "repos": {"app": {"path": "./workspace", "default": True}}}))
+    (root / "prompts").mkdir()
+    # The verifier prints every canary; the pattern secret is put together by the shell, so no file has it.
+    echo = {"exec": "sh", "args": ["-c", 'echo "verifier saw $1 $2 $3 sk-ant-$4"', "sh", CANARY_IN_USE,
+                                   CANARY_OTHER, CANARY_PROVIDER, "api03-" + "Z" * 24]}
+    (root / "prompts" / "01_write.prompt.md").write_text(textwrap.dedent(f"""\
+        ---
+        id: "01"
+        commit: "feat: notes (in use {CANARY_IN_USE}, other {CANARY_OTHER}, provider {CANARY_PROVIDER})"
+        verify:
+          files_exist: [notes.md]
+        ---
+        Write notes. The deploy credential is {CANARY_IN_USE}; the other is {CANARY_OTHER}.
+        """))
+    failing = {**echo, "args": [echo["args"][0], echo["args"][1] + "; exit 1", *echo["args"][2:]]}
+    fronts = {"02_check": {"id": "02", "verify": {"commands": [echo, failing]}},
+              "03_refused": {"id": "03", "depends_on": ["01"]}}
+    for name, front in fronts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nCheck.\n")
+    overlay = root.parent / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "01": {"attempts": [{"messages": [f"agent output: {ALL_SAID}"],
+                             "writes": [{"path": "notes.md", "text": "notes\n"}]}]},
+        "02": {"attempts": [{"messages": [f"tool output: {ALL_SAID}"]}]},
+        "03": {"attempts": [{"messages": ["trying"], "error": {"kind": "provider_auth_claim",
+                                                               "message": f"401: key rejected: {ALL_SAID}"}}]}}))
+    return root, overlay
+
+
+def _text(value: object) -> str:
+    """A stored value as text; zlib-compressed blobs (Dagster's snapshots) decompressed first."""
+    if isinstance(value, bytes | memoryview):
+        raw = bytes(value)
+        try:
+            raw = zlib.decompress(raw)
+        except zlib.error:
+            pass
+        return raw.decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def _tables(engine: sa.Engine, label: str) -> Iterator[tuple[str, str]]:
+    """(`label:table`, every row of it as text) for every table the database has."""
+    meta = sa.MetaData()
+    meta.reflect(bind=engine)
+    with engine.connect() as conn:
+        for table in meta.sorted_tables:
+            rows = conn.execute(sa.select(table)).fetchall()
+            yield f"{label}:{table.name}", "\n".join(" ".join(_text(v) for v in row) for row in rows)
+
+
+def _sqlite_dumps(folder: Path) -> Iterator[tuple[str, str]]:
+    for db in sorted(folder.rglob("*.db")):
+        engine = sa.create_engine(f"sqlite:///{db}", poolclass=sa.pool.NullPool)
+        try:
+            yield from _tables(engine, db.relative_to(folder).as_posix())
+        finally:
+            engine.dispose()
+
+
+def _files(folder: Path) -> Iterator[tuple[str, str]]:
+    """Every file's raw bytes (SQLite files too: a freed page keeps what a row once held)."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        yield f"file {path.relative_to(folder.parent).as_posix()}", path.read_bytes().decode("utf-8", "replace")
+
+
+def _git_objects(repo: Path) -> str:
+    return subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=repo, check=True,
+                          capture_output=True).stdout.decode("utf-8", errors="replace")
+
+
+def _count(places: dict[str, str]) -> dict[str, dict[str, int]]:
+    found = {place: {c: text.count(c) for c in CANARIES if c in text} for place, text in places.items()}
+    return {place: counts for place, counts in found.items() if counts}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("storage", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
+        storage: str, tmp_path: Path, make_git_repo: Callable[[Path], Path], canaries: None,
+        request: pytest.FixtureRequest, reliability_row: Callable[..., None]) -> None:
+    started = time.monotonic()
+    packet, overlay = _packet(tmp_path / "canary", make_git_repo)
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(PROVIDERS)
+    home = packet / ".awp" / "dagster"
+    db: sa.URL | None = None
+    if storage == "postgres":
+        db = request.getfixturevalue("fresh_pg_database")
+        home = postgres_instance_dir(tmp_path / "pg-home", db)
+
+    result = awp("run", packet, "--providers", providers, "--simulate-overlay", overlay, "--no-recovery",
+                 "--instance", home, "--json")
+    # What the canaries went through: a completed commit, a failed verifier and a provider error.
+    assert result.exit_code == 1, result.output
+    outcomes = {o["prompt"]: o for o in json.loads(result.stdout)["prompts"]}
+    assert {p: o["result"] for p, o in outcomes.items()} == {
+        "01": "completed", "02": "verification_failed", "03": "provider_failed"}, result.output
+
+    places: dict[str, str] = {"awp run output": result.output}
+    places.update(_files(packet / ".awp"))
+    if storage == "sqlite":
+        places.update(_sqlite_dumps(home))
+    else:
+        places.update(_files(home))
+        engine = sa.create_engine(db, poolclass=sa.pool.NullPool)  # type: ignore[arg-type]
+        try:
+            places.update(_tables(engine, "postgres"))
+        finally:
+            engine.dispose()
+    instance = open_instance(packet, home)
+    try:
+        places["run tags"] = "\n".join(f"{k}={v}" for run in instance.get_runs() for k, v in run.tags.items())
+    finally:
+        instance.dispose()
+    places["git objects"] = _git_objects(packet / "workspace")
+    assert "AWP-Prompt: 01" in places["git objects"]  # the dump reads what it means to
+
+    leaked = _count(places)
+    total = sum(sum(counts.values()) for counts in leaked.values())
+    print(f"{storage}: {len(places)} places dumped; leaks: {leaked}")
+    reliability_row(f"secrets: canaries through awp run, full dump ({storage})", tries=len(places),
+                    survived=len(places) - len(leaked), secrets_leaked=total,
+                    seconds=time.monotonic() - started,
+                    note="storage tables (snapshots decompressed), .awp/, run tags, compute logs, git objects")
+    assert not leaked, leaked
+
+
+def test_awp_run_refuses_a_pattern_secret_in_a_prompt_body(tmp_path: Path, make_git_repo: Callable[[Path], Path],
+                                                           canaries: None) -> None:
+    packet, _ = _packet(tmp_path / "canary", make_git_repo)
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(PROVIDERS)
+    body = packet / "prompts" / "03_refused.prompt.md"
+    body.write_text(body.read_text() + f"use {PATTERN_SECRET}\n")
+    result = awp("run", packet, "--providers", providers, "--dry-run")
+    assert result.exit_code == 2
+    assert "refusing to run: a anthropic key is written on line" in result.output
+    assert PATTERN_SECRET not in result.output
+    assert not (packet / ".awp").exists()  # nothing ran, nothing was stored
