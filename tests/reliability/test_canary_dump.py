@@ -9,8 +9,10 @@ placed in the agent's messages and its error, a verifier's output, a prompt body
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+import sys
 import textwrap
 import time
 import zlib
@@ -24,6 +26,7 @@ from e2e_support import awp, postgres_instance_dir
 
 from awp_pipelines.orchestration.instance import open_instance
 
+AWP = str(Path(sys.executable).parent / "awp")
 CANARY_IN_USE = "canary-in-use-5e1d7b3a9c"
 CANARY_OTHER = "canary-other-acct-2f8e4d"
 CANARY_PROVIDER = "canary-provider-key-6a0c2e"
@@ -95,10 +98,8 @@ def _text(value: object) -> str:
     """A stored value as text; zlib-compressed blobs (Dagster's snapshots) decompressed first."""
     if isinstance(value, bytes | memoryview):
         raw = bytes(value)
-        try:
+        with contextlib.suppress(zlib.error):
             raw = zlib.decompress(raw)
-        except zlib.error:
-            pass
         return raw.decode("utf-8", errors="replace")
     return "" if value is None else str(value)
 
@@ -153,20 +154,25 @@ def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
         db = request.getfixturevalue("fresh_pg_database")
         home = postgres_instance_dir(tmp_path / "pg-home", db)
 
-    result = awp("run", packet, "--providers", providers, "--simulate-overlay", overlay, "--no-recovery",
-                 "--instance", home, "--json")
+    # A process of its own, verbose: Dagster's console log (the agent's live lines) goes to the compute logs.
+    result = subprocess.run([AWP, "run", str(packet), "--providers", str(providers), "--simulate-overlay",
+                             str(overlay), "--no-recovery", "--instance", str(home), "--json", "-v"],
+                            capture_output=True, text=True, timeout=300)
     # What the canaries went through: a completed commit, a failed verifier and a provider error.
-    assert result.exit_code == 1, result.output
+    assert result.returncode == 1, result.stdout + result.stderr
     outcomes = {o["prompt"]: o for o in json.loads(result.stdout)["prompts"]}
     assert {p: o["result"] for p, o in outcomes.items()} == {
-        "01": "completed", "02": "verification_failed", "03": "provider_failed"}, result.output
+        "01": "completed", "02": "verification_failed", "03": "provider_failed"}, result.stdout
 
-    places: dict[str, str] = {"awp run output": result.output}
+    places: dict[str, str] = {"awp run stdout": result.stdout, "awp run stderr": result.stderr}
     places.update(_files(packet / ".awp"))
+    if storage == "postgres":
+        places.update(_files(home))
+    compute_logs = [p for p in places if "/compute_logs/" in p and places[p]]
+    assert compute_logs, "the run's compute logs hold nothing: the dump would prove nothing about them"
     if storage == "sqlite":
         places.update(_sqlite_dumps(home))
     else:
-        places.update(_files(home))
         engine = sa.create_engine(db, poolclass=sa.pool.NullPool)  # type: ignore[arg-type]
         try:
             places.update(_tables(engine, "postgres"))
