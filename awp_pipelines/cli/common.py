@@ -67,11 +67,21 @@ def user_errors(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except PacketError as err:
             fail_input(err)
-        except StorageUnavailable as err:
-            console.print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True, highlight=False)
+        except Exception as err:
+            said = str(err) if isinstance(err, StorageUnavailable) else _storage_failure(err)
+            if said is None:
+                raise
+            console.print(f"[red]error:[/red] {escape(said)}", soft_wrap=True, highlight=False)
             sys.exit(1)
 
     return wrapper
+
+
+def _storage_failure(err: Exception) -> str | None:
+    from awp_pipelines.orchestration.instance import storage_failure  # Dagster only once something failed
+
+    failure = storage_failure(err)
+    return None if failure is None else f"the Dagster instance's database failed ({failure})"
 
 
 def packet_run_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -208,3 +209,21 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
     reliability_row("postgres stopped 60 s mid-Attempt, then rerun", tries=1, survived=1, records_lost=0,
                     commits_doubled=sum(n - 1 for n in commits.values()), seconds=time.monotonic() - started,
                     note=f"first run exit {code} after {failed_after:.0f}s; rerun {rerun_s:.0f}s, no slot wait")
+
+
+@pytest.mark.slow
+def test_awp_run_on_an_unreachable_database_fails_in_one_line(tmp_path: Path,
+                                                               make_git_repo: Callable[[Path], Path]) -> None:
+    """The database is down before the run starts: no traceback, one line, exit 1, nothing run."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = _shipped_instance(tmp_path / "dagster-home", sa.make_url(f"postgresql+psycopg2://nobody@127.0.0.1:{port}/x"))
+    packet = _packet(tmp_path / "outage", make_git_repo)
+    done = subprocess.run([AWP, "run", str(packet), "--json"], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=AFTER_OUTAGE_S)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    [said] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert said.startswith("error: the Dagster instance's database failed (") and "Connection refused" in said
+    assert not (packet / ".awp" / "events").exists()
