@@ -227,3 +227,33 @@ def test_awp_run_on_an_unreachable_database_fails_in_one_line(tmp_path: Path,
     [said] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert said.startswith("error: the Dagster instance's database failed (") and "Connection refused" in said
     assert not (packet / ".awp" / "events").exists()
+
+
+@pytest.mark.slow
+def test_a_slot_an_ended_run_still_holds_is_freed_by_the_next_awp_run(
+        tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> None:
+    """What an outage can leave behind on any storage: a run that ended (its end stored) while a slot it held
+    was never freed. Nothing frees it without a daemon; the next `awp run` does, instead of waiting forever."""
+    from dagster import asset, materialize
+
+    @asset
+    def probe() -> int:
+        return 1
+
+    packet = _packet(tmp_path / "outage", make_git_repo)
+    instance = open_instance(packet)
+    try:
+        ended = materialize([probe], instance=instance).run_id
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("awp_outage_app", 1)  # the packet's repo pool
+        assert storage.claim_concurrency_slot("awp_outage_app", ended, "outage__01_first").is_claimed
+    finally:
+        instance.dispose()
+    done = subprocess.run([AWP, "run", str(packet), "--json"], capture_output=True, text=True, timeout=RERUN_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    instance = open_instance(packet)
+    try:
+        assert not any(_claimed_slots(instance).values())
+        assert not _waits_on_a_slot(instance, [r.run_id for r in instance.get_runs() if r.run_id != ended])
+    finally:
+        instance.dispose()
