@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from reliability.canaries import ENV
 from reliability.summary import ROW_KEY, make_row
 
 
@@ -17,3 +18,10 @@ def reliability_row(request: pytest.FixtureRequest) -> Callable[..., None]:
         request.node.user_properties.append((ROW_KEY, make_row(fault, **values)))
 
     return record
+
+
+@pytest.fixture
+def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canary credentials (reliability/canaries.py) in the environment, where the catalog's accounts read them."""
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)

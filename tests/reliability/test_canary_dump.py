@@ -23,39 +23,12 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from e2e_support import awp, postgres_instance_dir
+from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
 from awp_pipelines.orchestration.instance import open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
-CANARY_IN_USE = "canary-in-use-5e1d7b3a9c"
-CANARY_OTHER = "canary-other-acct-2f8e4d"
-CANARY_PROVIDER = "canary-provider-key-6a0c2e"
-# Built at runtime: no file of this repo or of the packet holds a secret-shaped literal (lint would refuse it).
-PATTERN_SECRET = "sk-ant-" + "api03-" + "Z" * 24
-CANARIES = (CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET)
-
-PROVIDERS = """\
-providers:
-  sim-keyed:
-    kind: simulated
-    credential_env: AWP_CANARY_PROVIDER_KEY
-    models: ["sim-keyed"]
-accounts:
-  in-use:
-    provider: sim-keyed
-    credential_env: AWP_CANARY_IN_USE
-  other:
-    provider: sim-keyed
-    credential_env: AWP_CANARY_OTHER
-"""
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
-
-
-@pytest.fixture
-def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWP_CANARY_IN_USE", CANARY_IN_USE)
-    monkeypatch.setenv("AWP_CANARY_OTHER", CANARY_OTHER)
-    monkeypatch.setenv("AWP_CANARY_PROVIDER_KEY", CANARY_PROVIDER)
 
 
 def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Path]:
@@ -69,7 +42,7 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Pa
     (root / "prompts").mkdir()
     # The verifier prints every canary; the pattern secret is put together by the shell, so no file has it.
     echo = {"exec": "sh", "args": ["-c", 'echo "verifier saw $1 $2 $3 sk-ant-$4"', "sh", CANARY_IN_USE,
-                                   CANARY_OTHER, CANARY_PROVIDER, "api03-" + "Z" * 24]}
+                                   CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET.removeprefix("sk-ant-")]}
     (root / "prompts" / "01_write.prompt.md").write_text(textwrap.dedent(f"""\
         ---
         id: "01"
@@ -135,7 +108,7 @@ def _git_objects(repo: Path) -> str:
 
 
 def _count(places: dict[str, str]) -> dict[str, dict[str, int]]:
-    found = {place: {c: text.count(c) for c in CANARIES if c in text} for place, text in places.items()}
+    found = {place: {c: text.count(c) for c in SECRETS if c in text} for place, text in places.items()}
     return {place: counts for place, counts in found.items() if counts}
 
 

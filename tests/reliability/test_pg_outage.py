@@ -92,7 +92,9 @@ def _agent_started(packet: Path) -> str | None:
     return None
 
 
-def _commits_per_prompt(repo: Path) -> dict[str, int]:
+def commits_per_prompt(repo: Path) -> dict[str, int]:
+    """Commits per `AWP-Prompt` trailer. (test_kill9.py has the same; branch `crash` moves it to
+    reliability/crash.py, which this should import once both are merged.)"""
     out = subprocess.run(["git", "-C", str(repo), "log", "--format=%(trailers:key=AWP-Prompt,valueonly)%x00"],
                          capture_output=True, text=True, check=True).stdout
     counts: dict[str, int] = {}
@@ -192,7 +194,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     outcomes = {o["prompt"]: o["result"] for o in json.loads(rerun.stdout)["prompts"]}
     assert outcomes == {"01": "completed", "02": "completed"}
-    commits = _commits_per_prompt(repo)
+    commits = commits_per_prompt(repo)
     assert commits == {"01": 1, "02": 1}
 
     instance = open_instance(packet, home)

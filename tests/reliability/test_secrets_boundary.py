@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import BUILTIN, Catalog, load_catalog
@@ -20,36 +21,6 @@ from awp_pipelines.packet import load_packet
 from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import REDACTED, Redactor
-
-# Canaries match no secret pattern: only the literal values the redactor reads from the environment catch them.
-CANARY_IN_USE = "canary-in-use-7f3a9c1e5b2d"
-CANARY_OTHER = "canary-other-account-0c4e8a"
-CANARY_PROVIDER = "canary-provider-key-99d1f0"
-# Built at runtime so this file holds no secret-shaped literal for a scanner to flag.
-PATTERN_SECRET = "sk-ant-" + "api03-" + "Q" * 24
-SECRETS = (CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET)
-
-PROVIDERS = """\
-providers:
-  sim-keyed:
-    kind: simulated
-    credential_env: AWP_TEST_PROVIDER_KEY
-    models: ["sim-keyed"]
-accounts:
-  in-use:
-    provider: sim-keyed
-    credential_env: AWP_TEST_CANARY_IN_USE
-  other:
-    provider: sim-keyed
-    credential_env: AWP_TEST_CANARY_OTHER
-"""
-
-
-@pytest.fixture
-def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWP_TEST_CANARY_IN_USE", CANARY_IN_USE)
-    monkeypatch.setenv("AWP_TEST_CANARY_OTHER", CANARY_OTHER)
-    monkeypatch.setenv("AWP_TEST_PROVIDER_KEY", CANARY_PROVIDER)
 
 
 def write_packet(root: Path, make_git_repo: Callable[[Path], Path]) -> Path:
