@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_
 RUNNER = f"{tags.PREFIX}runner"
 UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
               DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+# Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
+SLOT_GRACE_S = 30.0
 
 
 def runner_tag() -> dict[str, str]:
@@ -85,6 +88,15 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
         instance.event_log_storage.free_concurrency_slots_for_run(run_id)
 
 
+def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
+    """Runs the daemon launched that ended less than SLOT_GRACE_S ago: a run worker's step can outlive the
+    run's end by a moment, so Dagster's run monitoring waits that long before it frees their slots; so do we.
+    An `awp run` run (tagged with its runner) has no such step: its slots go at once."""
+    cutoff = time.time() - SLOT_GRACE_S
+    return {record.dagster_run.run_id for record in instance.get_run_records(RunsFilter(run_ids=sorted(run_ids)))
+            if RUNNER not in record.dagster_run.tags and (record.end_time or 0) > cutoff}
+
+
 def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     """Free the pool slots held by runs that have ended (or no longer exist): nothing will ever free them
     without a daemon, and every later step of their pools would wait forever. The run ids freed."""
@@ -96,7 +108,7 @@ def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     if not holders:
         return []
     live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}
-    ended = sorted(holders - live)
+    ended = sorted(holders - live - _settling(instance, holders - live))
     for run_id in ended:
         storage.free_concurrency_slots_for_run(run_id)
     return ended

@@ -27,6 +27,7 @@ from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import packet_run_history, prompt_states
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
 from awp_pipelines.packet import load_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +258,8 @@ def test_a_slot_an_ended_run_still_holds_is_freed_by_the_next_awp_run(
     packet = _packet(tmp_path / "outage", make_git_repo)
     instance = open_instance(packet)
     try:
-        ended = materialize([probe], instance=instance).run_id
+        # An `awp run` run (its runner named, long gone); a daemon's run would keep its slot 30 s more.
+        ended = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
         storage = instance.event_log_storage
         storage.set_concurrency_slots("awp_outage_app", 1)  # the packet's repo pool
         assert storage.claim_concurrency_slot("awp_outage_app", ended, "outage__01_first").is_claimed
@@ -269,5 +271,28 @@ def test_a_slot_an_ended_run_still_holds_is_freed_by_the_next_awp_run(
     try:
         assert not any(_claimed_slots(instance).values())
         assert not _waits_on_a_slot(instance, [r.run_id for r in instance.get_runs() if r.run_id != ended])
+    finally:
+        instance.dispose()
+
+
+def test_a_daemon_run_that_just_ended_keeps_its_slot_for_the_grace_an_awp_run_run_does_not(tmp_path: Path) -> None:
+    """Dagster frees a daemon-launched run's slots 30 s after its end (a step may outlive the run's end by a
+    moment); the reaper waits as long for those, and frees an ended `awp run` run's slots at once."""
+    from dagster import asset, materialize
+
+    @asset
+    def probe() -> int:
+        return 1
+
+    instance = open_instance(tmp_path / "packet")
+    try:
+        daemons = materialize([probe], instance=instance).run_id
+        ours = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("pool", 2)
+        for run_id in (daemons, ours):
+            assert storage.claim_concurrency_slot("pool", run_id, "probe").is_claimed
+        assert free_slots_of_ended_runs(instance) == [ours]
+        assert [slot.run_id for slot in storage.get_concurrency_info("pool").claimed_slots] == [daemons]
     finally:
         instance.dispose()
