@@ -1,4 +1,11 @@
-"""Run tags under `awp/`: short, filterable provenance of the Attempt a run executes. Never a secret."""
+"""Every key under `awp/`, spelled here and nowhere else: run tags, Attempt metadata keys, stored values.
+
+Run tags are the short, filterable provenance of the Attempt a run executes; never a secret. Metadata keys
+name the fields of an Attempt's materialization or observation (`orchestration/metadata.py` builds the values,
+`orchestration/history.py` reads them back); where a tag and a metadata field say the same thing they share one
+key. This module is the home rather than `orchestration/metadata.py` because the pure core reads tags too and
+must not import Dagster. A test (tests/test_vocabulary.py) fails when another module spells an `awp/` key.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,38 @@ PARENT_RUN = f"{PREFIX}parent_run"
 NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redacted, added to the repair prompt
 COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several prompts) = the full sha
 PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
+RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
+
+# Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
+RESULT = f"{PREFIX}result"
+RECORD = f"{PREFIX}record"  # the whole AttemptRecord as JSON: what history reads back
+EVENT = f"{PREFIX}event"  # a marker's kind: `attempt_started`
+ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
+FAILURE_CLASS = f"{PREFIX}failure_class"
+FAILURE = f"{PREFIX}failure"
+UNMET = f"{PREFIX}unmet"
+DURATION_S = f"{PREFIX}duration_s"
+TOKENS_IN = f"{PREFIX}tokens_in"
+TOKENS_OUT = f"{PREFIX}tokens_out"
+TOKENS_CACHED = f"{PREFIX}tokens_cached"
+TOKENS_REASONING = f"{PREFIX}tokens_reasoning"
+COST_SOURCE = f"{PREFIX}cost_source"
+COST_USD = f"{PREFIX}cost_usd"
+ATTEMPTS = f"{PREFIX}attempts"
+VERIFIER = f"{PREFIX}verifier"
+COMMITS = f"{PREFIX}commits"
+TRANSCRIPT = f"{PREFIX}transcript"
+SESSION_ID = f"{PREFIX}session_id"
+EVENTS = f"{PREFIX}events"
+PACKET_RUN_SPEND = f"{PREFIX}packet_run_spend"
+LIFECYCLE = f"{PREFIX}lifecycle"
+CONTROL = f"{PREFIX}control"
+# Asset definitions: the prompt's agent role (an asset tag) and its file (asset metadata).
+ROLE = f"{PREFIX}role"
+PROMPT_FILE = f"{PREFIX}prompt_file"
+# Keys of the instance's key-value store: + <account>.
+COOLDOWN_KEY = f"{PREFIX}cooldown/"
+USAGE_KEY = f"{PREFIX}usage/"
 
 Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
 MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
