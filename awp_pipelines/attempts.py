@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.budget import Spend
-from awp_pipelines.committer import CommitError, commit_targets
+from awp_pipelines.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.control import (
     ControlHandle,
     Directive,
@@ -52,10 +52,15 @@ from awp_pipelines.workspace import (
 
 CostSource = Literal["provider", "price_table", "unknown"]
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
+# An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen; a changed copy is
+# made with `model_copy(update=...)`.
+_FROZEN = ConfigDict(frozen=True)
 
 
 class AttemptTarget(BaseModel):
     """Fixed for the Attempt's whole life: provider, account and model never switch mid-Attempt."""
+
+    model_config = _FROZEN
 
     provider: str
     provider_kind: str
@@ -66,6 +71,8 @@ class AttemptTarget(BaseModel):
 
 
 class AttemptIdentity(BaseModel):
+    model_config = _FROZEN
+
     attempt_id: str
     agent_run: str
     number: int = Field(description="1-based, counted from stored history of the AgentRun.")
@@ -78,6 +85,8 @@ class AttemptIdentity(BaseModel):
 
 
 class Usage(BaseModel):
+    model_config = _FROZEN
+
     input_tokens: int = Field(0, description="Input tokens, cache reads excluded.")
     output_tokens: int = Field(0, description="Output tokens, reasoning included.")
     cached_input_tokens: int = Field(0, description="Input tokens read from the provider's cache.")
@@ -118,18 +127,16 @@ def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | 
 class SpendTotal(BaseModel):
     """The packet run's recorded spend once this Attempt's own is added."""
 
+    model_config = _FROZEN
+
     cost_usd: float = 0.0
     tokens: int = 0
 
 
-class CommitInfo(BaseModel):
-    repo: str
-    status: str
-    sha: str | None = None
-
-
 class AttemptRecord(BaseModel):
     """The immutable provenance of one Attempt (materialization / observation metadata)."""
+
+    model_config = _FROZEN
 
     identity: AttemptIdentity
     target: AttemptTarget
@@ -154,7 +161,7 @@ class AttemptRecord(BaseModel):
     verifier: VerifierReport | None = None
     prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
     workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
-    commits: list[CommitInfo] = Field(default_factory=list)
+    commits: list[CommitResult] = Field(default_factory=list)
     events_file: str | None = None
     wip: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint commit "
                                 "holding the partial work of an Attempt that did not complete.")
@@ -304,7 +311,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = _decide(outcome, report)
-    commits: list[CommitInfo] = []
+    commits: list[CommitResult] = []
     trail.append(transition("checkpointing", "committing the work" if result == "completed" else
                             "saving the partial work"))
     if result == "completed" and spec.commit:
@@ -353,7 +360,7 @@ def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
 def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
-            commits: list[CommitInfo], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
+            commits: list[CommitResult], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
     usage = attempt_usage(outcome.usage, spec.target.model)
     spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
@@ -436,7 +443,7 @@ def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[At
     return "verification_failed", None
 
 
-def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitInfo]:
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitResult]:
     ident, target = spec.identity, spec.target
     # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
     reason = " ".join(target.reason.split())
@@ -446,7 +453,7 @@ def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) 
                 "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
                 "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
     results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
-    return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
+    return list(results.values())
 
 
 def _now() -> str:

@@ -24,6 +24,8 @@ class _Out(BaseModel):
 class AttemptSummary(_Out):
     """One Attempt of an AgentRun: a recorded one, or one started whose record is missing."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)  # a fact about an Attempt, like its record
+
     attempt: str = Field(description="Attempt id: <packet run>.<prompt>.a<number>.")
     number: int = Field(ge=1, description="1-based within the AgentRun.")
     mode: str = Field(description="run, retry, resume, fallback, repair or iterate.")

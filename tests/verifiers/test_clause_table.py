@@ -30,7 +30,7 @@ def test_a_field_added_without_a_row_is_caught() -> None:
 
 
 def test_items_checks_and_labels_all_come_from_the_table() -> None:
-    assert CHECKS == {clause.name: clause.check for clause in CLAUSE_TABLE}
+    assert {clause.name: clause.check for clause in CLAUSE_TABLE} == CHECKS
     contract = VerifyContract.model_validate({
         "json": [{"path": "a.json"}], "files_exist": ["b"], "repos_clean": ["app", "lib"],
         "changed_paths_only": ["b", "c"]})
