@@ -247,7 +247,9 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
                                   effort=effort, permission_mode=permission_mode, allowed_tools=tuple(allowed_tools),
                                   max_turns=max_turns, account=account,
                                   env=catalog.account_secrets(account.name if account else None))
-        return adapter.display_argv(request)  # type: ignore[attr-defined]
+        # CLI and HTTP adapters show their argv; the ProviderAdapter protocol does not promise it.
+        show = getattr(adapter, "display_argv", None)
+        return list(show(request)) if callable(show) else None
     except (PacketError, ValueError):
         return None
 

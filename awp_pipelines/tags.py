@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 PREFIX = "awp/"
 PACKET = f"{PREFIX}packet"
@@ -63,8 +63,12 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
 
-Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
-MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
+# The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
+# already: these are also the decision function's actions that launch (`policy.Action`).
+Relaunch = Literal["retry", "resume", "fallback", "repair", "iterate"]
+Mode = Literal["run", Relaunch]
+MODES: tuple[Mode, ...] = get_args(Mode)
+_MODE_OF: dict[str, Mode] = {mode: mode for mode in MODES}
 _MAX_VALUE = 120
 _UNSAFE = re.compile(r"[\r\n\t]")
 
@@ -91,8 +95,7 @@ class RunIntent:
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
-        mode = tags.get(MODE, "run")
-        return cls(packet_run=tags.get(PACKET_RUN), mode=mode if mode in MODES else "run",  # type: ignore[arg-type]
+        return cls(packet_run=tags.get(PACKET_RUN), mode=_MODE_OF.get(tags.get(MODE, "run"), "run"),
                    provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
                    effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN),
                    attempt=tags.get(ATTEMPT))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,8 +18,8 @@ from awp_pipelines.catalog import AccountBinding
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
+from awp_pipelines.tags import Mode as AttemptMode
 
-AttemptMode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
 RESUME_PROMPT = "Continue"
 
 
