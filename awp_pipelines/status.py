@@ -182,14 +182,14 @@ def liveness(started_quiet_s: dict[str, float], unfinished: int, pending: list[s
 def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
     """Dirty files now, and the commits the packet run made: those whose AWP-Agent-Run trailer names it
     (exact, where a time window would count a commit made in the same second as the run started)."""
-    import subprocess
+    from awp_pipelines.workspace import WorkspaceError
+    from awp_pipelines.workspace import git as run_git
 
     def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+        try:  # read-only: a watcher must not take the index lock from the agent it watches
+            return run_git(path, *args, read_only=True, timeout_s=10).stdout
+        except WorkspaceError:
             return None
-        return done.stdout if done.returncode == 0 else None
 
     status = git("status", "--porcelain")
     commits = git("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
