@@ -37,6 +37,7 @@ from awp_pipelines.prices import PriceTable, load_prices
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import Redactor, redact
+from awp_pipelines.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
@@ -84,13 +85,11 @@ class AttemptIdentity(BaseModel):
     dagster_run: str | None = None
 
 
-class Usage(BaseModel):
+class Usage(TokenCounts):
+    """An Attempt's tokens and what they cost (None: unknown)."""
+
     model_config = _FROZEN
 
-    input_tokens: int = Field(0, description="Input tokens, cache reads excluded.")
-    output_tokens: int = Field(0, description="Output tokens, reasoning included.")
-    cached_input_tokens: int = Field(0, description="Input tokens read from the provider's cache.")
-    reasoning_tokens: int = Field(0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float | None = None
     cost_source: CostSource = Field(
         "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
@@ -106,16 +105,13 @@ def total_usage(usages: Iterable[Usage]) -> Usage:
     items = list(usages)
     costs = [u.cost_usd for u in items if u.cost_usd is not None]
     source: CostSource = max((u.cost_source for u in items), key=_SOURCE_RANK.__getitem__, default="unknown")
-    return Usage(input_tokens=sum(u.input_tokens for u in items), output_tokens=sum(u.output_tokens for u in items),
-                 cached_input_tokens=sum(u.cached_input_tokens for u in items),
-                 reasoning_tokens=sum(u.reasoning_tokens for u in items),
+    return Usage(**{k: sum(getattr(u, k) for u in items) for k in TOKEN_FIELDS},
                  cost_usd=round(sum(costs), 6) if costs else None, cost_source=source)
 
 
 def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:
     """The provider's cost where it reports one, else the price table's estimate, else none."""
-    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-              "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens}
+    tokens = usage.token_counts().model_dump()
     if usage.cost_reported:
         return Usage(**tokens, cost_usd=usage.cost_usd, cost_source="provider")
     cost = (prices or load_prices()).cost(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)

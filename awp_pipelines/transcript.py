@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from awp_pipelines.usage import TOKEN_FIELDS
+
 TRANSCRIPT_MAX_CHARS = 200_000
 PROMPT_MAX_CHARS = 12_000  # the prompt shares the transcript's bound; its tail (repair items) is kept
 FILES_SHOWN = 20  # per repo; the rest are counted
@@ -60,7 +62,7 @@ class Counters:
             self.cost_reported = self.cost_reported or bool(event.get("cost_reported"))
 
 
-_TOKEN_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
+_TOKEN_KEYS = TOKEN_FIELDS
 
 
 # Tool inputs worth showing on their own: the shell command, the file, the search.
