@@ -19,7 +19,7 @@ from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.tags import Mode as AttemptMode
-from awp_pipelines.usage import TOKEN_FIELDS, TokenCounts
+from awp_pipelines.usage import TokenCounts
 
 RESUME_PROMPT = "Continue"
 
@@ -101,7 +101,7 @@ class ProviderOutcome(BaseModel):
         """The outcome with messages and usage from the sink's counters (the Attempt's totals, resumes included)."""
         c = sink.counters
         return cls(ok=failure is None, failure=failure, session_id=session_id, messages=c.messages,
-                   usage=ProviderUsage(**{k: getattr(c, k) for k in TOKEN_FIELDS}, cost_usd=c.cost_usd,
+                   usage=ProviderUsage(**c.tokens, cost_usd=c.cost_usd,
                                        cost_reported=c.cost_reported),
                    changed_files=changed_files or [])
 
