@@ -185,13 +185,13 @@ def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
     from awp_pipelines.workspace import WorkspaceError
     from awp_pipelines.workspace import git as run_git
 
-    def git(*args: str) -> str | None:
+    def ask(*args: str) -> str | None:
         try:  # read-only: a watcher must not take the index lock from the agent it watches
             return run_git(path, *args, read_only=True, timeout_s=10).stdout
         except WorkspaceError:
             return None
 
-    status = git("status", "--porcelain")
-    commits = git("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
+    status = ask("status", "--porcelain")
+    commits = ask("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
     return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
                         new_commits=len(commits.split()) if commits is not None else None)
