@@ -306,7 +306,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
-    result, failure = _decide(outcome, report)
+    result, failure = completion(outcome, report)
     commits: list[CommitResult] = []
     trail.append(transition("checkpointing", "committing the work" if result == "completed" else
                             "saving the partial work"))
@@ -425,7 +425,9 @@ def _verify(spec: AttemptSpec) -> VerifierReport | None:
     return run_contract(contract, ctx)
 
 
-def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+    """Prompt Runner's completion table: the verifier decides, never the provider. A fault outranks all; a
+    passed contract completes even after a provider error; with no contract the provider's word stands."""
     if report is not None and report.faults:
         fault = report.faults[0]
         cls = fault.fault or "verifier_fault"

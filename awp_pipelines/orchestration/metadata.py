@@ -41,8 +41,11 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.DURATION_S: MetadataValue.float(record.duration_s),
         tags.TOKENS_IN: MetadataValue.int(record.usage.input_tokens),
         tags.TOKENS_OUT: MetadataValue.int(record.usage.output_tokens),
-        tags.TOKENS_CACHED: MetadataValue.int(record.usage.cached_input_tokens) or None,
-        tags.TOKENS_REASONING: MetadataValue.int(record.usage.reasoning_tokens) or None,
+        # A MetadataValue is truthy even for 0, so the zero test comes first: an unused count is left out.
+        tags.TOKENS_CACHED: MetadataValue.int(record.usage.cached_input_tokens)
+        if record.usage.cached_input_tokens else None,
+        tags.TOKENS_REASONING: MetadataValue.int(record.usage.reasoning_tokens)
+        if record.usage.reasoning_tokens else None,
         tags.COST_SOURCE: record.usage.cost_source if record.usage.cost_source != "unknown" else None,
         tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
         tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
