@@ -264,7 +264,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     started, clock = _now(), time.monotonic()
     trail = [transition("created", spec.target.reason)]
     repos = spec.packet.repos
-    targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    targets = {t.name: Path(t.path) for t in spec.plan.repos}
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
     restored = _restore(targets, spec.restore or {})
@@ -278,7 +278,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     sink.prompt_sent(text)  # first in the transcript: what the agent was asked
     request = ProviderRequest(
         prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
-        default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
+        default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
         env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {})}),
         model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
@@ -361,7 +361,7 @@ def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, starte
     spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
-        workspace={t.name: str(Path(t.path)) for t in spec.plan.targets}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        workspace={t.name: str(Path(t.path)) for t in spec.plan.repos}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),

@@ -131,3 +131,14 @@ def test_the_definition_greps_recognise_a_second_definition() -> None:
         'def commit_message(p): ...\ndef git(*a): return subprocess.run(["git", *a])\nID = f"{n:02d}"\n')
     for word, (defines, _home) in DEFINITIONS.items():
         assert any(defines(node) for node in ast.walk(second)), word
+
+
+def test_a_target_is_where_an_attempt_runs_never_a_repo() -> None:
+    """`targets:` stays Prompt Runner's front-matter key for a prompt's repos; in the code those are `repos`
+    (plan.WorkRepo), and every *Target* record names a provider target: none carries a repo's path."""
+    repo_like = [f"{path.relative_to(PACKAGE)}:{node.name}" for path, tree in _modules() for node in ast.walk(tree)
+                 if isinstance(node, ast.ClassDef) and "Target" in node.name and "path" in _class_fields(node)]
+    assert repo_like == []
+    plans = [node for path, tree in _modules() if path.name == "plan.py" for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef) and node.name == "PromptPlan"]
+    assert "repos" in _class_fields(plans[0]) and "targets" not in _class_fields(plans[0])

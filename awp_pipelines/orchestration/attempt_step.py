@@ -183,13 +183,13 @@ def _checkpoints_to_restore(plan: PromptPlan, agent_run: str, last: AttemptRecor
     Attempt whose process died before its record (the reaper saved it)."""
     since = last.identity.number if last else 1
     found = {}
-    for target in plan.targets:
+    for repo in plan.repos:
         try:
-            sha = latest_checkpoint(target.path, agent_run, since)
+            sha = latest_checkpoint(repo.path, agent_run, since)
         except WorkspaceError:
             continue
         if sha:
-            found[target.name] = sha
+            found[repo.name] = sha
     return found
 
 

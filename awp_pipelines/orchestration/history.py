@@ -239,7 +239,7 @@ def resting_accounts(instance: DagsterInstance, accounts: Iterable[str]) -> froz
 
 def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:
     """Whether Attempt n of the prompt's AgentRun left a commit in one of its target repos."""
-    repos = [Path(t.path) for t in binding.plans[prompt].targets]
+    repos = [Path(t.path) for t in binding.plans[prompt].repos]
 
     def committed(number: int) -> bool:
         attempt = attempt_id(agent_run_id(packet_run, prompt), number)

@@ -53,7 +53,7 @@ class PacketTranslator:
 
     def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
         """The provider, then the repos it works in, then `agent`: Dagster shows at most three."""
-        ordered = [plan.provider, *(t.name for t in plan.targets), "agent"]
+        ordered = [plan.provider, *(r.name for r in plan.repos), "agent"]
         return set(list(dict.fromkeys(ordered))[:MAX_KINDS])
 
     def owners(self, packet: Packet, prompt: Prompt) -> list[str]:
