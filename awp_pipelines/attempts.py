@@ -53,15 +53,14 @@ from awp_pipelines.workspace import (
 
 CostSource = Literal["provider", "price_table", "unknown"]
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
-# An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen; a changed copy is
-# made with `model_copy(update=...)`.
-_FROZEN = ConfigDict(frozen=True)
+# An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen (each says so
+# inline, where the pydantic mypy plugin sees it); a changed copy is made with `model_copy(update=...)`.
 
 
 class AttemptTarget(BaseModel):
     """Fixed for the Attempt's whole life: provider, account and model never switch mid-Attempt."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True)
 
     provider: str
     provider_kind: str
@@ -72,7 +71,7 @@ class AttemptTarget(BaseModel):
 
 
 class AttemptIdentity(BaseModel):
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True)
 
     attempt_id: str
     agent_run: str
@@ -88,7 +87,7 @@ class AttemptIdentity(BaseModel):
 class Usage(TokenCounts):
     """An Attempt's tokens and what they cost (None: unknown)."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True)
 
     cost_usd: float | None = None
     cost_source: CostSource = Field(
@@ -123,7 +122,7 @@ def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | 
 class SpendTotal(BaseModel):
     """The packet run's recorded spend once this Attempt's own is added."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True)
 
     cost_usd: float = 0.0
     tokens: int = 0
@@ -132,7 +131,7 @@ class SpendTotal(BaseModel):
 class AttemptRecord(BaseModel):
     """The immutable provenance of one Attempt (materialization / observation metadata)."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(frozen=True)
 
     identity: AttemptIdentity
     target: AttemptTarget

@@ -21,12 +21,12 @@ from awp_pipelines.attempts import (
 )
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.events import EventSink
-from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.failures import FailureClass, FailureEnvelope
 from awp_pipelines.packet import load_packet
 from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.providers.base import ProviderOutcome
 from awp_pipelines.providers.simulated import SimulatedProvider
-from awp_pipelines.verifiers.report import ItemResult, VerifierReport
+from awp_pipelines.verifiers.report import Fault, ItemResult, VerifierReport
 
 CONTRACT = {"files_exist": ["done.txt"], "contains": [{"path": "done.txt", "text": "done"}]}
 WRITES_DONE = {"messages": ["writing it"], "writes": [{"path": "done.txt", "text": "done\n"}]}
@@ -112,18 +112,21 @@ def test_the_record_is_frozen(tmp_path: Path, make_git_repo) -> None:
 
 # -- the completion table: Prompt Runner's, with the verifier deciding -------------------------------------
 
-def _outcome(error: str | None) -> ProviderOutcome:
-    failure = FailureEnvelope.for_class(error, "said so") if error else None  # type: ignore[arg-type]
+def _outcome(error: FailureClass | None) -> ProviderOutcome:
+    failure = FailureEnvelope.for_class(error, "said so") if error else None
     return ProviderOutcome(ok=failure is None, failure=failure)
 
 
-def _report(*items: tuple[bool, str | None]) -> VerifierReport:
+def _report(*items: Met) -> VerifierReport:
     return VerifierReport(prompt_id="01", items=[
         ItemResult(kind="files_exist", check_name=f"c{i}", label=f"item {i}", passed=passed, fault=fault)
         for i, (passed, fault) in enumerate(items)])
 
 
-MET, UNMET, FAULT = (True, None), (False, None), (False, "verifier_fault")
+Met = tuple[bool, Fault | None]
+MET: Met = (True, None)
+UNMET: Met = (False, None)
+FAULT: Met = (False, "verifier_fault")
 
 
 @pytest.mark.parametrize(("error", "report", "result", "failure_class"), [
@@ -136,7 +139,7 @@ MET, UNMET, FAULT = (True, None), (False, None), (False, "verifier_fault")
     (None, _report(MET, FAULT), "verifier_fault", "verifier_fault"),  # a fault outranks everything
     ("provider_rate_limit", _report(FAULT), "verifier_fault", "verifier_fault"),
 ])
-def test_the_completion_table(error: str | None, report: VerifierReport | None, result: str,
+def test_the_completion_table(error: FailureClass | None, report: VerifierReport | None, result: str,
                               failure_class: str | None) -> None:
     got, failure = completion(_outcome(error), report)
     assert got == result
