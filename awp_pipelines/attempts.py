@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.budget import Spend
-from awp_pipelines.committer import CommitError, commit_targets
+from awp_pipelines.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.control import (
     ControlHandle,
     Directive,
@@ -37,6 +37,7 @@ from awp_pipelines.prices import PriceTable, load_prices
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import Redactor, redact
+from awp_pipelines.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 from awp_pipelines.verifiers.report import VerifierReport
@@ -52,10 +53,14 @@ from awp_pipelines.workspace import (
 
 CostSource = Literal["provider", "price_table", "unknown"]
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
+# An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen (each says so
+# inline, where the pydantic mypy plugin sees it); a changed copy is made with `model_copy(update=...)`.
 
 
 class AttemptTarget(BaseModel):
     """Fixed for the Attempt's whole life: provider, account and model never switch mid-Attempt."""
+
+    model_config = ConfigDict(frozen=True)
 
     provider: str
     provider_kind: str
@@ -66,6 +71,8 @@ class AttemptTarget(BaseModel):
 
 
 class AttemptIdentity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     attempt_id: str
     agent_run: str
     number: int = Field(description="1-based, counted from stored history of the AgentRun.")
@@ -77,11 +84,11 @@ class AttemptIdentity(BaseModel):
     dagster_run: str | None = None
 
 
-class Usage(BaseModel):
-    input_tokens: int = Field(0, description="Input tokens, cache reads excluded.")
-    output_tokens: int = Field(0, description="Output tokens, reasoning included.")
-    cached_input_tokens: int = Field(0, description="Input tokens read from the provider's cache.")
-    reasoning_tokens: int = Field(0, description="Of the output tokens, those spent reasoning.")
+class Usage(TokenCounts):
+    """An Attempt's tokens and what they cost (None: unknown)."""
+
+    model_config = ConfigDict(frozen=True)
+
     cost_usd: float | None = None
     cost_source: CostSource = Field(
         "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
@@ -97,16 +104,13 @@ def total_usage(usages: Iterable[Usage]) -> Usage:
     items = list(usages)
     costs = [u.cost_usd for u in items if u.cost_usd is not None]
     source: CostSource = max((u.cost_source for u in items), key=_SOURCE_RANK.__getitem__, default="unknown")
-    return Usage(input_tokens=sum(u.input_tokens for u in items), output_tokens=sum(u.output_tokens for u in items),
-                 cached_input_tokens=sum(u.cached_input_tokens for u in items),
-                 reasoning_tokens=sum(u.reasoning_tokens for u in items),
+    return Usage(**{k: sum(getattr(u, k) for u in items) for k in TOKEN_FIELDS},
                  cost_usd=round(sum(costs), 6) if costs else None, cost_source=source)
 
 
 def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:
     """The provider's cost where it reports one, else the price table's estimate, else none."""
-    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-              "cached_input_tokens": usage.cached_input_tokens, "reasoning_tokens": usage.reasoning_tokens}
+    tokens = usage.token_counts().model_dump()
     if usage.cost_reported:
         return Usage(**tokens, cost_usd=usage.cost_usd, cost_source="provider")
     cost = (prices or load_prices()).cost(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
@@ -118,18 +122,16 @@ def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | 
 class SpendTotal(BaseModel):
     """The packet run's recorded spend once this Attempt's own is added."""
 
+    model_config = ConfigDict(frozen=True)
+
     cost_usd: float = 0.0
     tokens: int = 0
 
 
-class CommitInfo(BaseModel):
-    repo: str
-    status: str
-    sha: str | None = None
-
-
 class AttemptRecord(BaseModel):
     """The immutable provenance of one Attempt (materialization / observation metadata)."""
+
+    model_config = ConfigDict(frozen=True)
 
     identity: AttemptIdentity
     target: AttemptTarget
@@ -154,7 +156,7 @@ class AttemptRecord(BaseModel):
     verifier: VerifierReport | None = None
     prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
     workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
-    commits: list[CommitInfo] = Field(default_factory=list)
+    commits: list[CommitResult] = Field(default_factory=list)
     events_file: str | None = None
     wip: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint commit "
                                 "holding the partial work of an Attempt that did not complete.")
@@ -261,7 +263,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     started, clock = _now(), time.monotonic()
     trail = [transition("created", spec.target.reason)]
     repos = spec.packet.repos
-    targets = {t.name: Path(t.path) for t in spec.plan.targets}
+    targets = {t.name: Path(t.path) for t in spec.plan.repos}
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
     restored = _restore(targets, spec.restore or {})
@@ -275,7 +277,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     sink.prompt_sent(text)  # first in the transcript: what the agent was asked
     request = ProviderRequest(
         prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
-        default_repo=spec.plan.targets[0].name if spec.plan.targets else spec.packet.default_repo,
+        default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
         env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {})}),
         model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
@@ -303,8 +305,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
-    result, failure = _decide(outcome, report)
-    commits: list[CommitInfo] = []
+    result, failure = completion(outcome, report)
+    commits: list[CommitResult] = []
     trail.append(transition("checkpointing", "committing the work" if result == "completed" else
                             "saving the partial work"))
     if result == "completed" and spec.commit:
@@ -353,12 +355,12 @@ def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
 def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
-            commits: list[CommitInfo], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
+            commits: list[CommitResult], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
     usage = attempt_usage(outcome.usage, spec.target.model)
     spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
         identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
-        workspace={t.name: str(Path(t.path)) for t in spec.plan.targets}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        workspace={t.name: str(Path(t.path)) for t in spec.plan.repos}, cwd=spec.plan.cwd, checkpoint=checkpoint,
         started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
@@ -422,7 +424,9 @@ def _verify(spec: AttemptSpec) -> VerifierReport | None:
     return run_contract(contract, ctx)
 
 
-def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+    """Prompt Runner's completion table: the verifier decides, never the provider. A fault outranks all; a
+    passed contract completes even after a provider error; with no contract the provider's word stands."""
     if report is not None and report.faults:
         fault = report.faults[0]
         cls = fault.fault or "verifier_fault"
@@ -436,7 +440,7 @@ def _decide(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[At
     return "verification_failed", None
 
 
-def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitInfo]:
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitResult]:
     ident, target = spec.identity, spec.target
     # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
     reason = " ".join(target.reason.split())
@@ -446,7 +450,7 @@ def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) 
                 "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
                 "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
     results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
-    return [CommitInfo(repo=r.repo, status=r.status, sha=r.sha) for r in results.values()]
+    return list(results.values())
 
 
 def _now() -> str:

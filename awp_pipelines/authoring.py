@@ -27,6 +27,7 @@ from awp_pipelines.packet import (
     PROMPT_SUFFIX,
     Packet,
     load_packet,
+    normalize_id,
 )
 from awp_pipelines.profile import ProfileSettings
 from awp_pipelines.validation import to_packet_error, validate_doc
@@ -211,9 +212,9 @@ def _load_template(packet: Packet, name: str | None) -> tuple[str | None, dict[s
 def _next_id(packet: Packet) -> str:
     taken = {p.id for p in packet.prompts}
     number = max((p.number for p in packet.prompts if p.filename_id is not None), default=0) + 1
-    while f"{number:02d}" in taken:
+    while normalize_id(number) in taken:
         number += 1
-    return f"{number:02d}"
+    return normalize_id(number)
 
 
 def _phase_value(packet: Packet, phase: str | None) -> int | str | None:

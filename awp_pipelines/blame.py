@@ -58,7 +58,9 @@ class Provenance:
 
 
 @dataclass(frozen=True)
-class CommitInfo:
+class BlameCommit:
+    """A commit as `git blame` names it (any author); an Attempt's own commits are `committer.CommitResult`."""
+
     sha: str
     author: str
     author_time: int
@@ -74,7 +76,7 @@ class BlamedLines:
     start: int
     end: int
     text: list[str]
-    commit: CommitInfo | None  # None: not committed yet
+    commit: BlameCommit | None  # None: not committed yet
     awp: Provenance = field(default_factory=Provenance)
 
     @property
@@ -167,25 +169,25 @@ def _porcelain_lines(out: str) -> list[tuple[str, int, str]]:
     return result
 
 
-def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, tuple[CommitInfo, Provenance]]:
+def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, tuple[BlameCommit, Provenance]]:
     """One `git log --no-walk` for every commit at once: author, time, subject and trailers."""
     if not shas:
         return {}
     fmt = f"%H%n%an%n%at%n%s%n%(trailers:only,unfold){_RECORD_SEP}"
     out = git(repo, "log", "--no-walk=unsorted", "--stdin", f"--format={fmt}", input="\n".join(shas) + "\n").stdout
-    found: dict[str, tuple[CommitInfo, Provenance]] = {}
+    found: dict[str, tuple[BlameCommit, Provenance]] = {}
     for record in out.split(_RECORD_SEP):
         lines = record.strip("\n").split("\n")
         if len(lines) < 4:
             continue
         sha, author, when, summary = lines[:4]
-        info = CommitInfo(sha=sha, author=author, author_time=int(when or 0), summary=summary)
+        info = BlameCommit(sha=sha, author=author, author_time=int(when or 0), summary=summary)
         found[sha] = (info, provenance(parse_trailers("\n".join(lines[4:])), base_url))
     return found
 
 
 def _group(rel: str, repo: str, hunks: Iterable[tuple[str, int, str]],
-           commits: Mapping[str, tuple[CommitInfo, Provenance]]) -> list[BlamedLines]:
+           commits: Mapping[str, tuple[BlameCommit, Provenance]]) -> list[BlamedLines]:
     groups: list[BlamedLines] = []
     for sha, number, text in hunks:
         last = groups[-1] if groups else None

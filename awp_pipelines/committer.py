@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.redact import Redactor
 from awp_pipelines.workspace import WorkspaceError, changed_paths, git, head
@@ -20,11 +21,14 @@ FALLBACK_IDENTITY = {"user.name": "AWP Pipelines", "user.email": "awp@localhost"
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
-@dataclass(frozen=True)
-class CommitResult:
+class CommitResult(BaseModel):
+    """What committing one target repo came to; an Attempt's record keeps one per target repo."""
+
+    model_config = ConfigDict(frozen=True)
+
     repo: str
     status: CommitStatus
-    sha: str | None = None  # the new commit; None when there was nothing to commit
+    sha: str | None = Field(None, description="The new commit; None when there was nothing to commit.")
 
 
 class CommitError(Exception):
@@ -41,7 +45,7 @@ def _single_line(value: str) -> str:
     return " ".join(str(value).split())
 
 
-def commit_message(message: str, trailers: Mapping[str, str], redactor: Redactor | None = None) -> str:
+def with_trailers(message: str, trailers: Mapping[str, str], redactor: Redactor | None = None) -> str:
     """The message, a blank line, then one `Key: value` trailer per line (single-line, redacted).
 
     Pass the run's `Redactor` (Redactor.for_catalog): a git object is forever, so an account's literal
@@ -72,25 +76,25 @@ def _identity_overrides(repo: Path) -> list[str]:
 
 def _commit_one(name: str, repo: Path, text: str) -> CommitResult:
     if not changed_paths(repo):
-        return CommitResult(name, "no_changes")
+        return CommitResult(repo=name, status="no_changes")
     git(repo, "add", "-A")
     # Dirty only in ways `git add` does not stage (e.g. inside a submodule): nothing to commit.
     if git(repo, "diff", "--cached", "--quiet", ok_codes=(0, 1)).returncode == 0:
-        return CommitResult(name, "no_changes")
+        return CommitResult(repo=name, status="no_changes")
     # --cleanup=whitespace keeps lines starting with '#' (Markdown headings); the default would drop them.
     git(repo, *_identity_overrides(repo), "commit", "--quiet", "--cleanup=whitespace", "--file", "-",
         input=text)
     sha = head(repo)
     if sha is None:  # pragma: no cover - git said it committed
         raise WorkspaceError(repo, ["rev-parse", "HEAD"], "no HEAD after commit")
-    return CommitResult(name, "committed", sha)
+    return CommitResult(repo=name, status="committed", sha=sha)
 
 
 def commit_targets(repos: Mapping[str, Path], message: str, trailers: Mapping[str, str],
                    redactor: Redactor | None = None) -> dict[str, CommitResult]:
     """Commit each target repo's changes (`git add -A`); a clean repo is `no_changes`. Never pushes."""
     redact = redactor or Redactor()
-    text = commit_message(message, trailers, redact)
+    text = with_trailers(message, trailers, redact)
     results: dict[str, CommitResult] = {}
     for name, repo in repos.items():
         try:

@@ -225,7 +225,8 @@ class EventSink:
     @property
     def usage_totals(self) -> dict[str, Any]:
         c = self.counters
-        return {"input_tokens": c.input_tokens, "output_tokens": c.output_tokens, "cost_usd": c.cost_usd}
+        return {"input_tokens": c.tokens["input_tokens"], "output_tokens": c.tokens["output_tokens"],
+                "cost_usd": c.cost_usd}
 
     def events(self) -> list[dict[str, Any]]:
         """This attempt's events, as stored."""

@@ -150,7 +150,9 @@ class LiveFeed:
         self._last_sent = now
         self.batches_sent += 1
         try:
-            self.listener(batch)  # type: ignore[misc]  # checked by the callers
+            listener = self.listener
+            if listener is not None:  # the callers checked; a listener that raised is dropped below
+                listener(batch)
         except Exception:  # noqa: BLE001 - a broken log must not fail the agent's work
             self.listener = None
             self._pending.clear()

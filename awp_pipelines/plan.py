@@ -49,7 +49,10 @@ class Overrides:
         return {k: v for k, v in raw.items() if v is not None}
 
 
-class RepoTarget(BaseModel):
+class WorkRepo(BaseModel):
+    """A repository the prompt works in (its front matter's `targets:`, Prompt Runner's key). In the code,
+    "target" is only where an Attempt runs: provider, model, account."""
+
     name: str
     path: str
 
@@ -85,7 +88,7 @@ class PromptPlan(BaseModel):
     budget: BudgetConfig | None = Field(None, description="Caps of this prompt's AgentRun (front matter).")
     verify_items: list[VerifyItemPlan]
     commit_message: str
-    targets: list[RepoTarget]
+    repos: list[WorkRepo]
     cwd: str
     depends_on: list[str]
     simulated_attempts: int
@@ -202,14 +205,14 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     except ValueError as err:
         raise PacketError(prompt.file, str(err), key="timeout") from None
     repos = packet.repos
-    target_names = prompt.front.targets or ([packet.default_repo] if packet.default_repo else [])
-    targets = [RepoTarget(name=n, path=str(repos[n].path)) for n in target_names if n in repos]
+    repo_names = prompt.front.targets or ([packet.default_repo] if packet.default_repo else [])
+    work_repos = [WorkRepo(name=n, path=str(repos[n].path)) for n in repo_names if n in repos]
     contract = prompt.front.verify
     items = contract_items(contract) if contract is not None else []
     chain_accounts = [*accounts, *(a for t in fallback for a in t.accounts or [])]
     bindings = {a: b for a in chain_accounts if (b := catalog.binding(a)) is not None}
     allowed_tools = list(values.get("allowed_tools") or [])
-    cwd = targets[0].path if targets else str(packet.root)
+    cwd = work_repos[0].path if work_repos else str(packet.root)
     primary_account = catalog.first_account(accounts, provider)
     argv = agent_argv(catalog, provider, model=model, effort=effort, permission_mode=values.get("permission_mode"),
                       allowed_tools=allowed_tools, max_turns=values.get("max_turns"),
@@ -224,7 +227,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
                  if k in sources},
         bounds=bounds, recovery=prompt.recovery, budget=prompt.front.budget,
         verify_items=[VerifyItemPlan(kind=i.kind, check_name=i.check_name, label=i.label) for i in items],
-        commit_message=commit_message(prompt), targets=targets,
+        commit_message=commit_message(prompt), repos=work_repos,
         cwd=cwd,
         depends_on=packet.dependencies(prompt),
         simulated_attempts=len(prompt.front.simulate.attempts) if prompt.front.simulate else 0,
@@ -247,7 +250,9 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
                                   effort=effort, permission_mode=permission_mode, allowed_tools=tuple(allowed_tools),
                                   max_turns=max_turns, account=account,
                                   env=catalog.account_secrets(account.name if account else None))
-        return adapter.display_argv(request)  # type: ignore[attr-defined]
+        # CLI and HTTP adapters show their argv; the ProviderAdapter protocol does not promise it.
+        show = getattr(adapter, "display_argv", None)
+        return list(show(request)) if callable(show) else None
     except (PacketError, ValueError):
         return None
 

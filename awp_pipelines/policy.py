@@ -19,8 +19,10 @@ from awp_pipelines.budget import Budget, Spend
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
 from awp_pipelines.model.execution import TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.tags import Relaunch
 
-Action = Literal["complete", "retry", "resume", "fallback", "repair", "iterate", "fail", "blocked"]
+# What the AgentRun does next: end it, or launch an Attempt in one of the relaunching modes (tags.Relaunch).
+Action = Literal["complete", Relaunch, "fail", "blocked"]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ class _Out(BaseModel):
 class AttemptSummary(_Out):
     """One Attempt of an AgentRun: a recorded one, or one started whose record is missing."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)  # a fact about an Attempt, like its record
+
     attempt: str = Field(description="Attempt id: <packet run>.<prompt>.a<number>.")
     number: int = Field(ge=1, description="1-based within the AgentRun.")
     mode: str = Field(description="run, retry, resume, fallback, repair or iterate.")
@@ -180,16 +182,16 @@ def liveness(started_quiet_s: dict[str, float], unfinished: int, pending: list[s
 def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
     """Dirty files now, and the commits the packet run made: those whose AWP-Agent-Run trailer names it
     (exact, where a time window would count a commit made in the same second as the run started)."""
-    import subprocess
+    from awp_pipelines.workspace import WorkspaceError
+    from awp_pipelines.workspace import git as run_git
 
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+    def ask(*args: str) -> str | None:
+        try:  # read-only: a watcher must not take the index lock from the agent it watches
+            return run_git(path, *args, read_only=True, timeout_s=10).stdout
+        except WorkspaceError:
             return None
-        return done.stdout if done.returncode == 0 else None
 
-    status = git("status", "--porcelain")
-    commits = git("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
+    status = ask("status", "--porcelain")
+    commits = ask("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
     return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
                         new_commits=len(commits.split()) if commits is not None else None)

@@ -1,11 +1,18 @@
-"""Run tags under `awp/`: short, filterable provenance of the Attempt a run executes. Never a secret."""
+"""Every key under `awp/`, spelled here and nowhere else: run tags, Attempt metadata keys, stored values.
+
+Run tags are the short, filterable provenance of the Attempt a run executes; never a secret. Metadata keys
+name the fields of an Attempt's materialization or observation (`orchestration/metadata.py` builds the values,
+`orchestration/history.py` reads them back); where a tag and a metadata field say the same thing they share one
+key. This module is the home rather than `orchestration/metadata.py` because the pure core reads tags too and
+must not import Dagster. A test (tests/test_vocabulary.py) fails when another module spells an `awp/` key.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 PREFIX = "awp/"
 PACKET = f"{PREFIX}packet"
@@ -23,9 +30,45 @@ PARENT_RUN = f"{PREFIX}parent_run"
 NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redacted, added to the repair prompt
 COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several prompts) = the full sha
 PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
+RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
 
-Mode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
-MODES: tuple[str, ...] = ("run", "retry", "resume", "fallback", "repair", "iterate")
+# Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
+RESULT = f"{PREFIX}result"
+RECORD = f"{PREFIX}record"  # the whole AttemptRecord as JSON: what history reads back
+EVENT = f"{PREFIX}event"  # a marker's kind: `attempt_started`
+ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
+FAILURE_CLASS = f"{PREFIX}failure_class"
+FAILURE = f"{PREFIX}failure"
+UNMET = f"{PREFIX}unmet"
+DURATION_S = f"{PREFIX}duration_s"
+TOKENS_IN = f"{PREFIX}tokens_in"
+TOKENS_OUT = f"{PREFIX}tokens_out"
+TOKENS_CACHED = f"{PREFIX}tokens_cached"
+TOKENS_REASONING = f"{PREFIX}tokens_reasoning"
+COST_SOURCE = f"{PREFIX}cost_source"
+COST_USD = f"{PREFIX}cost_usd"
+ATTEMPTS = f"{PREFIX}attempts"
+VERIFIER = f"{PREFIX}verifier"
+COMMITS = f"{PREFIX}commits"
+TRANSCRIPT = f"{PREFIX}transcript"
+SESSION_ID = f"{PREFIX}session_id"
+EVENTS = f"{PREFIX}events"
+PACKET_RUN_SPEND = f"{PREFIX}packet_run_spend"
+LIFECYCLE = f"{PREFIX}lifecycle"
+CONTROL = f"{PREFIX}control"
+# Asset definitions: the prompt's agent role (an asset tag) and its file (asset metadata).
+ROLE = f"{PREFIX}role"
+PROMPT_FILE = f"{PREFIX}prompt_file"
+# Keys of the instance's key-value store: + <account>.
+COOLDOWN_KEY = f"{PREFIX}cooldown/"
+USAGE_KEY = f"{PREFIX}usage/"
+
+# The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
+# already: these are also the decision function's actions that launch (`policy.Action`).
+Relaunch = Literal["retry", "resume", "fallback", "repair", "iterate"]
+Mode = Literal["run", Relaunch]
+MODES: tuple[Mode, ...] = get_args(Mode)
+_MODE_OF: dict[str, Mode] = {mode: mode for mode in MODES}
 _MAX_VALUE = 120
 _UNSAFE = re.compile(r"[\r\n\t]")
 
@@ -52,8 +95,7 @@ class RunIntent:
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
-        mode = tags.get(MODE, "run")
-        return cls(packet_run=tags.get(PACKET_RUN), mode=mode if mode in MODES else "run",  # type: ignore[arg-type]
+        return cls(packet_run=tags.get(PACKET_RUN), mode=_MODE_OF.get(tags.get(MODE, "run"), "run"),
                    provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
                    effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN),
                    attempt=tags.get(ATTEMPT))

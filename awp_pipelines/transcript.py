@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from awp_pipelines.usage import TOKEN_FIELDS
 
 TRANSCRIPT_MAX_CHARS = 200_000
 PROMPT_MAX_CHARS = 12_000  # the prompt shares the transcript's bound; its tail (repair items) is kept
@@ -31,12 +33,11 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 @dataclass
 class Counters:
+    """A session's running totals, counted from its events (mutable: it counts while the stream flows)."""
+
     messages: int = 0
     tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    reasoning_tokens: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_FIELDS, 0))  # usage.TOKEN_FIELDS
     cost_usd: float = 0.0
     cost_reported: bool = False  # the provider said what it cost (else a price table may)
 
@@ -47,20 +48,16 @@ class Counters:
         elif kind == "tool_call_started":
             self.tool_calls += 1
         elif kind == "token_usage_updated":
-            tokens = [int(event.get(k) or 0) for k in _TOKEN_KEYS]
             cost = float(event.get("cost_usd") or 0.0)
             if event.get("cumulative"):
-                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
-                    setattr(self, key, value)
+                for key in TOKEN_FIELDS:
+                    self.tokens[key] = int(event.get(key) or 0)
                 self.cost_usd = cost
             else:
-                for key, value in zip(_TOKEN_KEYS, tokens, strict=True):
-                    setattr(self, key, getattr(self, key) + value)
+                for key in TOKEN_FIELDS:
+                    self.tokens[key] += int(event.get(key) or 0)
                 self.cost_usd += cost
             self.cost_reported = self.cost_reported or bool(event.get("cost_reported"))
-
-
-_TOKEN_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 
 
 # Tool inputs worth showing on their own: the shell command, the file, the search.
@@ -258,7 +255,7 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
     flush_stream()
     footer = ("---\n\n"
               f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
-              f"tokens in/out: {counters.input_tokens}/{counters.output_tokens} · "
+              f"tokens in/out: {counters.tokens['input_tokens']}/{counters.tokens['output_tokens']} · "
               f"cost: ${counters.cost_usd:.4f}\n")
     if source:
         footer += f"\nFull events (JSONL, relative to the packet): `{source}`\n"

@@ -28,22 +28,32 @@ class WorkspaceError(RuntimeError):
         super().__init__(f"{self.repo}: {' '.join(self.command)}: {self.detail or 'failed'}")
 
 
-def git_env() -> dict[str, str]:
+def git_env(*, read_only: bool = False) -> dict[str, str]:
+    """The environment every git command runs in. `read_only`: no optional locks, so `git status` does not
+    refresh the index: a verifier must not write to the repository it judges (nor race the agent for
+    index.lock)."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
+    if read_only:
+        env["GIT_OPTIONAL_LOCKS"] = "0"
     return env
 
 
-def git(repo: Path | str, *args: str, input: str | None = None,
-        ok_codes: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
-    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`."""
+def git(repo: Path | str, *args: str, input: str | None = None, ok_codes: Sequence[int] = (0,),
+        read_only: bool = False, timeout_s: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`. The one git
+    runner: the verifier's queries pass `read_only` and a timeout. Output bytes that are not UTF-8 (a file
+    name) are replaced, never a crash."""
     cmd = ["git", "-C", str(repo), *args]
     try:
-        proc = subprocess.run(cmd, input=input, capture_output=True, text=True, env=git_env(),
+        proc = subprocess.run(cmd, input=input, capture_output=True, encoding="utf-8", errors="replace",
+                              env=git_env(read_only=read_only), timeout=timeout_s,
                               stdin=None if input is not None else subprocess.DEVNULL)
     except OSError as err:  # git itself missing, or repo path unusable
         raise WorkspaceError(repo, args, str(err)) from None
+    except subprocess.TimeoutExpired:
+        raise WorkspaceError(repo, args, f"no answer within {timeout_s} s") from None
     if proc.returncode not in ok_codes:
         raise WorkspaceError(repo, args, proc.stderr or proc.stdout or f"exit {proc.returncode}")
     return proc
@@ -70,9 +80,12 @@ def head(repo: Path | str) -> str | None:
     return proc.stdout.strip()
 
 
-def changed_paths(repo: Path | str) -> list[str]:
-    """Paths with uncommitted changes, untracked files included (ignored ones not); both names of a rename."""
-    return parse_status_z(git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout)
+def changed_paths(repo: Path | str, *, read_only: bool = False, timeout_s: float | None = None) -> list[str]:
+    """Every path that differs from HEAD: staged, unstaged, deleted, both names of a rename, untracked
+    (ignored ones not)."""
+    status = git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", read_only=read_only,
+                 timeout_s=timeout_s)
+    return parse_status_z(status.stdout)
 
 
 def parse_status_z(out: str) -> list[str]:

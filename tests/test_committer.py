@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.committer import CommitError, CommitResult, commit_message, commit_targets
+from awp_pipelines.committer import CommitError, CommitResult, commit_targets, with_trailers
 from awp_pipelines.redact import REDACTED
 
 MakeRepo = Callable[[Path], Path]
@@ -23,7 +23,8 @@ def sh_git(repo: Path, *args: str) -> str:
 def test_a_clean_repo_is_no_changes_and_gets_no_commit(make_git_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "app")
     before = sh_git(repo, "rev-parse", "HEAD")
-    assert commit_targets({"app": repo}, "feat: nothing", TRAILERS) == {"app": CommitResult("app", "no_changes")}
+    nothing = CommitResult(repo="app", status="no_changes")
+    assert commit_targets({"app": repo}, "feat: nothing", TRAILERS) == {"app": nothing}
     assert sh_git(repo, "rev-parse", "HEAD") == before
 
 
@@ -62,12 +63,12 @@ def test_markdown_headings_in_the_message_survive_even_with_strip_cleanup_config
 
 def test_trailer_values_are_single_line_and_redacted() -> None:
     key = "sk-ant-" + "Z" * 30
-    text = commit_message("feat: x", {"AWP-Model": "son\nnet  4", "AWP-Account": f"acct {key}", "AWP-Empty": ""})
+    text = with_trailers("feat: x", {"AWP-Model": "son\nnet  4", "AWP-Account": f"acct {key}", "AWP-Empty": ""})
     assert text == f"feat: x\n\nAWP-Model: son net 4\nAWP-Account: acct {REDACTED}\n"
     with pytest.raises(ValueError, match="trailer key"):
-        commit_message("feat: x", {"Bad Key": "v"})
+        with_trailers("feat: x", {"Bad Key": "v"})
     with pytest.raises(ValueError, match="empty"):
-        commit_message("  \n", {})
+        with_trailers("  \n", {})
 
 
 def test_a_repo_without_identity_commits_as_awp_without_changing_its_config(

@@ -136,5 +136,6 @@ def test_kinds_stay_within_dagsters_limit_of_three() -> None:
 
     from awp_pipelines.orchestration.translator import PacketTranslator
 
-    plan = SimpleNamespace(provider="claude", targets=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
+    plan = SimpleNamespace(provider="claude", repos=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
+    # a stand-in plan: kinds() reads only its provider and repos
     assert PacketTranslator().kinds(None, plan) == {"claude", "api", "web"}  # type: ignore[arg-type]

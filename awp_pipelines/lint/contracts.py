@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from awp_pipelines.packet import Prompt
+from awp_pipelines.verifiers.clause_table import CLAUSE_TABLE
 from awp_pipelines.verifiers.context import PACKET_ALIAS
 from awp_pipelines.verifiers.contract import CommandCheck, RepoPath, ReposCleanCheck, VerifyContract
-from awp_pipelines.verifiers.items import CLAUSES, clause_entries
 from awp_pipelines.verifiers.paths import written_repo_path
 
 from .context import LintContext
@@ -41,8 +41,9 @@ def lint_prompt(ctx: LintContext, prompt: Prompt) -> None:
 
 def lint_contract(ctx: LintContext, contract: VerifyContract, where: Where) -> None:
     """Every entry's repo, paths and command, and a `changed_paths_only` that checks nothing."""
-    for clause in CLAUSES:
-        for index, entry in enumerate(clause_entries(contract, clause)):
+    for row in CLAUSE_TABLE:
+        clause = row.name
+        for index, entry in enumerate(row.entries(contract)):
             at = where.at(clause, index)
             repo = entry.repo if isinstance(entry, RepoPath | CommandCheck | ReposCleanCheck) else None
             if repo and repo != PACKET_ALIAS and repo not in ctx.packet.repos:

@@ -15,11 +15,12 @@ from typing import TypeVar
 from dagster import DagsterInstance
 from pydantic import BaseModel, ValidationError
 
+from awp_pipelines import tags
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.rotation import AccountUsage, Choice, Cooldown, Rotation, choose_account, cooldown_for
 
-_COOLDOWN = "awp/cooldown/"
-_USAGE = "awp/usage/"
+_COOLDOWN = tags.COOLDOWN_KEY
+_USAGE = tags.USAGE_KEY
 
 
 def now_ms() -> int:

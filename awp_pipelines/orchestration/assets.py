@@ -23,6 +23,7 @@ from dagster import (
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt
@@ -70,7 +71,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
-    job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={"awp/packet": packet.name},
+    job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={tags.PACKET: packet.name},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}")
     providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
     accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
@@ -126,9 +127,9 @@ def attempt_failure(record: AttemptRecord) -> Failure:
     failure = record.failure
     reason = redact(failure.message) if failure else unmet_summary(record)
     what = record.result.replace("_", " ")
-    meta = {"awp/result": record.result, "awp/attempt": record.identity.attempt_id,
-            "awp/failure_class": failure.failure_class if failure else None,
-            "awp/unmet": unmet_summary(record).removeprefix("unmet: ") or None}
+    meta = {tags.RESULT: record.result, tags.ATTEMPT: record.identity.attempt_id,
+            tags.FAILURE_CLASS: failure.failure_class if failure else None,
+            tags.UNMET: unmet_summary(record).removeprefix("unmet: ") or None}
     return Failure(description=f"Attempt {record.identity.attempt_id} did not complete: {what}"
                    + (f" — {reason}" if reason else ""),
                    metadata={k: v for k, v in meta.items() if v}, allow_retries=False)

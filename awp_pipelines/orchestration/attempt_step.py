@@ -135,9 +135,9 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
     # Kept small (what an `interrupted` fact needs); the Attempt's record follows when it ends.
     marker: dict[str, Any] = {
-        "awp/event": ATTEMPT_STARTED, "awp/attempt": identity.attempt_id, "awp/attempt_number": launch.number,
-        "awp/mode": launch.mode, "awp/provider": target.provider, "awp/model": target.model,
-        "awp/account": target.account, "awp/effort": target.effort}
+        tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
+        tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
+        tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
     context.log_event(AssetObservation(
         asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
         metadata={k: v for k, v in marker.items() if v}))
@@ -184,13 +184,13 @@ def _checkpoints_to_restore(plan: PromptPlan, agent_run: str, last: AttemptRecor
     Attempt whose process died before its record (the reaper saved it)."""
     since = last.identity.number if last else 1
     found = {}
-    for target in plan.targets:
+    for repo in plan.repos:
         try:
-            sha = latest_checkpoint(target.path, agent_run, since)
+            sha = latest_checkpoint(repo.path, agent_run, since)
         except WorkspaceError:
             continue
         if sha:
-            found[target.name] = sha
+            found[repo.name] = sha
     return found
 
 

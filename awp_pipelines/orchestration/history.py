@@ -124,13 +124,13 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     agent_runs: dict[str, AgentRunHistory] = {}
     for run_id, key, meta in attempt_events(instance, [run.run_id for run in runs], keys):
         history = agent_runs.setdefault(keys[key], AgentRunHistory())
-        if meta.get("awp/event") == ATTEMPT_STARTED:
-            number = int(str(meta.get("awp/attempt_number") or 0))
-            target = Target(str(meta.get("awp/provider") or ""), _opt(meta.get("awp/model")),
-                            _opt(meta.get("awp/account")), _opt(meta.get("awp/effort")))
-            history.started[number] = (run_id, str(meta.get("awp/mode") or "run"), target)
-        elif isinstance(meta.get("awp/record"), dict):
-            history.records.append(AttemptRecord.model_validate(meta["awp/record"]))
+        if meta.get(tags.EVENT) == ATTEMPT_STARTED:
+            number = int(str(meta.get(tags.ATTEMPT_NUMBER) or 0))
+            target = Target(str(meta.get(tags.PROVIDER) or ""), _opt(meta.get(tags.MODEL)),
+                            _opt(meta.get(tags.ACCOUNT)), _opt(meta.get(tags.EFFORT)))
+            history.started[number] = (run_id, str(meta.get(tags.MODE) or "run"), target)
+        elif isinstance(meta.get(tags.RECORD), dict):
+            history.records.append(AttemptRecord.model_validate(meta[tags.RECORD]))
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
@@ -239,7 +239,7 @@ def resting_accounts(instance: DagsterInstance, accounts: Iterable[str]) -> froz
 
 def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:
     """Whether Attempt n of the prompt's AgentRun left a commit in one of its target repos."""
-    repos = [Path(t.path) for t in binding.plans[prompt].targets]
+    repos = [Path(t.path) for t in binding.plans[prompt].repos]
 
     def committed(number: int) -> bool:
         attempt = attempt_id(agent_run_id(packet_run, prompt), number)
@@ -254,16 +254,14 @@ def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | 
     return run_end
 
 
-def attempt_outcomes(instance: DagsterInstance, run_id: str) -> list[dict[str, object]]:
-    """Every Attempt record's metadata stored by one run, in order."""
+def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
+    """Every Attempt record one run stored, in order."""
     found = []
     for entry in instance.all_logs(run_id, of_type=_RECORD_EVENTS):
         event = entry.dagster_event
         data = event.event_specific_data if event else None
         payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-        if payload is None:
-            continue
-        meta = {key: plain_value(value) for key, value in payload.metadata.items()}
-        if meta.get("awp/result"):
-            found.append(meta)
+        stored = plain_value(payload.metadata.get(tags.RECORD)) if payload is not None else None
+        if isinstance(stored, dict):
+            found.append(AttemptRecord.model_validate(stored))
     return found

@@ -11,6 +11,7 @@ from typing import Any
 
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
+from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.lifecycle import trail_text
 from awp_pipelines.redact import redact, redact_obj
@@ -24,39 +25,42 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
     ident, target = record.identity, record.target
     failure = None if record.completed else record.failure or record.provider_failure
     meta: dict[str, Any] = {
-        "awp/result": record.result,
-        "awp/attempt": ident.attempt_id,
-        "awp/agent_run": ident.agent_run,
-        "awp/attempt_number": MetadataValue.int(ident.number),
-        "awp/mode": ident.mode,
-        "awp/packet_run": ident.packet_run,
-        "awp/provider": target.provider,
-        "awp/account": target.account,
-        "awp/model": target.model,
-        "awp/effort": target.effort,
-        "awp/reason": target.reason,
-        "awp/failure_class": failure.failure_class if failure else None,
-        "awp/failure": redact(failure.message) if failure else None,
-        "awp/duration_s": MetadataValue.float(record.duration_s),
-        "awp/tokens_in": MetadataValue.int(record.usage.input_tokens),
-        "awp/tokens_out": MetadataValue.int(record.usage.output_tokens),
-        "awp/tokens_cached": MetadataValue.int(record.usage.cached_input_tokens) or None,
-        "awp/tokens_reasoning": MetadataValue.int(record.usage.reasoning_tokens) or None,
-        "awp/cost_source": record.usage.cost_source if record.usage.cost_source != "unknown" else None,
-        "awp/cost_usd": MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
-        "awp/attempts": MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
-        "awp/verifier": MetadataValue.md(verifier_markdown(record.verifier, packet_root)) if record.verifier else None,
-        "awp/commits": MetadataValue.md(commits_markdown(record)) if record.commits else None,
-        "awp/transcript": MetadataValue.md(transcript) if transcript.strip() else None,
-        "awp/session_id": record.session_id,
-        "awp/parent_run": MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
-        "awp/events": MetadataValue.path(packet_relative(record.events_file, packet_root))
+        tags.RESULT: record.result,
+        tags.ATTEMPT: ident.attempt_id,
+        tags.AGENT_RUN: ident.agent_run,
+        tags.ATTEMPT_NUMBER: MetadataValue.int(ident.number),
+        tags.MODE: ident.mode,
+        tags.PACKET_RUN: ident.packet_run,
+        tags.PROVIDER: target.provider,
+        tags.ACCOUNT: target.account,
+        tags.MODEL: target.model,
+        tags.EFFORT: target.effort,
+        tags.REASON: target.reason,
+        tags.FAILURE_CLASS: failure.failure_class if failure else None,
+        tags.FAILURE: redact(failure.message) if failure else None,
+        tags.DURATION_S: MetadataValue.float(record.duration_s),
+        tags.TOKENS_IN: MetadataValue.int(record.usage.input_tokens),
+        tags.TOKENS_OUT: MetadataValue.int(record.usage.output_tokens),
+        # A MetadataValue is truthy even for 0, so the zero test comes first: an unused count is left out.
+        tags.TOKENS_CACHED: MetadataValue.int(record.usage.cached_input_tokens)
+        if record.usage.cached_input_tokens else None,
+        tags.TOKENS_REASONING: MetadataValue.int(record.usage.reasoning_tokens)
+        if record.usage.reasoning_tokens else None,
+        tags.COST_SOURCE: record.usage.cost_source if record.usage.cost_source != "unknown" else None,
+        tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
+        tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
+        tags.VERIFIER: MetadataValue.md(verifier_markdown(record.verifier, packet_root)) if record.verifier else None,
+        tags.COMMITS: MetadataValue.md(commits_markdown(record)) if record.commits else None,
+        tags.TRANSCRIPT: MetadataValue.md(transcript) if transcript.strip() else None,
+        tags.SESSION_ID: record.session_id,
+        tags.PARENT_RUN: MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
+        tags.EVENTS: MetadataValue.path(packet_relative(record.events_file, packet_root))
         if record.events_file else None,
         # The packet run's running total, this Attempt included: what the spend caps are checked against.
-        "awp/packet_run_spend": f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
-        "awp/lifecycle": trail_text(record.transitions),
-        "awp/control": record.control.line() if record.control is not None else None,
-        "awp/record": MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
+        tags.PACKET_RUN_SPEND: f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
+        tags.LIFECYCLE: trail_text(record.transitions),
+        tags.CONTROL: record.control.line() if record.control is not None else None,
+        tags.RECORD: MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
     }
     return {key: value for key, value in meta.items() if value not in (None, "", "none")}
 

@@ -22,7 +22,7 @@ from awp_pipelines import tags
 from awp_pipelines.runlock import process_start_time
 from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 
-RUNNER = f"{tags.PREFIX}runner"
+RUNNER = tags.RUNNER
 UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
               DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.

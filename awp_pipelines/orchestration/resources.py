@@ -99,7 +99,9 @@ _CANONICAL: dict[str, ConfigurableResource] = {}
 
 def canonical(resource: R) -> R:
     key = f"{type(resource).__qualname__}:{json.dumps(resource.model_dump(), sort_keys=True)}"
-    return _CANONICAL.setdefault(key, resource)  # type: ignore[return-value]
+    found = _CANONICAL.setdefault(key, resource)
+    assert isinstance(found, type(resource))  # the key names the class: an equal key holds the same class
+    return found
 
 
 def catalog_resources(catalog: Catalog, providers: set[str] | None = None,

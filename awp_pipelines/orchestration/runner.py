@@ -152,7 +152,7 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
             recorded = {r.identity.number for r in agent_run.records}
             for number, (run_id, _, _) in agent_run.started.items():
                 if run_id == run.run_id and number not in recorded:
-                    targets = {t.name: Path(t.path) for t in binding.plans[prompt].targets}
+                    targets = {t.name: Path(t.path) for t in binding.plans[prompt].repos}
                     ident = tags.agent_run_id(packet_run, prompt)
                     checkpoint_interrupted(targets, ident, tags.attempt_id(ident, number))
     return [run.run_id for run in reaped]

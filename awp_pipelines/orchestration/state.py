@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
+from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.orchestration.history import packet_run_history, plain_value
 from awp_pipelines.orchestration.instance import open_instance
@@ -19,7 +20,7 @@ def latest_results(packet: Packet, instance: DagsterInstance) -> dict[str, str]:
     for prompt in packet.prompts:
         records = instance.fetch_materializations(prompt_key(packet, prompt.id), limit=1).records
         if records and records[0].asset_materialization is not None:
-            result = plain_value(records[0].asset_materialization.metadata.get("awp/result"))
+            result = plain_value(records[0].asset_materialization.metadata.get(tags.RESULT))
             if result:
                 results[prompt.id] = str(result)
     return results

@@ -17,6 +17,7 @@ from dagster import (
     MetadataValue,
 )
 
+from awp_pipelines import tags
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
@@ -52,14 +53,14 @@ class PacketTranslator:
 
     def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
         """The provider, then the repos it works in, then `agent`: Dagster shows at most three."""
-        ordered = [plan.provider, *(t.name for t in plan.targets), "agent"]
+        ordered = [plan.provider, *(r.name for r in plan.repos), "agent"]
         return set(list(dict.fromkeys(ordered))[:MAX_KINDS])
 
     def owners(self, packet: Packet, prompt: Prompt) -> list[str]:
         return list(packet.manifest.owners)
 
     def tags(self, packet: Packet, prompt: Prompt) -> dict[str, str]:
-        return {"awp/role": prompt.front.agent or "coder"}
+        return {tags.ROLE: prompt.front.agent or "coder"}
 
     def code_version(self, packet: Packet, prompt: Prompt) -> str:
         """Changes when the prompt file (body and contract) changes: the UI shows the asset as changed."""
@@ -71,7 +72,7 @@ class PacketTranslator:
             warnings.simplefilter("ignore", BetaWarning)  # the UI's own field; its beta status is Dagster's
             reference = CodeReferencesMetadataValue(code_references=[
                 LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
-        return {"awp/prompt_file": MetadataValue.path(prompt_file_path(packet, prompt)),
+        return {tags.PROMPT_FILE: MetadataValue.path(prompt_file_path(packet, prompt)),
                 "dagster/code_references": reference}
 
 

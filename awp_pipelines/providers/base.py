@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,8 +18,9 @@ from awp_pipelines.catalog import AccountBinding
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.simulate import SimulateSpec
+from awp_pipelines.tags import Mode as AttemptMode
+from awp_pipelines.usage import TokenCounts
 
-AttemptMode = Literal["run", "retry", "resume", "fallback", "repair", "iterate"]
 RESUME_PROMPT = "Continue"
 
 
@@ -64,13 +65,11 @@ class ProviderRequest:
         return Path(self.cwd)
 
 
-class ProviderUsage(BaseModel):
+class ProviderUsage(TokenCounts):
+    """The tokens and cost a provider reported for a session."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_tokens: int = Field(0, ge=0, description="Prompt tokens the provider reported, cache reads excluded.")
-    output_tokens: int = Field(0, ge=0, description="Completion tokens the provider reported.")
-    cached_input_tokens: int = Field(0, ge=0, description="Prompt tokens served from the provider's cache.")
-    reasoning_tokens: int = Field(0, ge=0, description="Of the output tokens, those spent reasoning.")
     cost_usd: float = Field(0.0, ge=0, description="Cost the provider reported (0 when it reports none).")
     cost_reported: bool = Field(False, description="The provider reported the cost itself.")
 
@@ -102,9 +101,7 @@ class ProviderOutcome(BaseModel):
         """The outcome with messages and usage from the sink's counters (the Attempt's totals, resumes included)."""
         c = sink.counters
         return cls(ok=failure is None, failure=failure, session_id=session_id, messages=c.messages,
-                   usage=ProviderUsage(input_tokens=c.input_tokens, output_tokens=c.output_tokens,
-                                       cached_input_tokens=c.cached_input_tokens,
-                                       reasoning_tokens=c.reasoning_tokens, cost_usd=c.cost_usd,
+                   usage=ProviderUsage(**c.tokens, cost_usd=c.cost_usd,
                                        cost_reported=c.cost_reported),
                    changed_files=changed_files or [])
 

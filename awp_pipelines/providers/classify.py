@@ -56,8 +56,10 @@ def _ms_until(when: datetime, now: datetime) -> int:
 
 def epoch_delay_ms(epoch: float | int | str | None, now: datetime) -> int | None:
     """Milliseconds until an epoch (seconds, or milliseconds when it is that large)."""
+    if epoch is None:
+        return None
     try:
-        value = float(epoch)  # type: ignore[arg-type]
+        value = float(epoch)
     except (TypeError, ValueError):
         return None
     if value > 1e12:

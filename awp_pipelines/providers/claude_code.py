@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from awp_pipelines.failures import FailureClass
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_status, class_of_text, envelope, epoch_delay_ms
 from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.providers.process import STOP
 
 PERMISSION_MODES = {"auto": "acceptEdits", "bypass": "bypassPermissions", "plan": "plan", "default": "default"}
-_ASSISTANT_ERRORS = {"authentication_failed": "provider_auth_claim", "billing_error": "provider_rate_limit",
-                     "rate_limit": "provider_rate_limit", "invalid_request": "provider_config_claim",
-                     "server_error": "provider_capacity", "unknown": "provider_runtime_claim"}
+_ASSISTANT_ERRORS: dict[str, FailureClass] = {
+    "authentication_failed": "provider_auth_claim", "billing_error": "provider_rate_limit",
+    "rate_limit": "provider_rate_limit", "invalid_request": "provider_config_claim",
+    "server_error": "provider_capacity", "unknown": "provider_runtime_claim"}
 # api_retry statuses worth acting on at once: waiting through ten retries changes nothing.
 _STOP_STATUSES = frozenset({401, 402, 403, 429, 529})
 _MAX_TRANSIENT_RETRIES = 3  # other statuses (500, no server) get a few of the CLI's own retries
@@ -87,7 +89,7 @@ class ClaudeStreamParser(StreamParser):
             text = " ".join(str(b.get("text")) for b in message.get("content") or []
                             if isinstance(b, dict) and b.get("text")) or str(error)
             self.last_error = text
-            self.fail(envelope(_ASSISTANT_ERRORS.get(str(error), "provider_runtime_claim"),  # type: ignore[arg-type]
+            self.fail(envelope(_ASSISTANT_ERRORS.get(str(error), "provider_runtime_claim"),
                                text, code=str(error), now=self.now()))
 
     def _user(self, event: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 CHUNK_BYTES = 1 << 16
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
@@ -78,10 +78,10 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _feed_stdin(stream: object, text: str) -> None:
+def _feed_stdin(stream: IO[bytes], text: str) -> None:
     try:
-        stream.write(text.encode("utf-8"))  # type: ignore[attr-defined]
-        stream.close()  # type: ignore[attr-defined]
+        stream.write(text.encode("utf-8"))
+        stream.close()
     except (BrokenPipeError, OSError):
         pass  # the process ended or does not read stdin: nothing to do
 

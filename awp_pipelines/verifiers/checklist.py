@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .clause_table import CLAUSE_TABLE
 from .contract import VerifyContract
-from .items import CLAUSES, clause_entries, entry_label
+from .items import entry_label
 
 # Prompt Runner's text for a prompt without items, kept verbatim so both tools write the same file.
 _NO_ITEMS = (
@@ -16,7 +17,8 @@ _NO_ITEMS = (
 def checklist_labels(contract: VerifyContract) -> list[str]:
     """One label per entry. Clauses come in key order because Prompt Runner walks a small Elixir map,
     whose keys iterate sorted; entries keep their contract order."""
-    return [entry_label(clause, entry) for clause in sorted(CLAUSES) for entry in clause_entries(contract, clause)]
+    return [entry_label(clause.name, entry) for clause in sorted(CLAUSE_TABLE, key=lambda c: c.name)
+            for entry in clause.entries(contract)]
 
 
 def checklist_markdown(prompt_id: str, prompt_name: str, contract: VerifyContract) -> str:

@@ -7,6 +7,7 @@ loose, the chosen shape is stated in the field description (the JSON Schema and 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -277,6 +278,12 @@ class CommandCheck(BaseModel):
     @classmethod
     def _valid(cls, pattern: str | None) -> str | None:
         return pattern if pattern is None else _compiles(pattern)
+
+
+def command_text(command: CommandCheck, *, with_repo: bool = False) -> str:
+    """The command as one line of argv (`repo: exec args` with its repo): labels, names and results say it so."""
+    argv = shlex.join([command.exec, *command.args])
+    return f"{command.repo}: {argv}" if with_repo and command.repo else argv
 
 
 class ReposCleanCheck(BaseModel):

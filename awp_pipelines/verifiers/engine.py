@@ -2,40 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from .clauses.changed_paths import changed_paths_only
-from .clauses.commands import commands
-from .clauses.contains import contains
-from .clauses.doc import doc
-from .clauses.files import files_absent, files_exist
-from .clauses.globs import glob_count
-from .clauses.json_file import json_file
-from .clauses.matches import matches
+from .clause_table import CLAUSE_TABLE, Check
 from .clauses.outcome import Outcome
-from .clauses.repos_clean import repos_clean
-from .clauses.source_absent import source_absent
-from .clauses.yaml_file import yaml_file
 from .context import VerifyContext
 from .contract import VerifyContract
 from .items import ContractItem, planned_items
 from .report import ItemResult, VerifierReport
 
-CHECKS: dict[str, Callable[[Any, VerifyContext], Outcome]] = {
-    "files_exist": files_exist,
-    "files_absent": files_absent,
-    "contains": contains,
-    "matches": matches,
-    "doc": doc,
-    "yaml": yaml_file,
-    "json": json_file,
-    "glob": glob_count,
-    "source_absent": source_absent,
-    "commands": commands,
-    "changed_paths_only": changed_paths_only,
-    "repos_clean": repos_clean,
-}
+# Each item's check, by its kind: read off the clause table.
+CHECKS: dict[str, Check] = {clause.name: clause.check for clause in CLAUSE_TABLE}
 
 
 def run_contract(contract: VerifyContract, ctx: VerifyContext) -> VerifierReport:

@@ -9,12 +9,12 @@ byte-compatible); `description` is the sentence people read in the UI.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .clause_table import CLAUSE, CLAUSE_TABLE
 from .contract import (
     CommandCheck,
     ContainsCheck,
@@ -26,39 +26,11 @@ from .contract import (
     SourceAbsentCheck,
     VerifyContract,
     YamlCheck,
+    command_text,
 )
 from .paths import display, written_repo_path
 
-# The order items are listed and run in (Prompt Runner's verification order).
-CLAUSES: tuple[str, ...] = (
-    "files_exist",
-    "files_absent",
-    "contains",
-    "matches",
-    "doc",
-    "yaml",
-    "json",
-    "glob",
-    "source_absent",
-    "commands",
-    "changed_paths_only",
-    "repos_clean",
-)
-# Clauses that judge a whole repository state, so they are one item however many entries they list.
-WHOLE_CLAUSES = frozenset({"changed_paths_only", "repos_clean"})
 MAX_CHECK_NAME = 63
-
-_LABEL_PREFIX = {
-    "files_exist": "file exists",
-    "files_absent": "file absent",
-    "contains": "contains",
-    "matches": "matches",
-    "yaml": "YAML parses",
-    "json": "JSON contract",
-    "glob": "glob contract",
-    "source_absent": "forbidden source absent",
-    "changed_paths_only": "changed path allowed",
-}
 
 
 class ContractItem(BaseModel):
@@ -74,21 +46,17 @@ class ContractItem(BaseModel):
     path: str | None = Field(default=None, description="Path as written; None for commands and whole clauses.")
 
 
-def clause_entries(contract: VerifyContract, clause: str) -> list[Any]:
-    return list(getattr(contract, "json_" if clause == "json" else clause))
-
-
 def entry_label(clause: str, entry: Any) -> str:
     """Prompt Runner's checklist label for one entry of a clause."""
     if clause == "doc":
         min_lines = entry.min_lines if isinstance(entry, DocCheck) else 1
         return f"doc: {display(entry)} (non-blank; {min_lines} lines advisory)"
     if clause == "commands":
-        return f"command: {command_text(entry, with_repo=True)}"
+        return f"{CLAUSE[clause].label}: {command_text(entry, with_repo=True)}"
     if clause == "repos_clean":
-        what = "repo committed and pushed" if entry.pushed else "repo committed"
+        what = CLAUSE[clause].label + (" and pushed" if entry.pushed else "")
         return f"{what}: {entry.repo or '(default)'}"
-    return f"{_LABEL_PREFIX[clause]}: {display(entry)}"
+    return f"{CLAUSE[clause].label}: {display(entry)}"
 
 
 def _what(entry: Any) -> str:
@@ -100,24 +68,19 @@ def _what(entry: Any) -> str:
     return ""
 
 
-def command_text(command: CommandCheck, *, with_repo: bool = False) -> str:
-    argv = shlex.join([command.exec, *command.args])
-    return f"{command.repo}: {argv}" if with_repo and command.repo else argv
-
-
 def planned_items(contract: VerifyContract) -> list[tuple[ContractItem, Any]]:
     """Each item with what it checks: one entry, or the clause's entry list for whole clauses."""
     planned: list[tuple[ContractItem, Any]] = []
     used: set[str] = set()
-    for clause in CLAUSES:
-        entries = clause_entries(contract, clause)
+    for clause in CLAUSE_TABLE:
+        entries = clause.entries(contract)
         if not entries:
             continue
-        if clause in WHOLE_CLAUSES:
-            planned.append((_whole_item(clause, entries, used), entries))
+        if clause.shape == "whole":
+            planned.append((_whole_item(clause.name, entries, used), entries))
             continue
         for index, entry in enumerate(entries, start=1):
-            planned.append((_entry_item(clause, index, entry, used), entry))
+            planned.append((_entry_item(clause.name, index, entry, used), entry))
     return planned
 
 
@@ -155,12 +118,6 @@ def _whole_item(clause: str, entries: Sequence[Any], used: set[str]) -> Contract
                         repo=repo, path=None)
 
 
-# What each clause's check name says after the path: `greeting_md_exists`, `readme_md_is_yaml`.
-_NAME_VERB = {"files_exist": "exists", "files_absent": "absent", "contains": "contains", "matches": "matches",
-              "doc": "is_a_document", "yaml": "is_yaml", "json": "is_json", "glob": "glob",
-              "source_absent": "has_no_forbidden_source"}
-
-
 def entry_check_name(clause: str, entry: Any) -> str:
     """The path (with its repo when written), what is checked, and for contains/matches what is looked for.
     Empty when nothing readable is left (the caller falls back to clause and index)."""
@@ -174,7 +131,7 @@ def entry_check_name(clause: str, entry: Any) -> str:
         what = slug(entry.text)
     elif isinstance(entry, MatchesCheck):
         what = slug(entry.pattern)
-    return _join(subject, _NAME_VERB[clause], what)
+    return _join(subject, CLAUSE[clause].verb, what)
 
 
 def _join(subject: str, verb: str, what: str) -> str:

@@ -63,9 +63,9 @@ def _runs(instance: DagsterInstance, packet: str) -> list:
 
 
 def _records(instance: DagsterInstance, runs: list) -> list[dict]:
-    from awp_pipelines.orchestration.history import attempt_outcomes
+    from awp_pipelines.orchestration.history import attempt_records
 
-    return [meta["awp/record"] for run in runs for meta in attempt_outcomes(instance, run.run_id)]
+    return [r.model_dump(mode="json") for run in runs for r in attempt_records(instance, run.run_id)]
 
 
 def _started(instance: DagsterInstance, run_id: str) -> bool:

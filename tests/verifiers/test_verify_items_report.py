@@ -15,7 +15,7 @@ from verify_helpers import Workspace
 
 from awp_pipelines.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
 from awp_pipelines.verifiers import engine as engine_module
-from awp_pipelines.verifiers.items import CLAUSES
+from awp_pipelines.verifiers.clause_table import CLAUSES
 
 EVERY_CLAUSE: dict[str, Any] = {
     "repos_clean": ["app"],

@@ -7,7 +7,7 @@ import os
 
 from ..context import VerifyContext
 from ..contract import Entry
-from ..git import GitError, changed_paths
+from ..git import GitError, worktree_changes
 from ..paths import locate
 from ..report import cap_lines
 from .outcome import Outcome
@@ -29,7 +29,7 @@ def changed_paths_only(entries: list[Entry], ctx: VerifyContext) -> Outcome:
 
     for repo, paths in allowed.items():
         try:
-            changed = changed_paths(ctx.roots()[repo])
+            changed = worktree_changes(ctx.roots()[repo])
         except GitError as exc:
             passed = False
             details.append(f"{repo}: {exc}")

@@ -15,8 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..context import VerifyContext
-from ..contract import CommandCheck
-from ..items import command_text
+from ..contract import CommandCheck, command_text
 from ..paths import locate_path
 from ..process import Finished, run_bounded
 from ..report import Fault, cap_lines

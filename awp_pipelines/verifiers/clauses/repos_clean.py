@@ -29,7 +29,7 @@ def _verdict(entry: ReposCleanCheck, ctx: VerifyContext) -> tuple[str, bool, str
         return name, False, f"unknown repo (known: {', '.join(sorted(roots))})"
     root = roots[name]
     try:
-        dirty = git.changed_paths(root)
+        dirty = git.worktree_changes(root)
     except git.GitError as exc:
         return name, False, str(exc)
     if dirty:

@@ -1,0 +1,91 @@
+"""An AttemptRecord as Dagster metadata (orchestration/metadata.py), called directly: no Dagster run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import (
+    AssetCheckSeverity,
+    DagsterRunMetadataValue,
+    FloatMetadataValue,
+    IntMetadataValue,
+    JsonMetadataValue,
+    MarkdownMetadataValue,
+    PathMetadataValue,
+)
+
+from awp_pipelines import tags
+from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+from awp_pipelines.committer import CommitResult
+from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.verifiers.report import ItemResult, VerifierReport
+
+SECRET = "sk-ant-api03-" + "A" * 40
+ROOT = Path("/work/packets/demo")
+
+
+def _record(**changes: object) -> AttemptRecord:
+    report = VerifierReport(prompt_id="01", items=[
+        ItemResult(kind="files_exist", check_name="done_txt_exists", label="file exists: done.txt", passed=True,
+                   repo="app", path="done.txt"),
+        ItemResult(kind="contains", check_name="done_txt_contains_done", label="contains: done.txt",
+                   passed=False, details=[f"{ROOT}/workspace/done.txt lacks 'done'"], repo="app", path="done.txt")])
+    base = AttemptRecord(
+        identity=AttemptIdentity(attempt_id="pr-1.01.a2", agent_run="pr-1.01", number=2, packet="demo",
+                                 packet_run="pr-1", prompt="01", mode="repair", parent_run="run-1",
+                                 dagster_run="run-2"),
+        target=AttemptTarget(provider="claude", provider_kind="claude_code", account="work", model="sonnet",
+                             effort="high", reason="repair 1/2: unmet verifier items"),
+        role="coder", prompt_name="Done", workspace={"app": f"{ROOT}/workspace"}, cwd=f"{ROOT}/workspace",
+        checkpoint={"app": "abc"}, started_at="2026-11-30T00:00:00+00:00", ended_at="2026-11-30T00:00:03+00:00",
+        duration_s=3.25, result="verification_failed",
+        failure=FailureEnvelope.for_class("provider_runtime_claim", f"token {SECRET} refused"),
+        usage=Usage(input_tokens=1200, output_tokens=300, cached_input_tokens=50, cost_usd=0.0125,
+                    cost_source="provider"),
+        verifier=report, commits=[CommitResult(repo="app", status="committed", sha="f" * 40)],
+        events_file=f"{ROOT}/.awp/events/pr-1/01.a2.jsonl")
+    return base.model_copy(update=changes)
+
+
+def test_the_searchable_fields_carry_the_record_with_dagster_types() -> None:
+    meta = record_metadata(_record(), "## Prompt\n\nWrite it.", packet_root=ROOT)
+    assert meta[tags.RESULT] == "verification_failed" and meta[tags.ATTEMPT] == "pr-1.01.a2"
+    assert (meta[tags.MODE], meta[tags.PROVIDER], meta[tags.ACCOUNT], meta[tags.MODEL], meta[tags.EFFORT]) == (
+        "repair", "claude", "work", "sonnet", "high")
+    assert meta[tags.FAILURE_CLASS] == "provider_runtime_claim"
+    assert isinstance(meta[tags.ATTEMPT_NUMBER], IntMetadataValue) and meta[tags.ATTEMPT_NUMBER].value == 2
+    assert isinstance(meta[tags.DURATION_S], FloatMetadataValue) and meta[tags.DURATION_S].value == 3.25
+    assert meta[tags.TOKENS_IN].value == 1200 and meta[tags.TOKENS_CACHED].value == 50
+    assert tags.TOKENS_REASONING not in meta  # zero is left out
+    assert meta[tags.COST_USD].value == 0.0125 and meta[tags.COST_SOURCE] == "provider"
+    assert isinstance(meta[tags.PARENT_RUN], DagsterRunMetadataValue) and meta[tags.PARENT_RUN].run_id == "run-1"
+    assert isinstance(meta[tags.EVENTS], PathMetadataValue)
+    assert meta[tags.EVENTS].path == "demo/.awp/events/pr-1/01.a2.jsonl"  # relative to the packet's folder
+    for key in (tags.ATTEMPTS, tags.VERIFIER, tags.COMMITS, tags.TRANSCRIPT):
+        assert isinstance(meta[key], MarkdownMetadataValue), key
+    assert "**FAIL**" in meta[tags.VERIFIER].md_str and "demo/workspace/done.txt" in meta[tags.VERIFIER].md_str
+    assert f"`app`: committed `{'f' * 12}`" in meta[tags.COMMITS].md_str
+
+
+def test_the_whole_record_is_stored_redacted_and_reads_back() -> None:
+    record = _record()
+    meta = record_metadata(record, "")
+    stored = meta[tags.RECORD]
+    assert isinstance(stored, JsonMetadataValue) and isinstance(stored.data, dict)
+    assert SECRET not in str(meta) and "[REDACTED" in meta[tags.FAILURE]
+    back = AttemptRecord.model_validate(stored.data)
+    assert back.model_copy(update={"failure": record.failure}) == record  # only the secret differs
+
+
+def test_one_check_result_per_verifier_item() -> None:
+    results = check_results(_record(), packet_root=ROOT)
+    assert [(r.check_name, r.passed) for r in results] == [("done_txt_exists", True),
+                                                            ("done_txt_contains_done", False)]
+    assert all(r.severity == AssetCheckSeverity.ERROR for r in results)
+    failed = results[1].metadata
+    assert failed["attempt"].value == "pr-1.01.a2" and failed["kind"].value == "contains"
+    assert failed["details"].value == "demo/workspace/done.txt lacks 'done'"
+    assert results[0].metadata["details"].value == "met"
+    assert unmet_summary(_record()) == f"unmet: {results[1].description}"
+    assert check_results(_record(verifier=None)) == [] and unmet_summary(_record(verifier=None)) == ""

@@ -1,0 +1,41 @@
+"""Run tags ↔ the Attempt's identity: what a launcher writes, a run reads back the same."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from awp_pipelines import tags
+from awp_pipelines.tags import MODES, RunIntent, agent_run_id, attempt_id
+
+_value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=40)
+
+
+@given(packet_run=_value, provider=_value, account=st.none() | _value, model=st.none() | _value,
+       effort=st.none() | _value, reason=st.none() | _value, parent=st.none() | _value,
+       mode=st.sampled_from(MODES), prompt=st.sampled_from(["01", "02", "10"]), number=st.integers(1, 99))
+def test_tags_round_trip_the_intent(packet_run: str, provider: str, account: str | None, model: str | None,
+                                    effort: str | None, reason: str | None, parent: str | None, mode: tags.Mode,
+                                    prompt: str, number: int) -> None:
+    agent_run = agent_run_id(packet_run, prompt)
+    intent = RunIntent(packet_run=packet_run, mode=mode, provider=provider, account=account, model=model,
+                       effort=effort, reason=reason, parent_run=parent, attempt=attempt_id(agent_run, number))
+    written = intent.to_tags("demo", prompt)
+    assert RunIntent.from_tags(written) == intent
+    assert written[tags.PACKET] == "demo" and written[tags.PROMPT] == prompt
+    assert written[tags.AGENT_RUN] == agent_run == f"{packet_run}.{prompt}"
+    assert written[tags.ATTEMPT] == f"{agent_run}.a{number}"
+    assert all(key.startswith(tags.PREFIX) for key in written)
+
+
+def test_empty_values_are_left_out_and_long_ones_cut_to_one_line() -> None:
+    written = RunIntent(packet_run="pr-1", reason="line one\nline two " + "x" * 300).to_tags("demo")
+    assert set(written) == {tags.PACKET, tags.PACKET_RUN, tags.MODE, tags.REASON}  # no prompt: no agent run
+    assert "\n" not in written[tags.REASON] and len(written[tags.REASON]) == 120
+    assert written[tags.REASON].endswith("…")
+
+
+def test_an_unknown_or_missing_mode_reads_as_run() -> None:
+    assert RunIntent.from_tags({tags.MODE: "sideways"}).mode == "run"
+    assert RunIntent.from_tags({}) == RunIntent()
+    assert [RunIntent.from_tags({tags.MODE: m}).mode for m in MODES] == list(MODES)
