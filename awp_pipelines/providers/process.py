@@ -202,6 +202,9 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
             lines += 1
             if on_line(rest) == STOP:
                 ended = "stopped"
+    except BaseException:
+        ended = "stopped"  # interrupted (a signal): the agent's whole group goes, not waited for
+        raise
     finally:
         if ended != "exited":
             kill_group(pgid)
