@@ -11,16 +11,28 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
+from dagster import (
+    DagsterEventType,
+    DagsterInstance,
+    Definitions,
+    ExecuteInProcessResult,
+    InitLoggerContext,
+    JobDefinition,
+    logger,
+)
+from dagster._core.events import RunFailureReason
 
-from awp_pipelines import tags
+from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.interrupts import Interrupted
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
@@ -74,12 +86,31 @@ class Progress:
     launch: Callable[[Launch], None] = lambda launch: None
 
 
+class RunStopped(Exception):
+    """`awp run` was stopped by a signal (interrupts.py): the Attempt it was running is recorded; the packet
+    run goes on with `awp run --packet-run`."""
+
+    def __init__(self, packet_run: str, signum: int) -> None:
+        self.packet_run = packet_run
+        self.exit_code = 128 + signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}: the running Attempt is recorded and its "
+                         f"partial work checkpointed; continue with --packet-run {packet_run}")
+
+
 def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
                progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
-    progress = progress or Progress()
+    """Raises RunStopped when a signal stopped it (only within `interrupts.stopping()`)."""
+    packet_run = options.packet_run or new_packet_run_id()
+    try:
+        return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
+    except Interrupted as err:
+        raise RunStopped(packet_run, err.signum) from None
+
+
+def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
+                progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
     binding = compiled.binding
     job = _job(compiled, progress)
-    packet_run = options.packet_run or new_packet_run_id()
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     history = packet_run_history(instance, packet_run, binding.keys)
@@ -97,7 +128,9 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
         if executed >= rounds or outlook.idle:
             return packet_run, _outcomes(compiled, history, selected, outlook)
         if not outlook.due:
-            time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
+            stop = interrupts.current()
+            with stop.cut_in() if stop is not None else nullcontext():  # a backoff ends at once on a signal
+                time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
             continue
         executed += 1
         for launch in outlook.due:
@@ -145,8 +178,23 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
              options: RunOptions) -> None:
     loggers = {"awp_progress": {}, **({"console": {"config": {"log_level": "INFO"}}} if options.verbose else {})}
-    job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
-                           run_config={"loggers": loggers})
+    stop = interrupts.current()
+    if stop is not None:
+        stop.check()  # no new run once a signal asked to stop
+    result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
+                                    run_config={"loggers": loggers})
+    if stop is not None:
+        stop.check()
+        if _interrupted(result):
+            # The signal came while Dagster, not the compute, held the handler (between steps): Dagster ended
+            # the run and kept no signal number.
+            raise Interrupted(signal.SIGINT)
+
+
+def _interrupted(result: ExecuteInProcessResult) -> bool:
+    return any(event.event_type == DagsterEventType.RUN_FAILURE and event.job_failure_data is not None
+               and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
+               for event in result.all_events)
 
 
 def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
