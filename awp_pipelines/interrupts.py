@@ -16,8 +16,9 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import FrameType
+
+from awp_pipelines.providers.process import process_stats
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -44,20 +45,10 @@ def kill_children(sig: int) -> None:
     a session of its own, so a terminal's SIGINT never reached them). Read from /proc; a child in this
     process's own group is left alone (signalling that group would signal this process)."""
     me, own = os.getpid(), os.getpgrp()
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[1]) == me and int(fields[2]) != own:
+    for _, _, parent, group in process_stats():
+        if parent == me and group != own:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(fields[2]), sig)
+                os.killpg(group, sig)
 
 
 class Stop:

@@ -242,12 +242,15 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
         final = states[pid].facts[-1] if states[pid].facts else None
-        if final is not None and final.result == "completed" and (record is None or record.identity.number <
-                                                                   final.number):
-            # Adopted: its process died after the commit and before the record; the commit is the proof.
+        if final is not None and (record is None or record.identity.number < final.number):
+            # Its process died before the record: adopted when it had committed (the commit is the proof),
+            # else interrupted (it counted against the budget all the same).
             ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
-            out.append(PromptOutcome(pid, prompt.name, "completed", attempt=ident,
-                                     message="adopted: committed before its process died",
+            adopted = final.result == "completed"
+            out.append(PromptOutcome(pid, prompt.name, final.result, attempt=ident, failure_class=final.failure_class,
+                                     message="adopted: committed before its process died" if adopted else
+                                     "interrupted: its process died before the Attempt's record was written",
+                                     decision="" if adopted else outlook.ended.get(pid, ""),
                                      state=status[pid].state))
             continue
         if record is None:

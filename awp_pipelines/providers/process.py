@@ -62,9 +62,16 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
+    if not Path("/proc").is_dir():
+        return True
+    return any(pgrp == pgid and state not in ("Z", "X") for _, state, _, pgrp in process_stats())
+
+
+def process_stats() -> Iterator[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, process group) of every process, from /proc (none without one)."""
     proc = Path("/proc")
     if not proc.is_dir():
-        return True
+        return
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -73,9 +80,8 @@ def group_alive(pgid: int) -> bool:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+        if len(fields) > 2:
+            yield int(entry.name), fields[0], int(fields[1]), int(fields[2])
 
 
 def _feed_stdin(stream: object, text: str) -> None:

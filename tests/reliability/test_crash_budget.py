@@ -60,6 +60,7 @@ def test_five_kills_and_resumes_run_the_agent_exactly_three_times(tmp_path: Path
     ran = executions(ledger)
     assert ran == BUDGET and landed == BUDGET
     assert "retries exhausted (2)" in outcome["decision"], outcome
+    assert (outcome["result"], outcome["failure_class"]) == ("provider_failed", "interrupted")
     state = settled(packet, packet_run[0], "01")
     lost = state.started - len(state.facts)  # started Attempts with neither a record nor a fact
     assert (state.started, lost) == (BUDGET, 0)
