@@ -41,14 +41,14 @@ class Interrupted(BaseException):
 
 
 def kill_children(sig: int) -> None:
-    """Signal the process group of each child of this process (an agent CLI, a verifier command: each leads
-    a session of its own, so a terminal's SIGINT never reached them). Read from /proc; a child in this
-    process's own group is left alone (signalling that group would signal this process)."""
-    me, own = os.getpid(), os.getpgrp()
-    for _, _, parent, group in process_stats():
-        if parent == me and group != own:
+    """Signal the process group of each child of this process that leads a session of its own: an agent CLI,
+    a verifier command (so a terminal's SIGINT never reached them). Read from /proc. Git commands (a
+    commit, a checkpoint) run in a group of their own but not a session: they finish."""
+    me = os.getpid()
+    for child in process_stats():
+        if child.parent == me and child.pid == child.session:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, sig)
+                os.killpg(child.group, sig)
 
 
 class Stop:
@@ -81,7 +81,8 @@ class Stop:
         """The signal handler."""
         if self.signum is not None:  # the second signal: no more waiting
             kill_children(signal.SIGKILL)
-            os.write(2, f"\nawp: {signal.Signals(signum).name} again: exiting now\n".encode())
+            with contextlib.suppress(OSError):
+                os.write(2, f"\nawp: {signal.Signals(signum).name} again: exiting now\n".encode())
             os._exit(128 + signum)
         self.signum = signum
         kill_children(signal.SIGTERM)

@@ -37,11 +37,13 @@ def git_env() -> dict[str, str]:
 
 def git(repo: Path | str, *args: str, input: str | None = None,
         ok_codes: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
-    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`."""
+    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`. Git runs in a
+    process group of its own: a terminal's Ctrl-C (sent to the foreground group) never kills a commit or a
+    checkpoint halfway; `awp run` stops in order around it (interrupts.py)."""
     cmd = ["git", "-C", str(repo), *args]
     try:
         proc = subprocess.run(cmd, input=input, capture_output=True, text=True, env=git_env(),
-                              stdin=None if input is not None else subprocess.DEVNULL)
+                              stdin=None if input is not None else subprocess.DEVNULL, process_group=0)
     except OSError as err:  # git itself missing, or repo path unusable
         raise WorkspaceError(repo, args, str(err)) from None
     if proc.returncode not in ok_codes:
@@ -181,7 +183,7 @@ def restore_checkpoint(repo: Path | str, sha: str) -> bool:
 
 def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=dict(env),
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, process_group=0)
     if proc.returncode != 0:
         raise WorkspaceError(repo, args, proc.stderr or proc.stdout)
     return proc.stdout

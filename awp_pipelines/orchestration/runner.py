@@ -93,7 +93,7 @@ class RunStopped(Exception):
     def __init__(self, packet_run: str, signum: int) -> None:
         self.packet_run = packet_run
         self.exit_code = 128 + signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}: the running Attempt is recorded and its "
+        super().__init__(f"stopped by {signal.Signals(signum).name}: an Attempt it was running is recorded, its "
                          f"partial work checkpointed; continue with --packet-run {packet_run}")
 
 

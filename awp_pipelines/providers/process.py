@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 CHUNK_BYTES = 1 << 16
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
@@ -64,11 +64,19 @@ def group_alive(pgid: int) -> bool:
         return True
     if not Path("/proc").is_dir():
         return True
-    return any(pgrp == pgid and state not in ("Z", "X") for _, state, _, pgrp in process_stats())
+    return any(p.group == pgid and p.state not in ("Z", "X") for p in process_stats())
 
 
-def process_stats() -> Iterator[tuple[int, str, int, int]]:
-    """(pid, state, parent pid, process group) of every process, from /proc (none without one)."""
+class ProcStat(NamedTuple):
+    pid: int
+    state: str
+    parent: int
+    group: int
+    session: int
+
+
+def process_stats() -> Iterator[ProcStat]:
+    """Every process, from /proc (none without one)."""
     proc = Path("/proc")
     if not proc.is_dir():
         return
@@ -79,9 +87,9 @@ def process_stats() -> Iterator[tuple[int, str, int, int]]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2:
-            yield int(entry.name), fields[0], int(fields[1]), int(fields[2])
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, session, ...
+        if len(fields) > 3:
+            yield ProcStat(int(entry.name), fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
 
 
 def _feed_stdin(stream: object, text: str) -> None:

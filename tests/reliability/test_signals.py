@@ -66,8 +66,9 @@ def agent_pids(ledger: Path) -> list[int]:
 
 def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals],
                      between: Path | None = None) -> subprocess.Popen[bytes]:
-    """Start `awp run`; once the agent wrote half its work, send it the signals (to its pid only, as `kill`
-    does), the later ones once `between` exists; return the ended process."""
+    """Start `awp run`; once the agent wrote half its work, send it the signals, the later ones once `between`
+    exists; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
+    agent leads a session of its own: only `awp run` can stop it); SIGTERM to its pid, as `kill` does."""
     proc = spawn(packet, "--providers", str(providers))
     watch = Watch(packet)
     try:
@@ -75,7 +76,7 @@ def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals
         for number, sig in enumerate(signals):
             if number and between is not None:
                 assert wait_for(proc, between.exists)
-            os.kill(proc.pid, sig)
+            (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
         proc.wait(timeout=60)  # the agent would hold for 60 s or more: the stop does not wait for it
     finally:
         watch.close()
