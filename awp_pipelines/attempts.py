@@ -295,6 +295,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         """Ended before its verdict (cancelled, or the process was asked to stop): keep the partial work,
         record the Attempt."""
         sink.run_failed(failure)
+        fault_pause("stopping")
         trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
                                 f"{failure.failure_class}"))
         wip = _checkpoint(spec, targets, before)

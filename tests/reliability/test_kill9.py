@@ -47,16 +47,18 @@ class Point:
 # Attempt 1 writes half the work, then the provider fails (retryable, not a fallback); later ones finish.
 FAILS_THEN_WORKS = {"attempts": [{"messages": ["half done"], "writes": [{"path": "half.txt", "text": "half\n"}],
                                   "error": {"kind": "provider_runtime_claim"}}, SLOW, SLOW]}
+# An agent that works 8 s before it writes: a kill seen mid-session lands mid-session, however slow the machine.
+MID = {"messages": ["writing a.txt"], "delay_ms": 8000, "writes": [A_TXT]}
 _RESUMES = {"attempts": [{"messages": ["half done"], "writes": [{"path": "half.txt", "text": "half\n"}],
                           "error": {"kind": "transport_disconnect"}}, SLOW],
-            "resume": {"messages": ["resuming"], "delay_ms": 4000, "writes": [A_TXT]}}
-_SLOW_VERIFIER = {"files_exist": ["a.txt"], "commands": [{"exec": "sh", "args": ["-c", "sleep 3; test -f a.txt"],
+            "resume": {**MID, "messages": ["resuming"]}}
+_SLOW_VERIFIER = {"files_exist": ["a.txt"], "commands": [{"exec": "sh", "args": ["-c", "sleep 5; test -f a.txt"],
                                                           "timeout_ms": 30000}]}
 _NO_JITTER = {"retry": {"jitter": False, "base_delay_ms": 6000}}
 
 POINTS = {
     "started, before the agent": Point(event("prompt_sent", ".01.a1"), "before_agent:8"),
-    "agent mid-session": Point(event("message_received", ".01.a1")),
+    "agent mid-session": Point(event("message_received", ".01.a1"), first={"simulate": {"attempts": [MID, SLOW]}}),
     "file written, session resuming": Point(event("resume_started", ".01.a1"), dirty=True, checkpoint=True,
                                             first={"simulate": _RESUMES}),
     "agent done, before verify": Point(event("file_written", ".01.a1"), "after_agent:8", dirty=True,
@@ -70,7 +72,8 @@ POINTS = {
     "retry backoff": Point(run_failed, checkpoint=True, first={"simulate": FAILS_THEN_WORKS},
                            recovery=_NO_JITTER),
     "second Attempt mid-session": Point(event("message_received", ".01.a2"), dirty=True, checkpoint=True,
-                                        started=3, first={"simulate": FAILS_THEN_WORKS},
+                                        started=3, first={"simulate": {"attempts": [
+                                            FAILS_THEN_WORKS["attempts"][0], MID, SLOW]}},
                                         recovery={"retry": {"jitter": False, "base_delay_ms": 200}}),
 }
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from reliability.crash import (
     AWP,
+    Seen,
     Watch,
     checkpoint_refs,
     commits_per_prompt,
@@ -40,20 +41,17 @@ echo $$ >> {ledger}/pids.txt
 if [ "$(wc -l < {ledger}/pids.txt)" -gt 1 ]; then echo a > a.txt; echo "wrote a.txt"; exit 0; fi
 echo half > half.txt
 echo "wrote half.txt"
-{hold}
+sleep 60
 """
-HOLD = "sleep 60"
-# Takes SIGTERM as a note in the ledger and goes on: only SIGKILL ends it.
-HOLD_THROUGH_TERM = "trap 'echo term >> {ledger}/terms.txt' TERM\nwhile :; do sleep 1; done"
 
 
-def agent_packet(root: Path, make_git_repo, hold: str) -> tuple[Path, Path, Path]:
+def agent_packet(root: Path, make_git_repo) -> tuple[Path, Path, Path]:
     """01 runs the shell agent (first execution: half the work, then holds; later ones: the work); 02 is a
     quick simulated prompt. Returns (packet, providers.yaml, ledger)."""
     ledger = root / "ledger"
     ledger.mkdir(parents=True)
     script = root / "agent.sh"
-    script.write_text(AGENT.format(ledger=ledger, hold=hold.format(ledger=ledger)))
+    script.write_text(AGENT.format(ledger=ledger))
     providers = root / "providers.yaml"
     providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": f"sh {script}"}}}))
     packet = write_packet(root / "p", make_git_repo, {"provider": "agent", "simulate": None})
@@ -64,18 +62,18 @@ def agent_pids(ledger: Path) -> list[int]:
     return [int(line) for line in (ledger / "pids.txt").read_text().split()]
 
 
-def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals],
-                     between: Path | None = None) -> subprocess.Popen[bytes]:
+def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start `awp run`; once the agent wrote half its work, send it the signals, the later ones once `between`
-    exists; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
+    is seen; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
     agent leads a session of its own: only `awp run` can stop it); SIGTERM to its pid, as `kill` does."""
-    proc = spawn(packet, "--providers", str(providers))
+    proc = spawn(packet, "--providers", str(providers), env=env)
     watch = Watch(packet)
     try:
         assert wait_for(proc, lambda: event("message_streamed", ".01.a1", delta="wrote half.txt\n")(watch))
         for number, sig in enumerate(signals):
             if number and between is not None:
-                assert wait_for(proc, between.exists)
+                assert wait_for(proc, lambda: between(watch))
             (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
         proc.wait(timeout=60)  # the agent would hold for 60 s or more: the stop does not wait for it
     finally:
@@ -102,7 +100,7 @@ def rerun_completes(packet: Path, providers: Path, packet_run: str) -> dict[str,
 def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
         sig: signal.Signals, tmp_path: Path, make_git_repo, reliability_row) -> None:
     started = time.monotonic()
-    packet, providers, ledger = agent_packet(tmp_path, make_git_repo, HOLD)
+    packet, providers, ledger = agent_packet(tmp_path, make_git_repo)
     proc = stop_mid_attempt(packet, providers, [sig])
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
@@ -141,11 +139,13 @@ def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
 @pytest.mark.slow
 def test_a_second_signal_exits_at_once_and_the_rerun_still_completes(tmp_path: Path, make_git_repo,
                                                                      reliability_row) -> None:
-    """The agent shrugs off SIGTERM, so the orderly stop waits out its kill grace; a second SIGTERM then
-    ends `awp run` at once, and SIGKILLs the agent. What is left is a crash's: the next run reaps it."""
+    """The orderly stop is held (AWP_FAULT_PAUSE=stopping: as a slow checkpoint of a huge tree would) once it
+    has begun (its `run_failed` event); a second SIGTERM then ends `awp run` at once. What is left is a
+    crash's: the next run reaps it, and the Attempt still counts."""
     started = time.monotonic()
-    packet, providers, ledger = agent_packet(tmp_path, make_git_repo, HOLD_THROUGH_TERM)
-    proc = stop_mid_attempt(packet, providers, [signal.SIGTERM, signal.SIGTERM], between=ledger / "terms.txt")
+    packet, providers, ledger = agent_packet(tmp_path, make_git_repo)
+    proc = stop_mid_attempt(packet, providers, [signal.SIGTERM, signal.SIGTERM], event("run_failed", ".01.a1"),
+                            {"AWP_FAULT_PAUSE": "stopping:60"})
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     assert proc.returncode == 128 + signal.SIGTERM and "SIGTERM again: exiting now" in stderr, stderr
     [agent] = agent_pids(ledger)
@@ -154,7 +154,8 @@ def test_a_second_signal_exits_at_once_and_the_rerun_still_completes(tmp_path: P
     commits = rerun_completes(packet, providers, packet_run)
     assert commits == {"01": 1, "02": 1}
     first = settled(packet, packet_run, "01")
-    assert first.started == 2 and len(first.facts) == 2
+    assert first.started == 2 and len(first.facts) == 2  # the first Attempt counts, as after a crash
+    assert len(checkpoint_refs(packet / "workspace")) == 1  # its half, saved by the rerun's reaper
     reliability_row("SIGTERM twice mid-Attempt, then rerun", tries=1, survived=1, records_lost=0,
                     commits_doubled=sum(n - 1 for n in commits.values()), budget_overruns=0,
                     seconds=time.monotonic() - started, note="second signal: immediate exit; reaped on rerun")
