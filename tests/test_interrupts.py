@@ -13,14 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
+from test_attempt_cancel import one_prompt_attempt
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.catalog import load_catalog
+from awp_pipelines.attempts import execute_attempt
 from awp_pipelines.events import EventSink
 from awp_pipelines.interrupts import Interrupted, Stop, current, stopping
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
 
 
@@ -95,17 +92,7 @@ class WritesThenIsSignalled:
 
 def test_an_attempt_stopped_by_a_signal_ends_interrupted_with_its_partial_work_checkpointed(
         tmp_path: Path, make_git_repo) -> None:
-    repo = make_git_repo(tmp_path / "p" / "workspace")
-    (tmp_path / "p" / "packet.yaml").write_text(yaml.safe_dump({
-        "name": "stop", "provider": "simulated", "repos": {"app": {"path": "./workspace", "default": True}}}))
-    (tmp_path / "p" / "prompts").mkdir()
-    (tmp_path / "p" / "prompts" / "01_work.prompt.md").write_text("---\nverify: {files_exist: [done.txt]}\n---\nW\n")
-    packet = load_packet(tmp_path / "p")
-    [plan] = build_plan(packet, PlanContext(catalog=load_catalog(None))).prompts
-    identity = AttemptIdentity(attempt_id="pr-1.01.a1", agent_run="pr-1.01", number=1, packet="stop",
-                               packet_run="pr-1", prompt="01", mode="run")
-    target = AttemptTarget(provider="simulated", provider_kind="simulated", model="m", reason="primary")
-    spec = AttemptSpec(packet=packet, prompt=packet.prompt("01"), plan=plan, identity=identity, target=target)
+    spec, repo = one_prompt_attempt(tmp_path, make_git_repo)
     with Stop().handling() as stop:
         record = execute_attempt(spec, WritesThenIsSignalled(), EventSink(tmp_path / "e.jsonl", "pr-1.01.a1"),
                                  stop=stop)
