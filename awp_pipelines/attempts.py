@@ -6,8 +6,10 @@ The verifier decides completion, never the provider: provider error + contract p
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,7 @@ from awp_pipelines.control import (
 )
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.interrupts import Interrupted, Stop
 from awp_pipelines.lifecycle import Transition, cause_of, transition
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.simulate import SimulateSpec
@@ -255,10 +258,12 @@ def prompt_text(spec: AttemptSpec) -> str:
 
 
 def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink,
-                    cancel_on: tuple[type[BaseException], ...] = ()) -> AttemptRecord:
+                    cancel_on: tuple[type[BaseException], ...] = (), stop: Stop | None = None) -> AttemptRecord:
     """One Attempt; the record it returns has passed the boundary redactor as a whole. `cancel_on`: what the
     caller's runtime raises when a person cancels the run (Dagster's interrupt, under a run worker); the
-    Attempt then ends cancelled, with its partial work checkpointed."""
+    Attempt then ends cancelled, with its partial work checkpointed. `stop`: the process's stop on a signal
+    (interrupts.py); it cuts into the agent's session, is honoured again after it and after verification,
+    and the Attempt ends `interrupted`, its partial work checkpointed."""
     redactor = spec.boundary_redactor()
     started, clock = _now(), time.monotonic()
     trail = [transition("created", spec.target.reason)]
@@ -275,6 +280,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     text = prompt_text(spec) + (control_section(handle, spec.control.config, spec.control.previous)
                                 if handle and spec.control else "")
     sink.prompt_sent(text)  # first in the transcript: what the agent was asked
+    fault_pause("before_agent")
     request = ProviderRequest(
         prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
@@ -286,19 +292,30 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
         max_turns=spec.plan.max_turns)
     trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
-    try:
-        outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
-    except cancel_on as stop:
-        # Cancelled mid-session (the UI terminated the run): keep the partial work, record the Attempt.
-        cancelled = FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(stop).__name__}")
-        sink.run_failed(cancelled)
-        trail.append(transition("checkpointing", "saving the partial work of a cancelled Attempt"))
+
+    def stopped(failure: FailureEnvelope, ran: tuple[ProviderOutcome, int] | None = None) -> AttemptRecord:
+        """Ended before its verdict (cancelled, or the process was asked to stop): keep the partial work,
+        record the Attempt."""
+        sink.run_failed(failure)
+        fault_pause("stopping")
+        trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
+                                f"{failure.failure_class}"))
         wip = _checkpoint(spec, targets, before)
-        trail.append(transition("terminal", "provider_failed: cancelled", "cancellation"))
-        outcome = ProviderOutcome.from_sink(sink, cancelled, None)
-        return redactor.model(_record(spec, request, sink, started, clock, checkpoint, restored, outcome, 0, None,
-                                      "provider_failed", cancelled, bool(wip), [], wip, trail))
+        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
+        outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
+        return redactor.model(_record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes,
+                                      None, "provider_failed", failure, bool(wip), [], wip, trail))
+
+    try:
+        with stop.cut_in() if stop is not None else nullcontext():
+            outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    except cancel_on as err:  # the UI terminated the run mid-session
+        return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
+    except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
+        return stopped(_interrupted(err.signum, "the agent's session"))
     fault_pause("after_agent")
+    if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing
+        return stopped(_interrupted(stop.signum, "the end of the agent's session"), (outcome, resumes))
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
     report = _verify(spec)
@@ -306,6 +323,11 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
     result, failure = completion(outcome, report)
+    if stop is not None and stop.signum is not None and result != "completed":
+        # Stopped while verifying (its commands were killed): their verdict says nothing. A contract that
+        # passed is committed: the work is done, and a commit is quick and local.
+        return stopped(_interrupted(stop.signum, "verification"), (outcome, resumes))
+    fault_pause("after_verify")
     commits: list[CommitResult] = []
     trail.append(transition("checkpointing", "committing the work" if result == "completed" else
                             "saving the partial work"))
@@ -370,11 +392,17 @@ def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, starte
         restored=restored, transitions=trail)
 
 
-def fault_pause(point: str) -> None:
+def _interrupted(signum: int, during: str) -> FailureEnvelope:
+    return FailureEnvelope.for_class("interrupted", f"the process was stopped by {signal.Signals(signum).name} "
+                                     f"during {during}")
+
+
+def fault_pause(point: str, scope: str = "") -> None:
     """Fault injection for the crash tests: `AWP_FAULT_PAUSE=after_commit:5` sleeps 5 s there, so a test can
-    watch for the point in the events and kill the process inside the window. Unset, it does nothing."""
+    watch for the point in the events and kill the process inside the window; `before_attempt@02:5` only
+    where the caller's `scope` is 02 (a prompt id). Unset, it does nothing."""
     name, _, seconds = os.environ.get("AWP_FAULT_PAUSE", "").partition(":")
-    if name == point and seconds.replace(".", "", 1).isdigit():
+    if name in (point, f"{point}@{scope}") and seconds.replace(".", "", 1).isdigit():
         time.sleep(float(seconds))
 
 

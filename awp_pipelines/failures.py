@@ -27,7 +27,7 @@ TerminalClass = Literal["user_cancelled", "approval_denied", "guardrail_blocked"
 CliConfirmationClass = Literal["cli_confirmation_missing", "cli_confirmation_mismatch"]
 # AWP's local classes: what happens around the provider
 AwpLocalClass = Literal["verifier_fault", "verifier_timeout", "commit_failed", "launch_failed",
-                        "interrupted"]  # interrupted: the Attempt's process died before its record was written
+                        "interrupted"]  # interrupted: its process died, or a signal stopped it, mid-Attempt
 
 FailureClass = Literal[TransportClass, RemoteClaimClass, TerminalClass, CliConfirmationClass, "unknown",
                        AwpLocalClass]

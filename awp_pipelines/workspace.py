@@ -44,11 +44,13 @@ def git(repo: Path | str, *args: str, input: str | None = None, ok_codes: Sequen
         read_only: bool = False, timeout_s: float | None = None) -> subprocess.CompletedProcess[str]:
     """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`. The one git
     runner: the verifier's queries pass `read_only` and a timeout. Output bytes that are not UTF-8 (a file
-    name) are replaced, never a crash."""
+    name) are replaced, never a crash. Git runs in a process group of its own: a terminal's Ctrl-C (sent to
+    the foreground group) never kills a commit or a checkpoint halfway; `awp run` stops in order around it
+    (interrupts.py)."""
     cmd = ["git", "-C", str(repo), *args]
     try:
         proc = subprocess.run(cmd, input=input, capture_output=True, encoding="utf-8", errors="replace",
-                              env=git_env(read_only=read_only), timeout=timeout_s,
+                              env=git_env(read_only=read_only), timeout=timeout_s, process_group=0,
                               stdin=None if input is not None else subprocess.DEVNULL)
     except OSError as err:  # git itself missing, or repo path unusable
         raise WorkspaceError(repo, args, str(err)) from None
@@ -194,7 +196,7 @@ def restore_checkpoint(repo: Path | str, sha: str) -> bool:
 
 def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=dict(env),
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, process_group=0)
     if proc.returncode != 0:
         raise WorkspaceError(repo, args, proc.stderr or proc.stdout)
     return proc.stdout

@@ -29,7 +29,8 @@ class WritesThenIsCancelled:
         raise AssertionError("never resumed")
 
 
-def test_a_cancelled_attempt_saves_its_partial_work_and_ends_user_cancelled(tmp_path: Path, make_git_repo) -> None:
+def one_prompt_attempt(tmp_path: Path, make_git_repo) -> tuple[AttemptSpec, Path]:
+    """Attempt 1 of a one-prompt packet whose contract (done.txt) the agents here never meet; and its repo."""
     repo = make_git_repo(tmp_path / "p" / "workspace")
     (tmp_path / "p" / "packet.yaml").write_text(yaml.safe_dump({
         "name": "cancel", "provider": "simulated", "repos": {"app": {"path": "./workspace", "default": True}}}))
@@ -41,7 +42,11 @@ def test_a_cancelled_attempt_saves_its_partial_work_and_ends_user_cancelled(tmp_
     identity = AttemptIdentity(attempt_id="pr-1.01.a1", agent_run="pr-1.01", number=1, packet="cancel",
                                packet_run="pr-1", prompt="01", mode="run")
     target = AttemptTarget(provider="simulated", provider_kind="simulated", model="m", reason="primary")
-    spec = AttemptSpec(packet=packet, prompt=packet.prompt("01"), plan=plan, identity=identity, target=target)
+    return AttemptSpec(packet=packet, prompt=packet.prompt("01"), plan=plan, identity=identity, target=target), repo
+
+
+def test_a_cancelled_attempt_saves_its_partial_work_and_ends_user_cancelled(tmp_path: Path, make_git_repo) -> None:
+    spec, repo = one_prompt_attempt(tmp_path, make_git_repo)
     record = execute_attempt(spec, WritesThenIsCancelled(), EventSink(tmp_path / "events.jsonl", "pr-1.01.a1"),
                              cancel_on=(Interrupted,))
     assert record.result == "provider_failed" and record.failure and record.failure.failure_class == "user_cancelled"

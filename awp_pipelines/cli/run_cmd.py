@@ -27,6 +27,7 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.errors import PacketError
+from awp_pipelines.interrupts import stopping
 from awp_pipelines.launches import Launch
 from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
@@ -77,7 +78,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.resources import AwpRuntime
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.runner import Progress, RunOptions, RunStopped, run_packet
     from awp_pipelines.orchestration.state import completed_prompts
 
     loaded = open_packet(packet)
@@ -106,14 +107,19 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         raise PacketError(loaded.manifest_file, str(err), key="lock",
                           hint="wait for it to finish, or stop that process") from None
     instance = open_instance(loaded.root, instance_dir)
-    try:
-        options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
-        ran, outcomes = run_packet(compiled, instance, selected, options,
-                                             Progress(attempt=printer.attempt, launch=printer.launch))
-        usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
-    finally:
-        instance.dispose()
-        lock.release()
+    # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
+    with stopping() as stop:
+        try:
+            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
+            ran, outcomes = run_packet(compiled, instance, selected, options,
+                                       Progress(attempt=printer.attempt, launch=printer.launch))
+            usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
+        except RunStopped as stopped:
+            console.print(f"awp run: {stopped}", highlight=False, markup=False)
+            sys.exit(stopped.exit_code)
+        finally:
+            instance.dispose()
+            lock.release()
     ok = bool(outcomes) and all(o.completed for o in outcomes)
     packet_usage = total_usage(usages.values())
     if as_json:
@@ -132,6 +138,9 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         finished = sum(o.completed for o in outcomes)
         out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
+    if stop.signum is not None:  # it came after the last Attempt: everything is stored
+        console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
+        sys.exit(128 + stop.signum)
     sys.exit(0 if ok else 1)
 
 

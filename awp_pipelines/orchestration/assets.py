@@ -26,7 +26,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
-from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt
+from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
@@ -97,6 +97,10 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
            metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
            owners=translator.owners(packet, prompt))
     def _attempt(context: AssetExecutionContext) -> MaterializeResult:
+        with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
+            return _run(context)
+
+    def _run(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript, earlier = run_attempt(context, binding, prompt)
         metadata = record_metadata(record, transcript, earlier, packet.root)
         if record.result == "completed" and record.fact().done:

@@ -9,12 +9,14 @@ expects; the compute follows the tags when that Attempt is the next one, and dec
 
 from __future__ import annotations
 
+import signal
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
-from awp_pipelines import tags
+from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import (
     AttemptIdentity,
     AttemptRecord,
@@ -22,6 +24,7 @@ from awp_pipelines.attempts import (
     AttemptTarget,
     control_setup,
     execute_attempt,
+    fault_pause,
     repair_instructions,
 )
 from awp_pipelines.events import EventSink
@@ -90,6 +93,15 @@ def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held:
     return latest.packet_run if latest else None
 
 
+def signal_stop() -> AbstractContextManager[object]:
+    """Under `awp run`, its Stop (interrupts.py) takes SIGINT and SIGTERM for the whole compute, in place of
+    Dagster's handler, which raises them anywhere in it (mid-commit, mid-record): the Attempt then ends in
+    order, `interrupted`, and its record is stored. Under a run worker there is none: Dagster's interrupt
+    (a termination from the UI) cancels the Attempt (`cancel_on`)."""
+    stop = interrupts.current()
+    return stop.handling() if stop is not None else nullcontext()
+
+
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
                   packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
     """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
@@ -116,6 +128,7 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                 prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary]]:
+    fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
     plan = binding.plans[prompt.id]
@@ -138,6 +151,10 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
         tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
         tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
+    stop = interrupts.current()
+    if stop is not None and stop.signum is not None:  # asked to stop before the Attempt started: none did
+        raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}): Attempt "
+                      f"{identity.attempt_id} was not started", allow_retries=False)
     context.log_event(AssetObservation(
         asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
         metadata={k: v for k, v in marker.items() if v}))
@@ -171,7 +188,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
           account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
-                                 cancel_on=(DagsterExecutionInterruptedError,))
+                                 cancel_on=(DagsterExecutionInterruptedError,), stop=stop)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     if account is not None:
         _account_after(context, account, record)

@@ -11,18 +11,30 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import DagsterInstance, Definitions, InitLoggerContext, JobDefinition, logger
+from dagster import (
+    DagsterEventType,
+    DagsterInstance,
+    Definitions,
+    ExecuteInProcessResult,
+    InitLoggerContext,
+    JobDefinition,
+    logger,
+)
+from dagster._core.events import RunFailureReason
 from dagster._core.utils import make_new_run_id
 
-from awp_pipelines import tags
+from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.errors import StorageUnavailable
+from awp_pipelines.interrupts import Interrupted
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.lifecycle import agent_run_status
 from awp_pipelines.orchestration.assets import CompiledPacket
@@ -77,13 +89,27 @@ class Progress:
     launch: Callable[[Launch], None] = lambda launch: None
 
 
+class RunStopped(Exception):
+    """`awp run` was stopped by a signal (interrupts.py): the Attempt it was running is recorded; the packet
+    run goes on with `awp run --packet-run`."""
+
+    def __init__(self, packet_run: str, signum: int) -> None:
+        self.packet_run = packet_run
+        self.exit_code = 128 + signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}: an Attempt it was running is recorded, its "
+                         f"partial work checkpointed; continue with --packet-run {packet_run}")
+
+
 def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
                progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
-    """Raises StorageUnavailable when the instance's database fails (an outage): the packet run stops there,
-    its runs ended and their slots freed as far as the database allows, and goes on with `--packet-run`."""
+    """Raises RunStopped when a signal stopped it (only within `interrupts.stopping()`), and StorageUnavailable
+    when the instance's database fails (an outage): the packet run stops there, its runs ended and their slots
+    freed as far as the database allows, and goes on with `--packet-run`."""
     packet_run = options.packet_run or new_packet_run_id()
     try:
         return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
+    except Interrupted as err:
+        raise RunStopped(packet_run, err.signum) from None
     except Exception as err:
         failure = storage_failure(err)
         if failure is None:
@@ -113,7 +139,9 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
         if executed >= rounds or outlook.idle:
             return packet_run, _outcomes(compiled, history, selected, outlook)
         if not outlook.due:
-            time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
+            stop = interrupts.current()
+            with stop.cut_in() if stop is not None else nullcontext():  # a backoff ends at once on a signal
+                time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
             continue
         executed += 1
         for launch in outlook.due:
@@ -161,14 +189,29 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
              options: RunOptions) -> None:
     loggers = {"awp_progress": {}, **({"console": {"config": {"log_level": "INFO"}}} if options.verbose else {})}
+    stop = interrupts.current()
+    if stop is not None:
+        stop.check()  # no new run once a signal asked to stop
     run_id = make_new_run_id()
     try:
-        job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False, tags=run_tags,
-                               run_config={"loggers": loggers}, run_id=run_id)
+        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
+                                        tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.
         end_run(instance, run_id)
+    if stop is not None:
+        stop.check()
+        if _interrupted(result):
+            # The signal came while Dagster, not the compute, held the handler (between steps): Dagster ended
+            # the run and kept no signal number.
+            raise Interrupted(signal.SIGINT)
+
+
+def _interrupted(result: ExecuteInProcessResult) -> bool:
+    return any(event.event_type == DagsterEventType.RUN_FAILURE and event.job_failure_data is not None
+               and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
+               for event in result.all_events)
 
 
 def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
@@ -216,12 +259,15 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
         final = states[pid].facts[-1] if states[pid].facts else None
-        if final is not None and final.result == "completed" and (record is None or record.identity.number <
-                                                                   final.number):
-            # Adopted: its process died after the commit and before the record; the commit is the proof.
+        if final is not None and (record is None or record.identity.number < final.number):
+            # Its process died before the record: adopted when it had committed (the commit is the proof),
+            # else interrupted (it counted against the budget all the same).
             ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
-            out.append(PromptOutcome(pid, prompt.name, "completed", attempt=ident,
-                                     message="adopted: committed before its process died",
+            adopted = final.result == "completed"
+            out.append(PromptOutcome(pid, prompt.name, final.result, attempt=ident, failure_class=final.failure_class,
+                                     message="adopted: committed before its process died" if adopted else
+                                     "interrupted: its process died before the Attempt's record was written",
+                                     decision="" if adopted else outlook.ended.get(pid, ""),
                                      state=status[pid].state))
             continue
         if record is None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 CHUNK_BYTES = 1 << 16
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
@@ -62,9 +62,24 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
+    if not Path("/proc").is_dir():
+        return True
+    return any(p.group == pgid and p.state not in ("Z", "X") for p in process_stats())
+
+
+class ProcStat(NamedTuple):
+    pid: int
+    state: str
+    parent: int
+    group: int
+    session: int
+
+
+def process_stats() -> Iterator[ProcStat]:
+    """Every process, from /proc (none without one)."""
     proc = Path("/proc")
     if not proc.is_dir():
-        return True
+        return
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -72,10 +87,9 @@ def group_alive(pgid: int) -> bool:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, session, ...
+        if len(fields) > 3:
+            yield ProcStat(int(entry.name), fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
 
 
 def _feed_stdin(stream: IO[bytes], text: str) -> None:
@@ -202,6 +216,9 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
             lines += 1
             if on_line(rest) == STOP:
                 ended = "stopped"
+    except BaseException:
+        ended = "stopped"  # interrupted (a signal): the agent's whole group goes, not waited for
+        raise
     finally:
         if ended != "exited":
             kill_group(pgid)

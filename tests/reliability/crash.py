@@ -1,0 +1,185 @@
+"""What the crash tests share: a packet on a real git work tree, `awp run` in a process group of its own, and
+what a test watches (the JSONL events, the Dagster instance) and checks afterwards (commits per prompt,
+checkpoint refs, no run left unfinished, no slot held)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+from awp_pipelines.catalog import load_catalog
+from awp_pipelines.launches import PromptState
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.packet import load_packet
+
+AWP = str(Path(sys.executable).parent / "awp")
+UNFINISHED = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
+
+A_TXT = {"path": "a.txt", "text": "a\n"}
+SLOW = {"messages": ["writing a.txt"], "delay_ms": 1500, "writes": [A_TXT]}
+
+
+def write_packet(root: Path, make_git_repo: Callable[[Path], Path], first: dict[str, Any] | None = None,
+                 recovery: dict[str, Any] | None = None, repos: tuple[str, ...] = ()) -> Path:
+    """01 writes a.txt slowly (1.5 s of agent time), then 02 writes b.txt; both on one work tree. `first`
+    overrides 01's front matter; `repos` are more git repos beside the work tree (not a prompt's target)."""
+    make_git_repo(root / "workspace")
+    manifest: dict[str, Any] = {"name": "crash", "provider": "simulated",
+                                "repos": {"app": {"path": "./workspace", "default": True}}}
+    for name in repos:
+        make_git_repo(root / name)
+        manifest["repos"][name] = {"path": f"./{name}"}
+    if recovery:
+        manifest["recovery"] = recovery
+    (root / "packet.yaml").write_text(yaml.safe_dump(manifest))
+    (root / "prompts").mkdir()
+    fronts = {"01_first": {"verify": {"files_exist": ["a.txt"]}, "simulate": {"attempts": [SLOW] * 3},
+                           **(first or {})},
+              "02_second": {"verify": {"files_exist": ["b.txt"]},
+                            "simulate": {"attempts": [{"writes": [{"path": "b.txt", "text": "b\n"}]}] * 3}}}
+    for name, front in fronts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
+    return root
+
+
+def events(packet: Path) -> list[dict]:
+    found = []
+    for file in sorted((packet / ".awp" / "events").rglob("*.jsonl")):
+        found += [json.loads(line) for line in file.read_text().splitlines() if line.strip().endswith("}")]
+    return found
+
+
+class Watch:
+    """What the killer looks at: the JSONL events, and (opened on first use) the packet's Dagster instance."""
+
+    def __init__(self, packet: Path) -> None:
+        self.packet = packet
+        self._instance: DagsterInstance | None = None
+
+    def events(self) -> list[dict]:
+        return events(self.packet)
+
+    @property
+    def instance(self) -> DagsterInstance:
+        if self._instance is None:
+            self._instance = open_instance(self.packet)
+        return self._instance
+
+    def close(self) -> None:
+        if self._instance is not None:
+            self._instance.dispose()
+
+
+Seen = Callable[[Watch], bool]
+
+
+def spawn(packet: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`awp run PACKET ARGS --json` in a process group of its own (so a test signals or kills all of it)."""
+    return subprocess.Popen([AWP, "run", str(packet), *args, "--json"], env={**os.environ, **(env or {})},
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+
+
+def wait_for(proc: subprocess.Popen[bytes], seen: Callable[[], bool], timeout_s: float = 120) -> bool:
+    """Poll `seen` until it holds (True) or the process ends first (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if seen():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    raise AssertionError("neither the point nor the end of awp run came")
+
+
+def kill_when(packet: Path, seen: Seen, env: dict[str, str], *args: str) -> str:
+    """Start `awp run`, kill -9 its process group once `seen`; return the packet run's id."""
+    proc = spawn(packet, *args, env=env)
+    watch = Watch(packet)
+    try:
+        reached = wait_for(proc, lambda: seen(watch))
+        assert reached, "awp run ended before the kill point: " + (proc.stderr.read().decode() if proc.stderr
+                                                                   else "")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        watch.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
+    return packet_run
+
+
+def commits_per_prompt(repo: Path) -> dict[str, int]:
+    out = subprocess.run(["git", "-C", str(repo), "log", "--format=%(trailers:key=AWP-Prompt,valueonly)%x00"],
+                         capture_output=True, text=True, check=True).stdout
+    counts: dict[str, int] = {}
+    for value in (v.strip() for v in out.split("\0")):
+        if value:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def dirty(repo: Path) -> bool:
+    return bool(subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True,
+                               text=True, check=True).stdout)
+
+
+def checkpoint_refs(repo: Path) -> list[str]:
+    return subprocess.run(["git", "-C", str(repo), "for-each-ref", "--format=%(refname)", "refs/awp/checkpoints/"],
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
+def ended_cleanly(instance: DagsterInstance) -> None:
+    """No run left unfinished, no concurrency slot held."""
+    assert not [r.run_id for r in instance.get_runs() if r.status in UNFINISHED]
+    storage = instance.event_log_storage
+    held = {key: storage.get_concurrency_info(key).claimed_slots for key in storage.get_concurrency_keys()}
+    assert all(not claimed for claimed in held.values()), held
+
+
+def event(kind: str, attempt: str, **match: object) -> Seen:
+    return lambda w: any(e["type"] == kind and e["attempt"].endswith(attempt)
+                         and all(e.get(k) == v for k, v in match.items()) for e in w.events())
+
+
+def recorded(prompt: str) -> Seen:
+    """The prompt's first Attempt has its record stored (its run's materialization)."""
+    def seen(w: Watch) -> bool:
+        if not event("commit_created", f".{prompt}.a1")(w):
+            return False
+        key = prompt_key(load_packet(w.packet), prompt)
+        return w.instance.get_latest_materialization_event(key) is not None
+    return seen
+
+
+def run_failed(w: Watch) -> bool:
+    """A run of the packet ended failed: its Attempt's record is stored, the runner decides what next."""
+    return bool(w.instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE])))
+
+
+def settled(packet: Path, packet_run: str, prompt: str) -> PromptState:
+    """After the last `awp run`: no run unfinished, no slot held; the prompt's state from stored history."""
+    loaded = load_packet(packet)
+    instance = open_instance(packet)
+    try:
+        ended_cleanly(instance)
+        binding = packet_assets(loaded, load_catalog(None)).binding
+        return prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
+    finally:
+        instance.dispose()

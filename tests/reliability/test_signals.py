@@ -1,0 +1,161 @@
+"""SIGTERM and SIGINT to `awp run` mid-Attempt stop it in order: the agent's process group is killed, the
+Attempt's record is stored (failure class `interrupted`) and its partial work checkpointed before the process
+exits 128 + the signal; its run has ended and its slots are free, with no other command run since. A rerun
+then continues and completes, committing nothing twice. A second signal exits at once.
+
+The agent is a real process (a `command` provider running a shell script in its own session, so only
+`awp run` itself can end it); it counts its executions in a ledger outside the work tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from reliability.crash import (
+    AWP,
+    Seen,
+    Watch,
+    checkpoint_refs,
+    commits_per_prompt,
+    dirty,
+    event,
+    settled,
+    spawn,
+    wait_for,
+    write_packet,
+)
+
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.state import agent_run_records
+from awp_pipelines.packet import load_packet
+from awp_pipelines.providers.process import group_alive
+
+AGENT = """#!/bin/sh
+echo $$ >> {ledger}/pids.txt
+if [ "$(wc -l < {ledger}/pids.txt)" -gt 1 ]; then echo a > a.txt; echo "wrote a.txt"; exit 0; fi
+echo half > half.txt
+echo "wrote half.txt"
+sleep 60
+"""
+
+
+def agent_packet(root: Path, make_git_repo) -> tuple[Path, Path, Path]:
+    """01 runs the shell agent (first execution: half the work, then holds; later ones: the work); 02 is a
+    quick simulated prompt. Returns (packet, providers.yaml, ledger)."""
+    ledger = root / "ledger"
+    ledger.mkdir(parents=True)
+    script = root / "agent.sh"
+    script.write_text(AGENT.format(ledger=ledger))
+    providers = root / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": f"sh {script}"}}}))
+    packet = write_packet(root / "p", make_git_repo, {"provider": "agent", "simulate": None})
+    return packet, providers, ledger
+
+
+def agent_pids(ledger: Path) -> list[int]:
+    return [int(line) for line in (ledger / "pids.txt").read_text().split()]
+
+
+def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,
+                     env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start `awp run`; once the agent wrote half its work, send it the signals, the later ones once `between`
+    is seen; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
+    agent leads a session of its own: only `awp run` can stop it); SIGTERM to its pid, as `kill` does."""
+    proc = spawn(packet, "--providers", str(providers), env=env)
+    watch = Watch(packet)
+    try:
+        assert wait_for(proc, lambda: event("message_streamed", ".01.a1", delta="wrote half.txt\n")(watch))
+        for number, sig in enumerate(signals):
+            if number and between is not None:
+                assert wait_for(proc, lambda: between(watch))
+            (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
+        proc.wait(timeout=60)  # the agent would hold for 60 s or more: the stop does not wait for it
+    finally:
+        watch.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    return proc
+
+
+def rerun_completes(packet: Path, providers: Path, packet_run: str) -> dict[str, int]:
+    rerun = subprocess.run([AWP, "run", str(packet), "--packet-run", packet_run, "--providers", str(providers),
+                            "--json"], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert {o["prompt"]: o["result"] for o in json.loads(rerun.stdout)["prompts"]} == {"01": "completed",
+                                                                                        "02": "completed"}
+    repo = packet / "workspace"
+    assert not dirty(repo)
+    return commits_per_prompt(repo)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
+        sig: signal.Signals, tmp_path: Path, make_git_repo, reliability_row) -> None:
+    started = time.monotonic()
+    packet, providers, ledger = agent_packet(tmp_path, make_git_repo)
+    proc = stop_mid_attempt(packet, providers, [sig])
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
+    assert proc.returncode == 128 + sig, stderr
+    assert f"stopped by {sig.name}" in stderr and f"--packet-run {packet_run}" in stderr
+    [agent] = agent_pids(ledger)
+    assert not group_alive(agent)  # the agent's process group went with the stop
+
+    # As the process left it, before any other command could reap anything: run ended, slots free, the
+    # Attempt recorded as interrupted, its partial work in its checkpoint and out of the tree.
+    first = settled(packet, packet_run, "01")
+    assert [(f.number, f.failure_class) for f in first.facts] == [(1, "interrupted")] and first.started == 1
+    instance = open_instance(packet)
+    try:
+        [record] = agent_run_records(instance, load_packet(packet), packet_run, "01")  # stored, not inferred
+    finally:
+        instance.dispose()
+    assert record.failure is not None and record.failure.failure_class == "interrupted"
+    assert f"stopped by {sig.name}" in record.failure.message and record.wip
+    repo = packet / "workspace"
+    assert not dirty(repo)
+    [ref] = checkpoint_refs(repo)
+    assert subprocess.run(["git", "-C", str(repo), "show", f"{ref}:half.txt"], capture_output=True, text=True,
+                          check=True).stdout == "half\n"
+    assert not (packet / ".awp" / "events" / packet_run / "02").exists()  # nothing after the stop started
+
+    commits = rerun_completes(packet, providers, packet_run)
+    assert commits == {"01": 1, "02": 1}
+    assert len(agent_pids(ledger)) == 2
+    reliability_row(f"{sig.name} mid-Attempt, then rerun", tries=1, survived=1, records_lost=0,
+                    commits_doubled=sum(n - 1 for n in commits.values()), budget_overruns=0,
+                    seconds=time.monotonic() - started,
+                    note=f"exit {proc.returncode}; record stored as interrupted before exit; checkpoint kept")
+
+
+@pytest.mark.slow
+def test_a_second_signal_exits_at_once_and_the_rerun_still_completes(tmp_path: Path, make_git_repo,
+                                                                     reliability_row) -> None:
+    """The orderly stop is held (AWP_FAULT_PAUSE=stopping: as a slow checkpoint of a huge tree would) once it
+    has begun (its `run_failed` event); a second SIGTERM then ends `awp run` at once. What is left is a
+    crash's: the next run reaps it, and the Attempt still counts."""
+    started = time.monotonic()
+    packet, providers, ledger = agent_packet(tmp_path, make_git_repo)
+    proc = stop_mid_attempt(packet, providers, [signal.SIGTERM, signal.SIGTERM], event("run_failed", ".01.a1"),
+                            {"AWP_FAULT_PAUSE": "stopping:60"})
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert proc.returncode == 128 + signal.SIGTERM and "SIGTERM again: exiting now" in stderr, stderr
+    [agent] = agent_pids(ledger)
+    assert not group_alive(agent)
+    [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
+    commits = rerun_completes(packet, providers, packet_run)
+    assert commits == {"01": 1, "02": 1}
+    first = settled(packet, packet_run, "01")
+    assert first.started == 2 and len(first.facts) == 2  # the first Attempt counts, as after a crash
+    assert len(checkpoint_refs(packet / "workspace")) == 1  # its half, saved by the rerun's reaper
+    reliability_row("SIGTERM twice mid-Attempt, then rerun", tries=1, survived=1, records_lost=0,
+                    commits_doubled=sum(n - 1 for n in commits.values()), budget_overruns=0,
+                    seconds=time.monotonic() - started, note="second signal: immediate exit; reaped on rerun")
