@@ -92,6 +92,8 @@ def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
     """Runs the daemon launched that ended less than SLOT_GRACE_S ago: a run worker's step can outlive the
     run's end by a moment, so Dagster's run monitoring waits that long before it frees their slots; so do we.
     An `awp run` run (tagged with its runner) has no such step: its slots go at once."""
+    if not run_ids:
+        return set()
     cutoff = time.time() - SLOT_GRACE_S
     return {record.dagster_run.run_id for record in instance.get_run_records(RunsFilter(run_ids=sorted(run_ids)))
             if RUNNER not in record.dagster_run.tags and (record.end_time or 0) > cutoff}
