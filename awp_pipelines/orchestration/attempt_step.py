@@ -138,6 +138,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         "awp/event": ATTEMPT_STARTED, "awp/attempt": identity.attempt_id, "awp/attempt_number": launch.number,
         "awp/mode": launch.mode, "awp/provider": target.provider, "awp/model": target.model,
         "awp/account": target.account, "awp/effort": target.effort}
+    if account is not None:  # counted as it starts: the next choice, in any process, already sees it
+        AccountStore(context.instance).record_use(account.name)
     context.log_event(AssetObservation(
         asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
         metadata={k: v for k, v in marker.items() if v}))
@@ -225,10 +227,9 @@ def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt:
 
 
 def _account_after(context: AssetExecutionContext, account: AccountResource, record: AttemptRecord) -> None:
-    """Count the use, and rest the account when the provider said it is exhausted (a rate limit with its
-    reset time): the cooldown is stored in the instance, so every process and every later run honours it."""
+    """Rest the account when the provider said it is exhausted (a rate limit with its reset time): the
+    cooldown is stored in the instance, so every process and every later run honours it."""
     store = AccountStore(context.instance)
-    store.record_use(account.name)
     failure = record.provider_failure or record.failure
     if failure is not None:
         rest = store.record_failure(account.name, failure, account.cooldown_s)
