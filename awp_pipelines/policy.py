@@ -12,6 +12,7 @@ auth claim moves to the next account or target of the chain when there is one.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
@@ -221,11 +222,26 @@ def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availabilit
     exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
     process); which of its accounts, the rotation says."""
     used = {(f.provider, f.account) for f in history}
-    last = history[-1].account if history else None
-    for group in chain.groups():
-        ready = [a for a in group.accounts if (group.target.provider, a) not in used and not accounts.resting(a)]
+    return _first_ready(chain, chain.groups(), used, accounts, after=history[-1].account if history else None)
+
+
+def past_unavailable(chain: Chain, target: Target, unavailable: Collection[tuple[str, str | None]],
+                     accounts: Availability = Availability()) -> Pick | None:
+    """Where an Attempt goes when the probe of its `target` failed: the target's other accounts, then the
+    targets after it in the chain, passing over those whose probe failed too (`unavailable`: provider,
+    account) and resting accounts. None when nothing is left."""
+    groups = chain.groups()
+    group = chain.group_of(target)
+    start = groups.index(group) if group is not None else 0
+    return _first_ready(chain, groups[start:], set(unavailable), accounts, after=target.account)
+
+
+def _first_ready(chain: Chain, groups: list[Group], skip: set[tuple[str, str | None]], accounts: Availability,
+                 after: str | None) -> Pick | None:
+    for group in groups:
+        ready = [a for a in group.accounts if (group.target.provider, a) not in skip and not accounts.resting(a)]
         if ready:
-            return _pick(chain, group, ready, accounts, after=last)
+            return _pick(chain, group, ready, accounts, after)
     return None
 
 
