@@ -73,23 +73,34 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-# Every pattern above needs one of these (lower-cased) somewhere in the text. Text without any of them
-# skips the eight regex passes: agent streams are gigabytes of prose, and that scan dominated their cost.
-# Grouped by a character they all contain, so prose without "-" or "_" costs one scan per group.
-_ANCHORS = ("akia", "asia", "bearer", "api", "token", "secret", "passw")
-_DASH_ANCHORS = ("sk-", "xox", "private key")  # xox[abposr]-, -----BEGIN ... PRIVATE KEY
+# Every pattern above needs a literal anchor; text without any skips the eight regex passes (agent streams
+# are gigabytes of prose, and those passes dominated their cost). The anchors, case as the patterns match:
+# `AKIA`/`ASIA` (aws); `-` with `sk-`, `xox` or `-----BEGIN` (keys, slack, private keys); `_` with a GitHub
+# prefix; `bearer` in any case; and `:` or `=` with api/token/secret/passw in any case (an assignment needs
+# one of those signs). The single characters are found by memchr, so prose costs a few fast scans.
+_DASH_ANCHORS = ("sk-", "xox", "-----BEGIN")
 _UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
+# Under IGNORECASE a pattern's `i`, `k` and `s` also match these; lower() maps `K` (Kelvin) and `İ` itself.
+_FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
 def _may_hold_pattern(text: str) -> bool:
-    low = text.lower()
-    groups: list[tuple[str, ...]] = [_ANCHORS]
-    if "-" in low:
-        groups.append(_DASH_ANCHORS)
-    if "_" in low:
-        groups.append(_UNDERSCORE_ANCHORS)
-    for group in groups:
-        for anchor in group:  # plain loops: a generator per string cost more than the scans
+    if "AKIA" in text or "ASIA" in text:
+        return True
+    if "-" in text:
+        for anchor in _DASH_ANCHORS:  # plain loops: a generator per string cost more than the scans
+            if anchor in text:
+                return True
+    if "_" in text:
+        for anchor in _UNDERSCORE_ANCHORS:
+            if anchor in text:
+                return True
+    low = text.lower() if text.isascii() else text.lower().translate(_FOLD)
+    if "bearer" in low:
+        return True
+    if ":" in text or "=" in text:
+        for anchor in _ASSIGNMENT_ANCHORS:
             if anchor in low:
                 return True
     return False

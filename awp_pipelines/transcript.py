@@ -80,7 +80,14 @@ def plain(value: Any) -> str:
 
 
 def one_line(value: Any, limit: int = _SUMMARY_CHARS) -> str:
-    text = " ".join(plain(value).split())
+    raw = plain(value)
+    if len(raw) > 2 * limit:
+        # A long text is cut anyway: collapse only its head. The collapsed head is a prefix of the whole
+        # collapsed text, so when it is already past the limit, the cut is the same.
+        head = " ".join(raw[: 2 * limit].split())
+        if len(head) > limit:
+            return head[: limit - 1] + "…"
+    text = " ".join(raw.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

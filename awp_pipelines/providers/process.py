@@ -120,10 +120,12 @@ class _Lines:
 def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_line: Callable[[str], object],
                   deadline_ms: int, idle_ms: int, stdin_text: str | None = None,
                   on_stderr: Callable[[str], object] | None = None,
+                  on_chunk: Callable[[], object] | None = None,
                   clock: Callable[[], float] = time.monotonic) -> ProcessResult:
     """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline),
-    and `on_stderr` with each stderr line (some CLIs report their silent retries only there). Only stdout
-    counts as activity for the idle deadline."""
+    and `on_stderr` with each stderr line (some CLIs report their silent retries only there); `on_chunk`
+    once the lines of each stdout chunk read are handled. Only stdout counts as activity for the idle
+    deadline."""
     started = clock()
     try:
         proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
@@ -189,6 +191,8 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
                     if line.strip() and on_line(line) == STOP:
                         stop = True
                         break
+                if on_chunk is not None:
+                    on_chunk()
                 last_event = clock()
                 if stop:
                     break

@@ -58,12 +58,13 @@ def test_an_http_probe_fails_on_a_refusal_an_outage_or_no_connection(reply: dict
     assert not answer.ok and said in answer.detail and KEY not in answer.detail
 
 
-def test_an_http_probe_without_the_credential_fails_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_http_probe_without_the_credential_names_the_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWP_PROBE_UNSET_KEY", raising=False)
-    with responses.RequestsMock() as mocked:  # any request would be an error: none is registered
+    with responses.RequestsMock() as mocked:
+        mocked.get(f"{BASE}/models", json={"data": []})  # an open endpoint: the credential check alone fails
         answer = probe(_http("AWP_PROBE_UNSET_KEY"), "router", "router-a")
-        assert len(mocked.calls) == 1  # the GET is still made, and refused, so the answer names both
-    assert not answer.ok and "$AWP_PROBE_UNSET_KEY is not set" in answer.detail
+        assert "Authorization" not in mocked.calls[0].request.headers
+    assert not answer.ok and answer.detail == "$AWP_PROBE_UNSET_KEY is not set"
 
 
 def test_a_cli_probe_fails_when_the_executable_is_missing_and_passes_when_it_answers(
