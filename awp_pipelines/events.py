@@ -49,6 +49,7 @@ EventType = Literal[
     "rate_limit_notice",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+_KNOWN_TYPES = frozenset(EVENT_TYPES)
 RESERVED_KEYS = frozenset({"ts", "type", "attempt", "seq"})
 FILES_STORED = 500  # rows per files_changed event
 
@@ -102,11 +103,10 @@ class EventSink:
     def emit(self, type: EventType, fields: Mapping[str, Any] | None = None, /, **more: Any) -> dict[str, Any]:
         """Write one event (redacted, flushed) and return it as written; fields as a mapping and/or keywords."""
         payload = {**(fields or {}), **more}
-        if type not in EVENT_TYPES:
+        if type not in _KNOWN_TYPES:
             raise ValueError(f"unknown event type {type!r}; known: {', '.join(EVENT_TYPES)}")
-        clash = RESERVED_KEYS & payload.keys()
-        if clash:
-            raise ValueError(f"payload keys {sorted(clash)} are reserved")
+        if not RESERVED_KEYS.isdisjoint(payload):
+            raise ValueError(f"payload keys {sorted(RESERVED_KEYS & payload.keys())} are reserved")
         self._seq += 1
         event = {"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq,
                  **self._redactor.obj(payload)}

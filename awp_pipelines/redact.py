@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -111,7 +111,7 @@ def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     return _redact_text(text, _literals(extra_values))
 
 
-def _redact_text(text: str, literals: list[str]) -> str:
+def _redact_text(text: str, literals: Sequence[str]) -> str:
     for value in literals:
         if value in text:
             text = text.replace(value, REDACTED)
@@ -135,18 +135,21 @@ def _secret_key(key: str) -> bool:
     return _SECRET_KEY.search(key) is not None
 
 
-def _redact_obj(obj: Any, literals: list[str]) -> Any:
-    if isinstance(obj, str):
+def _redact_obj(obj: Any, literals: Sequence[str]) -> Any:
+    kind = type(obj)  # exact types first: an event payload is thousands of these a second
+    if kind is str:
         return _redact_text(obj, literals)
-    if isinstance(obj, Mapping):
+    if kind is dict or isinstance(obj, Mapping):
         return {
             key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
             else _redact_obj(value, literals)
             for key, value in obj.items()
         }
-    if isinstance(obj, list | tuple):
+    if kind is list or kind is tuple or isinstance(obj, list | tuple):
         items = [_redact_obj(item, literals) for item in obj]
         return items if isinstance(obj, list) else tuple(items)
+    if isinstance(obj, str):  # a str subclass
+        return _redact_text(obj, literals)
     return obj
 
 
@@ -196,11 +199,11 @@ class Redactor:
         return Redactor((*self.literals, *values))
 
     def __call__(self, text: str) -> str:
-        return _redact_text(text, list(self.literals))
+        return _redact_text(text, self.literals)
 
     def obj(self, obj: Any) -> Any:
         """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
-        return _redact_obj(obj, list(self.literals))
+        return _redact_obj(obj, self.literals)
 
     def model(self, model: M) -> M:
         """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""
