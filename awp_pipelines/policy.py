@@ -120,9 +120,11 @@ class Chain:
         return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
 
     def group_of(self, target: Target) -> Group | None:
-        """The chain's target that `target` is one account of."""
-        return next((g for g in self.groups() if (g.target.provider, g.target.model, g.target.effort)
-                     == (target.provider, target.model, target.effort) and target.account in g.accounts), None)
+        """The chain's target that `target` is one account of: the same model and effort, else the same
+        provider and account (a record names the provider's default model where the chain names none)."""
+        mine = [g for g in self.groups() if g.target.provider == target.provider and target.account in g.accounts]
+        same = [g for g in mine if (g.target.model, g.target.effort) == (target.model, target.effort)]
+        return next(iter(same or mine), None)
 
 
 def _or_none(accounts: list[str] | None) -> list[str | None]:

@@ -157,3 +157,18 @@ def test_fill_first_sticks_to_the_first_account_until_it_rests() -> None:
     assert _accounts_of_fresh_prompts("fill_first", _resting("a")) == ["b", "b", "b", "b"]
     step = continuation(_rotating("fill_first", _fact(1, "verification_failed", account="a")))
     assert isinstance(step, Launch) and step.target.account == "a"
+
+
+def test_between_attempts_also_turns_the_accounts_of_a_fallback_target_named_without_a_model() -> None:
+    from awp_pipelines.model.execution import TargetSpec
+
+    chain = chain_of("simulated", "m", None, ["a"], [TargetSpec(provider="other", accounts=["x", "y"])],
+                     "between_attempts")
+    # The record names the provider's default model, where the chain names none.
+    on_x = AttemptFact(number=2, mode="fallback", result="verification_failed", provider="other", account="x",
+                       model="other-default")
+    state = PromptState("01", RECOVERY, chain, (), (_fact(1, "provider_failed"), on_x), 2, last_ended=0.0,
+                        last_run="run-2")
+    step = continuation(state)
+    assert isinstance(step, Launch) and (step.mode, step.target.provider, step.target.account) == (
+        "repair", "other", "y")
