@@ -10,6 +10,7 @@ from pydantic import Field
 
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.execution import Effort, TargetSpec
+from awp_pipelines.rotation import Rotation
 from awp_pipelines.validation import validate_doc
 from awp_pipelines.verifiers.pathtext import PathText
 from awp_pipelines.yamlsrc import parse_yaml
@@ -52,7 +53,7 @@ class AccountBinding(StrictModel):
 
 class AliasSpec(StrictModel):
     targets: list[TargetSpec] = Field(min_length=1, description="Ordered chain; the first is the primary.")
-    rotation: Literal["none", "between_attempts", "on_exhaustion", "round_robin", "least_used", "fill_first"] = Field(
+    rotation: Rotation = Field(
         "on_exhaustion", description="How a target's accounts are chosen: fill_first (= on_exhaustion, none) uses "
         "the first until it is exhausted; between_attempts moves on with every Attempt; round_robin takes the one "
         "used longest ago; least_used the one with the fewest Attempts. Cooling accounts are skipped.")

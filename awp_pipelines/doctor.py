@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from awp_pipelines.catalog import Catalog, ProviderSpec
+import requests
+
+from awp_pipelines.catalog import AccountBinding, Catalog, ProviderSpec
 from awp_pipelines.providers.registry import CLI_ADAPTERS
 from awp_pipelines.rotation import Cooldown
 
@@ -61,7 +63,7 @@ def install_fix(name: str, spec: ProviderSpec, executable: str) -> str:
     return INSTALL_HINT.get(spec.kind, f"install {executable}") + f", or set `command` for provider {name}"
 
 
-def check_cli(name: str, spec: ProviderSpec, required: bool) -> Check:
+def check_cli(name: str, spec: ProviderSpec, required: bool, timeout_s: float = VERSION_TIMEOUT_S) -> Check:
     executable = executable_of(spec)
     if not executable:
         return Check(name, "cli", _problem(required), "no command configured",
@@ -71,7 +73,7 @@ def check_cli(name: str, spec: ProviderSpec, required: bool) -> Check:
         return Check(name, "cli", _problem(required), f"{executable} not found on PATH",
                      install_fix(name, spec, executable))
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         return Check(name, "cli", _problem(required), f"{path} --version failed: {err}",
@@ -106,7 +108,26 @@ def check_dir(subject: str, folder: str) -> Check:
     return Check(subject, "config dir", "ok", f"{path} writable")
 
 
-def diagnose(catalog: Catalog, needs: list[Need]) -> list[Check]:
+def check_models(name: str, spec: ProviderSpec, account: AccountBinding | None, timeout_s: float) -> Check:
+    """An OpenAI-compatible endpoint answers a GET of its models list with the credential (bounded in time):
+    reachable, and the key accepted. The key goes in the header only, never into the report."""
+    base = (account.base_url if account else None) or spec.base_url
+    if not base:
+        return Check(name, "endpoint", "blocking", "no base_url", f"set base_url for provider {name}")
+    url = base.rstrip("/") + "/models"
+    variable = account.credential_env if account else spec.credential_env
+    key = os.environ.get(variable) if variable else None
+    try:
+        response = requests.get(url, headers={"Authorization": f"Bearer {key}"} if key else {}, timeout=timeout_s)
+    except requests.RequestException as err:
+        return Check(name, "endpoint", "blocking", f"GET {url}: {type(err).__name__}", "check the endpoint and network")
+    if response.ok:
+        return Check(name, "endpoint", "ok", f"GET {url}: {response.status_code}")
+    return Check(name, "endpoint", "blocking", f"GET {url}: {response.status_code}",
+                 "check the credential" if response.status_code in (401, 403) else "try again later")
+
+
+def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIMEOUT_S) -> list[Check]:
     checks: list[Check] = []
     seen: set[tuple[str, str]] = set()
     for need in needs:
@@ -125,7 +146,7 @@ def diagnose(catalog: Catalog, needs: list[Need]) -> list[Check]:
                                 spec.base_url or "per account" if has_url else "no base_url",
                                 "" if has_url else f"set base_url for provider {need.provider}"))
         else:
-            checks.append(check_cli(need.provider, spec, need.required))
+            checks.append(check_cli(need.provider, spec, need.required, timeout_s))
         accounts = [a for a in need.accounts if a in catalog.accounts]
         if not accounts:
             login = os.environ.get(spec.config_dir_env) if spec.config_dir_env else None

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO, get_args
+from typing import Any, BinaryIO, Literal, get_args
 
+from awp_pipelines import jsonl
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.live import LiveFeed, LiveListener
-from awp_pipelines.redact import redact_obj
+from awp_pipelines.redact import Redactor
 from awp_pipelines.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
 from awp_pipelines.workspace import WorkspaceError, diff_stat
 
@@ -47,6 +49,7 @@ EventType = Literal[
     "rate_limit_notice",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+_KNOWN_TYPES = frozenset(EVENT_TYPES)
 RESERVED_KEYS = frozenset({"ts", "type", "attempt", "seq"})
 FILES_STORED = 500  # rows per files_changed event
 
@@ -79,12 +82,13 @@ class EventSink:
         self.path = Path(path)
         self.attempt = attempt
         self.root = Path(root) if root is not None else None
-        self._secrets = tuple(s for s in secrets if s)
+        self._redactor = Redactor(tuple(s for s in secrets if s))
         self._clock = clock
         self.live = live if isinstance(live, LiveFeed) or live is None else LiveFeed(live)
         self.counters = Counters()
         self._seq = 0
-        self._fh: TextIO | None = None
+        self._fh: BinaryIO | None = None
+        self._flush_each = True  # off inside `batch()`: the stream reader flushes once per chunk it read
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for event in self.iter_events():
             self.counters.count(event)
@@ -92,31 +96,45 @@ class EventSink:
 
     def add_secret(self, value: str) -> None:
         """One more literal never written out (e.g. an agent-control token the agent might echo)."""
-        if value and value not in self._secrets:
-            self._secrets = (*self._secrets, value)
+        if value and value not in self._redactor.literals:
+            self._redactor = self._redactor.with_values([value])
 
     # -- writing -------------------------------------------------------------------------------------
     def emit(self, type: EventType, fields: Mapping[str, Any] | None = None, /, **more: Any) -> dict[str, Any]:
         """Write one event (redacted, flushed) and return it as written; fields as a mapping and/or keywords."""
         payload = {**(fields or {}), **more}
-        if type not in EVENT_TYPES:
+        if type not in _KNOWN_TYPES:
             raise ValueError(f"unknown event type {type!r}; known: {', '.join(EVENT_TYPES)}")
-        clash = RESERVED_KEYS & payload.keys()
-        if clash:
-            raise ValueError(f"payload keys {sorted(clash)} are reserved")
+        if not RESERVED_KEYS.isdisjoint(payload):
+            raise ValueError(f"payload keys {sorted(RESERVED_KEYS & payload.keys())} are reserved")
         self._seq += 1
         event = {"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq,
-                 **redact_obj(payload, self._secrets)}
-        line = json.dumps(event, ensure_ascii=False, default=str, sort_keys=False)
+                 **self._redactor.obj(payload)}
         if self._fh is None or self._fh.closed:
             # Kept open (append mode) between events: reopening per line cost more than the write.
-            self._fh = self.path.open("a", encoding="utf-8")
-        self._fh.write(line + "\n")
-        self._fh.flush()
+            self._fh = self.path.open("ab")
+        self._fh.write(jsonl.dumps_line(event))
+        if self._flush_each:
+            self._fh.flush()
         self.counters.count(event)
         if self.live is not None:
             self.live.add(event)
         return event
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Events written inside reach the file at each `flush()` (and at the end), not one by one: a stream
+        reader flushes after each chunk it read, so a crash loses no more than the chunk it was reading."""
+        self._flush_each = False
+        try:
+            yield
+        finally:
+            self._flush_each = True
+            self.flush()
+
+    def flush(self) -> None:
+        if self._fh is not None and not self._fh.closed:
+            self._fh.flush()
 
     def close(self) -> None:
         """The Attempt ended: the live feed sends what still waits; the file closes (a later event reopens it;
@@ -267,8 +285,8 @@ def iter_events(path: Path | str) -> Iterator[dict[str, Any]]:
     file = Path(path)
     if not file.exists():
         return
-    with file.open(encoding="utf-8") as fh:
-        pending: str | None = None
+    with file.open("rb") as fh:
+        pending: bytes | None = None
         number = 0
         for line in fh:
             if pending is not None:
@@ -283,12 +301,12 @@ def iter_events(path: Path | str) -> Iterator[dict[str, Any]]:
                 yield event
 
 
-def _parse_line(line: str, number: int, file: Path, last: bool) -> dict[str, Any] | None:
+def _parse_line(line: bytes, number: int, file: Path, last: bool) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
+        event = jsonl.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         if last:
             return None
         raise ValueError(f"{file}:{number}: not a JSON event line") from None

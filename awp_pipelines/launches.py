@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 
 from awp_pipelines.budget import Budget, total
 from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide, first_target
+from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide, first_target, next_in_turn
+from awp_pipelines.rotation import Availability
 from awp_pipelines.tags import Mode, RunIntent, agent_run_id, attempt_id
 
 PRIMARY_REASON = "primary target of the plan"
@@ -36,7 +37,7 @@ class PromptState:
     last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
     budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
     max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
-    resting: frozenset[str] = frozenset()  # accounts under a stored cooldown right now
+    accounts: Availability = Availability()  # the chain's accounts' stored cooldowns and usage right now
 
     @property
     def completed(self) -> bool:
@@ -51,7 +52,7 @@ class PromptState:
         # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
         rng = random.Random(f"{self.prompt}.{self.started}")
         return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations,
-                      self.resting)
+                      self.accounts)
 
     def spending(self) -> Budget:
         return replace(self.budget, agent_run_spent=total(f.spend for f in self.facts))
@@ -95,10 +96,9 @@ class Outlook:
 
 
 def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
-    primary = first_target(state.chain, state.resting)
-    if primary.account and primary != state.chain.candidates()[0]:
-        reason += f"; {state.chain.candidates()[0].account} is resting after a limit"
-    return Launch(state.prompt, state.started + 1, state.first_mode, reason, primary)
+    pick = first_target(state.chain, state.accounts)
+    return Launch(state.prompt, state.started + 1, state.first_mode, reason + (f"; {pick.why}" if pick.why else ""),
+                  pick.target)
 
 
 def continuation(state: PromptState) -> Launch | Verdict:
@@ -107,19 +107,28 @@ def continuation(state: PromptState) -> Launch | Verdict:
     if verdict.terminal or verdict.action == "complete":
         return verdict
     last = state.facts[-1]
-    target = verdict.target or Target(last.provider, last.model or None, last.account, last.effort)
+    reason = verdict.reason
+    target = verdict.target
+    if target is None:  # on the same target: the account may move on (between_attempts)
+        pick = next_in_turn(state.chain, Target(last.provider, last.model or None, last.account, last.effort),
+                            state.accounts)
+        target, reason = pick.target, reason + (f"; {pick.why}" if pick.why else "")
     mode: Mode = verdict.action if verdict.action in ("retry", "fallback", "repair", "iterate") else "retry"
     due = (state.last_ended or 0.0) + verdict.delay_ms / 1000
-    return Launch(state.prompt, state.started + 1, mode, verdict.reason, target, state.last_run, due)
+    return Launch(state.prompt, state.started + 1, mode, reason, target, state.last_run, due)
 
 
 def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
-    """Every AgentRun of the packet run that can go on, and when."""
+    """Every AgentRun of the packet run that can go on, and when. Launches decided together count each
+    other's use of an account, so a rotation spreads them as it would spread them one by one."""
     by_prompt = {s.prompt: s for s in states}
     outlook = Outlook()
+    chosen: list[str | None] = []  # the accounts of the launches due so far
     for state in states:
         if state.busy:
             continue
+        for account in chosen:
+            state = replace(state, accounts=state.accounts.after_use(account))
         if not state.facts:
             upstream = [by_prompt[d] for d in state.deps if d in by_prompt]
             over = state.spending().exhausted()
@@ -128,6 +137,7 @@ def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
             elif all(u.completed for u in upstream):
                 outlook.due.append(first_launch(state, PRIMARY_REASON if not upstream else
                                                 f"upstream {', '.join(u.prompt for u in upstream)} completed"))
+                chosen.append(outlook.due[-1].target.account)
             continue
         step = continuation(state)
         if isinstance(step, Verdict):
@@ -135,6 +145,8 @@ def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
                 outlook.ended[state.prompt], outlook.ended_status[state.prompt] = step.reason, step.status
             continue
         (outlook.due if step.due_at <= now else outlook.waiting).append(step)
+        if step.due_at <= now:
+            chosen.append(step.target.account)
     return outlook
 
 

@@ -22,6 +22,7 @@ from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.execution import ExecutionSettings, TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.rotation import Rotation
 from awp_pipelines.selection import Selection
 from awp_pipelines.verifiers.items import contract_items
 
@@ -74,6 +75,10 @@ class PromptPlan(BaseModel):
     effort: str | None
     accounts: list[str]
     fallback: list[TargetSpec]
+    rotation: Rotation = Field("fill_first", description="How the account of a target with several is picked "
+                               "(the model alias's `rotation`).")
+    probe: bool = Field(False, description="The primary target is checked for availability just before it is "
+                        "chosen (the alias's `probe: true`).")
     permission_mode: str | None
     allowed_tools: list[str] = Field(default_factory=list, description="Tools the agent may use.")
     max_turns: int | None = None
@@ -173,6 +178,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     alias = catalog.aliases.get(model)
     accounts: list[str] = list(values.get("accounts") or [])
     effort = values.get("reasoning_effort")
+    rotation: Rotation = "fill_first"
+    probe = False
     if alias:
         alias_key = model
         primary, *rest = alias.targets
@@ -186,6 +193,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
             accounts = list(primary.accounts)
             sources["accounts"] = f"alias {alias_key}"
         fallback.extend(rest)
+        rotation, probe = alias.rotation, primary.probe
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:
         explicit = values.get("provider")
@@ -221,7 +229,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
         agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
-        accounts=accounts, fallback=fallback, permission_mode=values.get("permission_mode"),
+        accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
+        permission_mode=values.get("permission_mode"),
         allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
         sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
                  if k in sources},

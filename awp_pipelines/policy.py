@@ -12,13 +12,15 @@ auth claim moves to the next account or target of the chain when there is one.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+from typing import Literal, NamedTuple
 
 from awp_pipelines.budget import Budget, Spend
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
 from awp_pipelines.model.execution import TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
+from awp_pipelines.rotation import Availability, Rotation, choose_account
 from awp_pipelines.tags import Relaunch
 
 # What the AgentRun does next: end it, or launch an Attempt in one of the relaunching modes (tags.Relaunch).
@@ -91,18 +93,40 @@ class Verdict:
         return self.action in ("complete", "fail", "blocked")
 
 
+class Group(NamedTuple):
+    """One target of a chain (its account unset) with the accounts it may use, in order."""
+
+    target: Target
+    accounts: tuple[str | None, ...]  # (None,): a target without accounts, tried once with none
+    probe: bool = False  # checked for availability just before it is chosen
+
+
 @dataclass(frozen=True)
 class Chain:
-    """The primary target's accounts, then the fallback targets, in order."""
+    """The primary target's accounts, then the fallback targets, in order; `rotation` picks the account
+    of a target with several (rotation.py), `primary_probe` marks the primary `probe: true`."""
 
     primary: Target
     accounts: tuple[str, ...] = ()
     fallback: tuple[TargetSpec, ...] = field(default_factory=tuple)
+    rotation: Rotation = "fill_first"
+    primary_probe: bool = False
+
+    def groups(self) -> list[Group]:
+        first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe)
+        rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe)
+                for t in self.fallback]
+        return [first, *rest]
 
     def candidates(self) -> list[Target]:
-        first = [Target(self.primary.provider, self.primary.model, a, self.primary.effort) for a in self.accounts]
-        rest = [Target(t.provider, t.model, a, t.effort) for t in self.fallback for a in _or_none(t.accounts)]
-        return (first or [self.primary]) + rest
+        return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
+
+    def group_of(self, target: Target) -> Group | None:
+        """The chain's target that `target` is one account of: the same model and effort, else the same
+        provider and account (a record names the provider's default model where the chain names none)."""
+        mine = [g for g in self.groups() if g.target.provider == target.provider and target.account in g.accounts]
+        same = [g for g in mine if (g.target.model, g.target.effort) == (target.model, target.effort)]
+        return next(iter(same or mine), None)
 
 
 def _or_none(accounts: list[str] | None) -> list[str | None]:
@@ -110,16 +134,24 @@ def _or_none(accounts: list[str] | None) -> list[str | None]:
     return list(accounts) if accounts else [None]
 
 
+class Pick(NamedTuple):
+    """A target chosen for an Attempt, and why that account (empty when there was no choice)."""
+
+    target: Target
+    why: str = ""
+
+
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
            rng: random.Random | None = None, budget: Budget | None = None,
-           max_iterations: int | None = None, resting: frozenset[str] = frozenset()) -> Verdict:
+           max_iterations: int | None = None, accounts: Availability = Availability()) -> Verdict:
     """What the AgentRun does next. A spend cap that has been reached refuses any further Attempt;
-    `max_iterations` is set when the agent steers its iterations (agent_control)."""
+    `max_iterations` is set when the agent steers its iterations (agent_control); `accounts` is what the
+    store says of the accounts' cooldowns and usage now."""
     last = history[-1] if history else None
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:
-        verdict = _recovery(history, recovery, chain, rng, resting)
+        verdict = _recovery(history, recovery, chain, rng, accounts)
     over = budget.exhausted() if budget is not None and not verdict.terminal else None
     if over is not None:
         return Verdict("fail", over, status="budget_exhausted")
@@ -127,7 +159,7 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
 
 
 def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
-              rng: random.Random | None, resting: frozenset[str] = frozenset()) -> Verdict:
+              rng: random.Random | None, accounts: Availability) -> Verdict:
     if not history:
         return Verdict("retry", "no attempt recorded yet", status="queued")
     last = history[-1]
@@ -151,10 +183,11 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)
         if cls in FALLBACK_WORTHY_CLASSES:
-            nxt = _next_target(history, chain, resting)
-            if nxt is not None:
+            pick = _next_target(history, chain, accounts)
+            if pick is not None:
+                nxt = pick.target
                 where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
-                return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}",
+                return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}" + _why(pick),
                                status="retry_scheduled", target=nxt)
         if used <= budget:
             return Verdict("retry", f"{cls}: retry {used}/{budget}", status="retry_scheduled",
@@ -188,21 +221,80 @@ def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
     return getattr(attempts, cls) if cls in type(attempts).model_fields else recovery.retry.max_attempts
 
 
-def _next_target(history: list[AttemptFact], chain: Chain, resting: frozenset[str] = frozenset()) -> Target | None:
-    """The first candidate after the last one used; a target once exhausted is not tried again, and an
-    account resting after a limit (a stored cooldown, shared by every process) is passed over."""
+def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availability) -> Pick | None:
+    """The first target of the chain with an account not used yet in this AgentRun (a target once
+    exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
+    process); which of its accounts, the rotation says."""
     used = {(f.provider, f.account) for f in history}
-    for candidate in chain.candidates():
-        if (candidate.provider, candidate.account) not in used and candidate.account not in resting:
-            return candidate
+    return _first_ready(chain, chain.groups(), used, accounts, after=history[-1].account if history else None)
+
+
+def past_unavailable(chain: Chain, target: Target, unavailable: Collection[tuple[str, str | None]],
+                     accounts: Availability = Availability()) -> Pick | None:
+    """Where an Attempt goes when the probe of its `target` failed: the target's other accounts, then the
+    targets after it in the chain, passing over those whose probe failed too (`unavailable`: provider,
+    account) and resting accounts. None when nothing is left."""
+    groups = chain.groups()
+    group = chain.group_of(target)
+    start = groups.index(group) if group is not None else 0
+    return _first_ready(chain, groups[start:], set(unavailable), accounts, after=target.account)
+
+
+def _first_ready(chain: Chain, groups: list[Group], skip: set[tuple[str, str | None]], accounts: Availability,
+                 after: str | None) -> Pick | None:
+    for group in groups:
+        ready = [a for a in group.accounts if (group.target.provider, a) not in skip and not accounts.resting(a)]
+        if ready:
+            return _pick(chain, group, ready, accounts, after)
     return None
 
 
-def first_target(chain: Chain, resting: frozenset[str] = frozenset()) -> Target:
-    """Where a new AgentRun starts: the first candidate whose account is not resting (the first one when
-    all are: the provider will say when it is back)."""
-    candidates = chain.candidates()
-    return next((c for c in candidates if c.account not in resting), candidates[0])
+def first_target(chain: Chain, accounts: Availability = Availability()) -> Pick:
+    """Where a new AgentRun starts: the first target with an account not resting, the account picked by the
+    rotation (the first candidate when every account rests: the provider will say when it is back)."""
+    resting: list[str] = []
+    for group in chain.groups():
+        ready = [a for a in group.accounts if not accounts.resting(a)]
+        resting += [a for a in group.accounts if a is not None and a not in ready]
+        if ready:
+            pick = _pick(chain, group, ready, accounts, after=None)
+            if resting:
+                rest = f"{', '.join(resting)} {'is' if len(resting) == 1 else 'are'} resting after a limit"
+                return Pick(pick.target, "; ".join(w for w in (pick.why, rest) if w))
+            return pick
+    return Pick(chain.candidates()[0])
+
+
+def next_in_turn(chain: Chain, last: Target, accounts: Availability = Availability()) -> Pick:
+    """The target of an AgentRun's next Attempt on the same target (a retry, repair or iteration): under
+    `between_attempts` the next of its accounts in turn (passing over resting ones), else the same account:
+    the other rotations pick where an AgentRun starts and where it falls back, not between its Attempts."""
+    group = chain.group_of(last)
+    if chain.rotation != "between_attempts" or group is None or len(group.accounts) < 2:
+        return Pick(last)
+    ready = [a for a in group.accounts if not accounts.resting(a)] or [last.account]
+    return _pick(chain, group, ready, accounts, after=last.account)
+
+
+def _pick(chain: Chain, group: Group, ready: list[str | None], accounts: Availability, after: str | None) -> Pick:
+    """Which of a target's `ready` accounts (in the chain's order) the rotation gives; `after`: the account
+    of the AgentRun's last Attempt, from which `between_attempts` moves on."""
+    if ready == [None] or len(group.accounts) < 2:
+        return Pick(replace(group.target, account=ready[0]))
+    names = [a for a in ready if a is not None]
+    if chain.rotation == "between_attempts":
+        order = list(group.accounts)
+        start = order.index(after) + 1 if after in order else 0
+        account = next(a for a in order[start:] + order[:start] if a in names)
+        return Pick(replace(group.target, account=account),
+                    f"between_attempts: {account} follows {after}" if after in order else "")
+    choice = choose_account(names, chain.rotation, now_ms=accounts.now_ms, usage=accounts.usage)
+    why = choice.reason if chain.rotation in ("round_robin", "least_used") else ""
+    return Pick(replace(group.target, account=choice.account), why)
+
+
+def _why(pick: Pick) -> str:
+    return f"; {pick.why}" if pick.why else ""
 
 
 def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int | None,
@@ -216,5 +308,5 @@ def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int |
 
 
 def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],
-             fallback: list[TargetSpec]) -> Chain:
-    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback))
+             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False) -> Chain:
+    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe)

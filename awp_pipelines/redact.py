@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -73,23 +73,34 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-# Every pattern above needs one of these (lower-cased) somewhere in the text. Text without any of them
-# skips the eight regex passes: agent streams are gigabytes of prose, and that scan dominated their cost.
-# Grouped by a character they all contain, so prose without "-" or "_" costs one scan per group.
-_ANCHORS = ("akia", "asia", "bearer", "api", "token", "secret", "passw")
-_DASH_ANCHORS = ("sk-", "xox", "private key")  # xox[abposr]-, -----BEGIN ... PRIVATE KEY
+# Every pattern above needs a literal anchor; text without any skips the eight regex passes (agent streams
+# are gigabytes of prose, and those passes dominated their cost). The anchors, case as the patterns match:
+# `AKIA`/`ASIA` (aws); `-` with `sk-`, `xox` or `-----BEGIN` (keys, slack, private keys); `_` with a GitHub
+# prefix; `bearer` in any case; and `:` or `=` with api/token/secret/passw in any case (an assignment needs
+# one of those signs). The single characters are found by memchr, so prose costs a few fast scans.
+_DASH_ANCHORS = ("sk-", "xox", "-----BEGIN")
 _UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
+# Under IGNORECASE a pattern's `i`, `k` and `s` also match these; lower() maps `K` (Kelvin) and `İ` itself.
+_FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
 def _may_hold_pattern(text: str) -> bool:
-    low = text.lower()
-    groups: list[tuple[str, ...]] = [_ANCHORS]
-    if "-" in low:
-        groups.append(_DASH_ANCHORS)
-    if "_" in low:
-        groups.append(_UNDERSCORE_ANCHORS)
-    for group in groups:
-        for anchor in group:  # plain loops: a generator per string cost more than the scans
+    if "AKIA" in text or "ASIA" in text:
+        return True
+    if "-" in text:
+        for anchor in _DASH_ANCHORS:  # plain loops: a generator per string cost more than the scans
+            if anchor in text:
+                return True
+    if "_" in text:
+        for anchor in _UNDERSCORE_ANCHORS:
+            if anchor in text:
+                return True
+    low = text.lower() if text.isascii() else text.lower().translate(_FOLD)
+    if "bearer" in low:
+        return True
+    if ":" in text or "=" in text:
+        for anchor in _ASSIGNMENT_ANCHORS:
             if anchor in low:
                 return True
     return False
@@ -100,7 +111,7 @@ def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     return _redact_text(text, _literals(extra_values))
 
 
-def _redact_text(text: str, literals: list[str]) -> str:
+def _redact_text(text: str, literals: Sequence[str]) -> str:
     for value in literals:
         if value in text:
             text = text.replace(value, REDACTED)
@@ -124,18 +135,21 @@ def _secret_key(key: str) -> bool:
     return _SECRET_KEY.search(key) is not None
 
 
-def _redact_obj(obj: Any, literals: list[str]) -> Any:
-    if isinstance(obj, str):
+def _redact_obj(obj: Any, literals: Sequence[str]) -> Any:
+    kind = type(obj)  # exact types first: an event payload is thousands of these a second
+    if kind is str:
         return _redact_text(obj, literals)
-    if isinstance(obj, Mapping):
+    if kind is dict or isinstance(obj, Mapping):
         return {
             key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
             else _redact_obj(value, literals)
             for key, value in obj.items()
         }
-    if isinstance(obj, list | tuple):
+    if kind is list or kind is tuple or isinstance(obj, list | tuple):
         items = [_redact_obj(item, literals) for item in obj]
         return items if isinstance(obj, list) else tuple(items)
+    if isinstance(obj, str):  # a str subclass
+        return _redact_text(obj, literals)
     return obj
 
 
@@ -185,11 +199,11 @@ class Redactor:
         return Redactor((*self.literals, *values))
 
     def __call__(self, text: str) -> str:
-        return _redact_text(text, list(self.literals))
+        return _redact_text(text, self.literals)
 
     def obj(self, obj: Any) -> Any:
         """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
-        return _redact_obj(obj, list(self.literals))
+        return _redact_obj(obj, self.literals)
 
     def model(self, model: M) -> M:
         """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""

@@ -11,7 +11,7 @@ than to fail (LiteLLM #3646).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from pydantic import Field
@@ -43,6 +43,29 @@ class AccountUsage(StrictModel):
     account: str
     attempts: int = Field(0, ge=0)
     last_used_ms: int = Field(0, ge=0)
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What the instance's store says about accounts at one moment (`now_ms`): their cooldowns and usage
+    counts. The Dagster layer reads it; the decision takes it as a value."""
+
+    now_ms: int = 0
+    cooldowns: Mapping[str, Cooldown] = field(default_factory=dict)
+    usage: Mapping[str, AccountUsage] = field(default_factory=dict)
+
+    def resting(self, account: str | None) -> bool:
+        cooldown = self.cooldowns.get(account) if account else None
+        return cooldown is not None and cooldown.remaining_ms(self.now_ms) > 0
+
+    def after_use(self, account: str | None) -> Availability:
+        """As the store will say once `account` has started an Attempt now: for launches decided together."""
+        if account is None:
+            return self
+        old = self.usage.get(account) or AccountUsage(account=account)
+        latest = max([self.now_ms, *(u.last_used_ms + 1 for u in self.usage.values())])  # the newest use
+        new = AccountUsage(account=account, attempts=old.attempts + 1, last_used_ms=latest)
+        return replace(self, usage={**self.usage, account: new})
 
 
 @dataclass(frozen=True)

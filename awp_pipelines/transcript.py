@@ -77,7 +77,14 @@ def plain(value: Any) -> str:
 
 
 def one_line(value: Any, limit: int = _SUMMARY_CHARS) -> str:
-    text = " ".join(plain(value).split())
+    raw = plain(value)
+    if len(raw) > 2 * limit:
+        # A long text is cut anyway: collapse only its head. The collapsed head is a prefix of the whole
+        # collapsed text, so when it is already past the limit, the cut is the same.
+        head = " ".join(raw[: 2 * limit].split())
+        if len(head) > limit:
+            return head[: limit - 1] + "…"
+    text = " ".join(raw.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -133,9 +140,12 @@ def files_summary(event: Mapping[str, Any]) -> tuple[str, list[str]]:
     return head, lines
 
 
+def _tool_name(event: Mapping[str, Any]) -> str:
+    return f"`{one_line(event.get('name'), 80) or 'tool'}`"
+
+
 def _render_event(event: Mapping[str, Any]) -> str | None:
     kind = event.get("type")
-    name = f"`{one_line(event.get('name'), 80) or 'tool'}`"
     if kind == "prompt_sent":
         return prompt_block(str(event.get("text") or ""))
     if kind == "message_received":
@@ -149,12 +159,12 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         return "- rate limit" + (f" ({', '.join(info)})" if info else "")
     if kind == "tool_call_started":
         detail = one_line(event.get("input"))
-        return f"- tool {name}" + (f": {detail}" if detail else "")
+        return f"- tool {_tool_name(event)}" + (f": {detail}" if detail else "")
     if kind == "tool_call_completed":
         detail = one_line(event.get("output"))
-        return f"- tool {name} done" + (f": {detail}" if detail else "")
+        return f"- tool {_tool_name(event)} done" + (f": {detail}" if detail else "")
     if kind == "tool_call_failed":
-        return f"- tool {name} failed:\n{_quote(plain(event.get('error')), indent='  ')}"
+        return f"- tool {_tool_name(event)} failed:\n{_quote(plain(event.get('error')), indent='  ')}"
     if kind == "file_written":
         repo = event.get("repo")
         return f"- wrote `{(repo + ':') if repo else ''}{event.get('path')}`"

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+import sys
 
-from awp_pipelines.redact import REDACTED, find_secrets, redact, redact_obj
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from awp_pipelines.redact import (
+    REDACTED,
+    SECRET_PATTERNS,
+    _may_hold_pattern,
+    _replace,
+    find_secrets,
+    redact,
+    redact_obj,
+)
 
 # Built at runtime so this file itself holds no secret-shaped literal a scanner would flag.
 ANTHROPIC = "sk-ant-" + "api03-" + "A1b2C3d4E5f6G7h8I9j0"
@@ -95,3 +108,44 @@ def test_find_secrets_reports_line_and_kind_but_never_the_value() -> None:
 
 def test_find_secrets_on_clean_text_is_empty() -> None:
     assert find_secrets("max_tokens: 10\ntoken: ${GH_TOKEN}\n") == []
+
+
+# The prefilter (`_may_hold_pattern`) only decides whether the regex passes run: with it, redaction must be
+# exactly what every pattern applied to every text gives.
+_PIECES = ["sk-", "sk-ant-", "AKIA", "ASIA", "xoxb-", "ghp_", "github_pat_", "-----BEGIN ", "RSA ", "PRIVATE KEY",
+           "-----", "bearer ", "Bearer\t", "BEARER ", "api", "API", "_key", "-key", "token", "TOKEN", "secret",
+           "Secret", "password", "passwd", "access_", ":", "=", " = ", '"', "'", " ", "\n", "x", "Q", "0123456789",
+           "ABCDEFGHIJKLMNOP", "abcdefghijklmnopqrstuvwx", "ı", "ſ", "\u212a", "İ", "é", "${", "<", "[REDACTED]"]
+
+
+def _reference(text: str) -> str:
+    for pattern in SECRET_PATTERNS.values():
+        text = _replace(pattern, text)
+    return text
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+def test_the_prefilter_never_skips_a_text_a_pattern_would_change(text: str) -> None:
+    assert redact(text) == _reference(text)
+    if any(pattern.search(text) for pattern in SECRET_PATTERNS.values()):
+        assert _may_hold_pattern(text)
+
+
+def test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor() -> None:
+    """`(?i)` lets an anchor's `i`, `k` or `s` match a non-ASCII letter (ı, İ, ſ, the Kelvin sign): an
+    assignment or bearer token spelled with one must still reach the regex passes."""
+    samples = ["api_key= abcdefghijkl", "token: abcdefghijkl", "secret= abcdefghijkl", "password= abcdefghijkl",
+               "bearer abcdefghijkl"]
+    folded = 0
+    for letter in sorted(set("".join(samples[i].split()[0] for i in range(len(samples))))):
+        matcher = re.compile(f"(?i){re.escape(letter)}")
+        others = [chr(c) for c in range(128, sys.maxunicode + 1) if matcher.fullmatch(chr(c))]
+        for char in others:
+            for sample in samples:
+                key, value = sample.split(" ", 1)
+                text = key.replace(letter, char) + " " + value
+                if _reference(text) != text:
+                    folded += 1
+                    assert _may_hold_pattern(text) and redact(text) == _reference(text), (sample, hex(ord(char)))
+    assert folded >= 4  # the four letters the re module folds onto i, k and s were tried

@@ -200,7 +200,9 @@ def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file:
             adapter_for(spec)
         except PacketError as err:
             raise PacketError(file, f"prompt {p.id}: {err.message}", key="provider", hint=err.hint) from None
-        executable = executable_of(spec) if executables and spec.kind in CLI_ADAPTERS else None
+        # A `probe: true` primary with a fallback is checked when chosen, and passed over if it is missing.
+        probed = p.probe and bool(p.fallback)
+        executable = executable_of(spec) if executables and spec.kind in CLI_ADAPTERS and not probed else None
         if executable and shutil.which(executable) is None:
             # A missing agent CLI would fail every Attempt as launch_failed: say so before any run starts.
             raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "

@@ -17,7 +17,15 @@ from pydantic import BaseModel, ValidationError
 
 from awp_pipelines import tags
 from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.rotation import AccountUsage, Choice, Cooldown, Rotation, choose_account, cooldown_for
+from awp_pipelines.rotation import (
+    AccountUsage,
+    Availability,
+    Choice,
+    Cooldown,
+    Rotation,
+    choose_account,
+    cooldown_for,
+)
 
 _COOLDOWN = tags.COOLDOWN_KEY
 _USAGE = tags.USAGE_KEY
@@ -39,6 +47,12 @@ class AccountStore:
 
     def usage(self, accounts: Iterable[str]) -> dict[str, AccountUsage]:
         return {u.account: u for u in self._read(_USAGE, accounts, AccountUsage)}
+
+    def availability(self, accounts: Iterable[str], at_ms: int | None = None) -> Availability:
+        """What the rotation decides from: the accounts' cooldowns and usage, as of `at_ms` (default now)."""
+        wanted = sorted(accounts)
+        at = now_ms() if at_ms is None else at_ms
+        return Availability(at, self.cooldowns(wanted), self.usage(wanted)) if wanted else Availability(at)
 
     def set_cooldown(self, cooldown: Cooldown) -> None:
         self._storage.set_cursor_values({_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
@@ -63,8 +77,8 @@ class AccountStore:
 
     def choose(self, accounts: list[str], rotation: Rotation, attempt_number: int = 1,
                at_ms: int | None = None) -> Choice:
-        return choose_account(accounts, rotation, now_ms=now_ms() if at_ms is None else at_ms,
-                              cooldowns=self.cooldowns(accounts), usage=self.usage(accounts),
+        facts = self.availability(accounts, at_ms)
+        return choose_account(accounts, rotation, now_ms=facts.now_ms, cooldowns=facts.cooldowns, usage=facts.usage,
                               attempt_number=attempt_number)
 
     def _read(self, prefix: str, accounts: Iterable[str], model: type[M]) -> list[M]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import time
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
@@ -27,6 +28,7 @@ from awp_pipelines.attempts import (
     fault_pause,
     repair_instructions,
 )
+from awp_pipelines.catalog import Catalog
 from awp_pipelines.events import EventSink
 from awp_pipelines.ids import check_id
 from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
@@ -54,7 +56,8 @@ from awp_pipelines.orchestration.resources import (
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import Prompt
 from awp_pipelines.plan import PromptPlan
-from awp_pipelines.policy import Target
+from awp_pipelines.policy import Chain, Target, past_unavailable
+from awp_pipelines.probe import probe
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
@@ -136,6 +139,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     packet_run = packet_run_of(context, binding)
     _warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
+    launch = _probed(context, binding.chains[prompt.id], launch, state)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
@@ -155,6 +159,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     if stop is not None and stop.signum is not None:  # asked to stop before the Attempt started: none did
         raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}): Attempt "
                       f"{identity.attempt_id} was not started", allow_retries=False)
+    if account is not None:  # counted as it starts: the next choice, in any process, already sees it
+        AccountStore(context.instance).record_use(account.name)
     context.log_event(AssetObservation(
         asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
         metadata={k: v for k, v in marker.items() if v}))
@@ -194,6 +200,33 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     return record, sink.transcript_markdown(), earlier
+
+
+def _probed(context: AssetExecutionContext, chain: Chain, launch: Launch, state: PromptState) -> Launch:
+    """A `probe: true` target is checked just before its Attempt starts on it (probe.py: doctor's checks,
+    and the models endpoint of an HTTP provider). When it is not available the Attempt goes to the next
+    target the decision gives (`past_unavailable`); each probe's answer goes into the Attempt's reason."""
+    unavailable: set[tuple[str, str | None]] = set()
+    notes: list[str] = []
+    while (group := chain.group_of(launch.target)) is not None and group.probe:
+        provider, account = _resources_for(context, launch.target)
+        catalog = Catalog(providers={provider.name: provider.spec()},
+                          accounts={account.name: account.spec()} if account else {})
+        answer = probe(catalog, provider.name, account.name if account else None)
+        where = launch.target.provider + (f" ({launch.target.account})" if launch.target.account else "")
+        if answer.ok:
+            notes.append(f"probe of {where}: available ({answer.detail})")
+            break
+        unavailable.add((launch.target.provider, launch.target.account))
+        notes.append(f"probe of {where}: unavailable ({answer.detail})")
+        nxt = past_unavailable(chain, launch.target, unavailable, state.accounts)
+        if nxt is None:
+            notes.append("no other target left: trying it anyway")
+            break
+        launch = replace(launch, target=nxt.target)
+    for note in notes:
+        context.log.info(f"Attempt {launch.number} of {launch.prompt}: {note}")
+    return replace(launch, reason="; ".join([launch.reason, *notes])) if notes else launch
 
 
 def _checkpoints_to_restore(plan: PromptPlan, agent_run: str, last: AttemptRecord | None) -> dict[str, str]:
@@ -243,10 +276,9 @@ def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt:
 
 
 def _account_after(context: AssetExecutionContext, account: AccountResource, record: AttemptRecord) -> None:
-    """Count the use, and rest the account when the provider said it is exhausted (a rate limit with its
-    reset time): the cooldown is stored in the instance, so every process and every later run honours it."""
+    """Rest the account when the provider said it is exhausted (a rate limit with its reset time): the
+    cooldown is stored in the instance, so every process and every later run honours it."""
     store = AccountStore(context.instance)
-    store.record_use(account.name)
     failure = record.provider_failure or record.failure
     if failure is not None:
         rest = store.record_failure(account.name, failure, account.cooldown_s)

@@ -35,5 +35,5 @@ class PacketBinding:
         plan = build_plan(packet, context or PlanContext(catalog=catalog), Selection())
         plans = {p.id: p for p in plan.prompts}
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
-                                p.fallback) for pid, p in plans.items()}
+                                p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
         return cls(packet, plans, chains, dict(keys), catalog)

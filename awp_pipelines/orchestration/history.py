@@ -23,10 +23,11 @@ from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.budget import Budget, Spend, total
 from awp_pipelines.launches import PromptState
-from awp_pipelines.orchestration.account_store import AccountStore, now_ms
+from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.packet import Packet
 from awp_pipelines.policy import AttemptFact, Target, adopted_fact, interrupted_fact
+from awp_pipelines.rotation import Availability
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.tags import agent_run_id, attempt_id
 from awp_pipelines.workspace import commit_of_attempt
@@ -84,8 +85,8 @@ class PacketRunHistory:
     runs: list[DagsterRun]
     agent_runs: dict[str, AgentRunHistory]  # prompt id → its AgentRun in this packet run
     ended_at: dict[str, float]  # run id → end time (epoch seconds)
-    # accounts → those resting under a stored cooldown now (read from the instance, shared by every process)
-    resting_of: Callable[[Iterable[str]], frozenset[str]] = lambda accounts: frozenset()
+    # accounts → their stored cooldowns and usage now (read from the instance, shared by every process)
+    accounts_of: Callable[[Iterable[str]], Availability] = lambda accounts: Availability()
 
     def finished_runs(self) -> set[str]:
         return {r.run_id for r in self.runs if r.status in FINISHED}
@@ -134,7 +135,7 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
-    return PacketRunHistory(packet_run, runs, agent_runs, ended, lambda accounts: resting_accounts(instance, accounts))
+    return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability)
 
 
 AttemptEvent = tuple[str, AssetKey, dict[str, object]]  # run id, asset key, metadata as plain values
@@ -216,7 +217,7 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
         last = agent_run.last_record
         started_runs = [run for run, _, _ in agent_run.started.values()]
         last_run = last.identity.dagster_run if last else (started_runs[-1] if started_runs else None)
-        resting = history.resting_of({c.account for c in binding.chains[pid].candidates() if c.account})
+        accounts = history.accounts_of({c.account for c in binding.chains[pid].candidates() if c.account})
         states.append(PromptState(
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=binding.chains[pid],
             deps=tuple(packet.dependencies(packet.prompt(pid))),
@@ -224,17 +225,8 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
             started=max(agent_run.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
-            max_iterations=control.max_iterations if control.enabled else None, resting=resting))
+            max_iterations=control.max_iterations if control.enabled else None, accounts=accounts))
     return states
-
-
-def resting_accounts(instance: DagsterInstance, accounts: Iterable[str]) -> frozenset[str]:
-    """The accounts whose stored cooldown has not run out."""
-    wanted = list(accounts)
-    if not wanted:
-        return frozenset()
-    now = now_ms()
-    return frozenset(a for a, c in AccountStore(instance).cooldowns(wanted).items() if c.until_ms > now)
 
 
 def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:

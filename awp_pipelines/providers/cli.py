@@ -7,12 +7,12 @@ Codex exit 0 on some API errors), so the parser's findings come first.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from awp_pipelines import jsonl
 from awp_pipelines.bounds import idle_deadline_ms
 from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.events import EventSink
@@ -50,8 +50,8 @@ class StreamParser:
     def feed(self, line: str) -> object:
         """One stdout line; returns STOP to end the session now."""
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
+            event = jsonl.loads(line)
+        except ValueError:  # not JSON (json.JSONDecodeError is a ValueError)
             event = None
         if not isinstance(event, dict):
             self.noise += 1
@@ -169,10 +169,12 @@ class CliAdapter:
                          account=request.account.name if request.account else None,
                          attempt_number=request.attempt_number, argv=self.display_argv(request, resume))
         parser = self.parser_class(sink)
-        result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
-                               deadline_ms=request.timeout_ms,
-                               idle_ms=request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms),
-                               stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr)
+        with sink.batch():  # the events of each chunk read reach the file together
+            result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
+                                   deadline_ms=request.timeout_ms,
+                                   idle_ms=request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms),
+                                   stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr,
+                                   on_chunk=sink.flush)
         failure = parser.finish(result)
         session_id = parser.session_id or request.session_id
         ended = {"exit_code": result.exit_code, "ended": result.ended, "elapsed_ms": result.elapsed_ms,

@@ -8,6 +8,8 @@ to stop (a rate limit seen in the CLI's own retry events), the whole process gro
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import selectors
 import signal
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
-CHUNK_BYTES = 1 << 16
+CHUNK_BYTES = 1 << 20
+PIPE_BYTES = 1 << 20  # stdout's pipe buffer (Linux): a fast stream wakes the reader per MiB, not per 64 KiB
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
 STDERR_TAIL_BYTES = 8192
 KILL_GRACE_S = 2.0
@@ -111,15 +114,14 @@ class _Lines:
         start = 0
         while True:
             newline = chunk.find(b"\n", start)
-            if newline < 0:
-                if not self.cut:
-                    self.pending += chunk[start:]
-                    if len(self.pending) > MAX_LINE_BYTES:
-                        del self.pending[MAX_LINE_BYTES:]
-                        self.cut = True
-                return
+            end = len(chunk) if newline < 0 else newline
             if not self.cut:
-                self.pending += chunk[start:newline]
+                # At most MAX_LINE_BYTES of a line, whether it came in one chunk or in many.
+                room = MAX_LINE_BYTES - len(self.pending)
+                self.pending += chunk[start:min(end, start + room)]
+                self.cut = end - start > room
+            if newline < 0:
+                return
             line = self.pending.decode("utf-8", errors="replace")
             self.pending.clear()
             self.cut = False
@@ -134,10 +136,12 @@ class _Lines:
 def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_line: Callable[[str], object],
                   deadline_ms: int, idle_ms: int, stdin_text: str | None = None,
                   on_stderr: Callable[[str], object] | None = None,
+                  on_chunk: Callable[[], object] | None = None,
                   clock: Callable[[], float] = time.monotonic) -> ProcessResult:
     """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline),
-    and `on_stderr` with each stderr line (some CLIs report their silent retries only there). Only stdout
-    counts as activity for the idle deadline."""
+    and `on_stderr` with each stderr line (some CLIs report their silent retries only there); `on_chunk`
+    once the lines of each stdout chunk read are handled. Only stdout counts as activity for the idle
+    deadline."""
     started = clock()
     try:
         proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
@@ -149,6 +153,7 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
     if stdin_text is not None:
         threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin_text), daemon=True).start()
     assert proc.stdout is not None and proc.stderr is not None
+    _widen_pipe(proc.stdout.fileno())
     selector = selectors.DefaultSelector()
     for stream, name in ((proc.stdout, "out"), (proc.stderr, "err")):
         os.set_blocking(stream.fileno(), False)
@@ -203,6 +208,8 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
                     if line.strip() and on_line(line) == STOP:
                         stop = True
                         break
+                if on_chunk is not None:
+                    on_chunk()
                 last_event = clock()
                 if stop:
                     break
@@ -232,6 +239,13 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
         proc.stderr.close()
     return ProcessResult(ended, exit_code, tail.decode("utf-8", errors="replace"),
                          int((clock() - started) * 1000), pgid, lines)
+
+
+def _widen_pipe(fd: int) -> None:
+    """A larger pipe buffer where the platform has one (Linux's F_SETPIPE_SZ); the default 64 KiB elsewhere,
+    or when the system's pipe-size limit refuses."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
 
 
 def _drain(selector: selectors.BaseSelector, read_stderr: Callable[[int], tuple[bool, bool]],

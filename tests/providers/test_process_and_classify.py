@@ -91,3 +91,12 @@ def test_stderr_lines_reach_their_handler_which_can_stop_the_session(tmp_path: P
                            deadline_ms=30_000, idle_ms=30_000)
     assert result.ended == "stopped" and seen == ["Attempt 0 failed", "Attempt 1 failed", "Attempt 2 failed"]
     assert not process.group_alive(result.pgid or 0)
+
+
+def test_a_line_is_cut_at_the_cap_whether_it_arrives_in_one_chunk_or_in_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "MAX_LINE_BYTES", 10)
+    whole = process._Lines()
+    assert [len(line) for line in whole.feed(b"x" * 25 + b"\nshort\n")] == [10, 5]
+    pieces = process._Lines()
+    seen = [line for chunk in (b"x" * 7, b"x" * 7, b"x" * 11 + b"\nshort\n") for line in pieces.feed(chunk)]
+    assert [len(line) for line in seen] == [10, 5]

@@ -1,0 +1,132 @@
+"""`probe: true` targets: the availability check (doctor's checks, and a GET of an HTTP provider's models
+list), and the Attempt moving past a target whose probe fails, with the answer in its reason."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import requests
+import responses
+import yaml
+from provider_helpers import FAKES
+
+from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.state import agent_run_records
+from awp_pipelines.packet import load_packet
+from awp_pipelines.policy import Target, chain_of, past_unavailable
+from awp_pipelines.probe import probe
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from e2e_support import awp  # noqa: E402
+
+BASE = "http://probe.test/v1"
+KEY = "sk-or-probe-secret-0123456789abcdef"
+MISSING = "/nonexistent/awp-probe-missing-cli"
+
+
+def _http(var: str = "AWP_PROBE_KEY") -> Catalog:
+    return Catalog(providers={"router": ProviderSpec(kind="openai_http", base_url=BASE)},
+                   accounts={"router-a": AccountSpec(provider="router", credential_env=var)})
+
+
+@responses.activate
+def test_an_http_probe_gets_the_models_list_with_the_accounts_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_PROBE_KEY", KEY)
+    responses.get(f"{BASE}/models", json={"data": [{"id": "m"}]})
+    answer = probe(_http(), "router", "router-a")
+    assert answer.ok and f"GET {BASE}/models: 200" in answer.detail
+    assert responses.calls[0].request.headers["Authorization"] == f"Bearer {KEY}"
+    assert KEY not in answer.detail
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    ({"status": 401, "json": {"error": "bad key"}}, "401"),
+    ({"status": 503, "body": "down"}, "503"),
+    ({"body": requests.ConnectionError("reset")}, "ConnectionError"),
+])
+@responses.activate
+def test_an_http_probe_fails_on_a_refusal_an_outage_or_no_connection(reply: dict, said: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_PROBE_KEY", KEY)
+    responses.get(f"{BASE}/models", **reply)
+    answer = probe(_http(), "router", "router-a")
+    assert not answer.ok and said in answer.detail and KEY not in answer.detail
+
+
+def test_an_http_probe_without_the_credential_names_the_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWP_PROBE_UNSET_KEY", raising=False)
+    with responses.RequestsMock() as mocked:
+        mocked.get(f"{BASE}/models", json={"data": []})  # an open endpoint: the credential check alone fails
+        answer = probe(_http("AWP_PROBE_UNSET_KEY"), "router", "router-a")
+        assert "Authorization" not in mocked.calls[0].request.headers
+    assert not answer.ok and answer.detail == "$AWP_PROBE_UNSET_KEY is not set"
+
+
+def test_a_cli_probe_fails_when_the_executable_is_missing_and_passes_when_it_answers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENCODE_API_KEY", KEY)
+    missing = Catalog(providers={"oc": ProviderSpec(kind="opencode", command=MISSING,
+                                                    credential_env="OPENCODE_API_KEY")})
+    answer = probe(missing, "oc", None)
+    assert not answer.ok and f"{MISSING} not found on PATH" in answer.detail
+    present = Catalog(providers={"oc": ProviderSpec(kind="opencode", command=str(FAKES / "opencode"),
+                                                    credential_env="OPENCODE_API_KEY")})
+    answer = probe(present, "oc", None)
+    assert answer.ok and str(FAKES / "opencode") in answer.detail and "$OPENCODE_API_KEY is set" in answer.detail
+
+
+def test_past_an_unavailable_target_come_its_other_accounts_then_the_next_targets() -> None:
+    from awp_pipelines.model.execution import TargetSpec
+
+    chain = chain_of("p", "m", None, ["a", "b"], [TargetSpec(provider="q", probe=True), TargetSpec(provider="r")],
+                     probe=True)
+    first = Target("p", "m", "a", None)
+    assert past_unavailable(chain, first, {("p", "a")}).target == Target("p", "m", "b", None)  # type: ignore[union-attr]
+    after_q = past_unavailable(chain, Target("q", None, None, None), {("p", "a"), ("q", None)})
+    assert after_q is not None and after_q.target == Target("r", None, None, None)  # never back to p
+    assert past_unavailable(chain, Target("r", None, None, None), {("r", None)}) is None
+
+
+def _probing_packet(root: Path, make_git_repo: Callable[[Path], Path], first: dict) -> Path:
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "probing", "model": "probing", "repos": {"app": {"path": "./workspace", "default": True}}}))
+    (root / "prompts").mkdir()
+    front = {"id": "01", "verify": {"files_exist": ["done.txt"]},
+             "simulate": {"attempts": [{"writes": [{"path": "done.txt", "text": "ok"}]}]}}
+    (root / "prompts" / "01_p.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n# P\n")
+    (root / "providers.yaml").write_text(yaml.safe_dump({
+        "providers": {"first": first},
+        "accounts": {"sim-a": {"provider": "simulated"}},
+        "aliases": {"probing": {"targets": [{"provider": "first", "probe": True},
+                                            {"provider": "simulated", "accounts": ["sim-a"]}]}}}))
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["missing_cli", "http_503"])
+def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
+        case: str, tmp_path: Path, make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_PROBE_KEY", KEY)
+    first = ({"kind": "opencode", "command": MISSING} if case == "missing_cli" else
+             {"kind": "openai_http", "base_url": BASE, "credential_env": "AWP_PROBE_KEY"})
+    root = _probing_packet(tmp_path / "pkt", make_git_repo, first)
+    with responses.RequestsMock(assert_all_requests_are_fired=case == "http_503") as mocked:
+        mocked.get(f"{BASE}/models", status=503, body="overloaded")
+        result = awp("run", root, "--providers", root / "providers.yaml", "--json")
+    assert result.exit_code == 0, result.output
+    packet_run = json.loads(result.stdout)["packet_run"]
+    instance = open_instance(root)
+    try:
+        [record] = agent_run_records(instance, load_packet(root), packet_run, "01")
+    finally:
+        instance.dispose()
+    assert (record.target.provider, record.target.account, record.result) == ("simulated", "sim-a", "completed")
+    said = f"{MISSING} not found on PATH" if case == "missing_cli" else f"GET {BASE}/models: 503"
+    assert f"probe of first: unavailable ({said})" in record.target.reason
+    assert record.target.reason.startswith("primary target of the plan")
