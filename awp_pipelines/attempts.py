@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awp_pipelines import orphans
 from awp_pipelines.budget import Spend
 from awp_pipelines.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.control import (
@@ -284,7 +285,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     request = ProviderRequest(
         prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
-        env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {})}),
+        env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {}),
+                               **orphans.marker(spec.packet.root, targets.values(), spec.identity.attempt_id)}),
         model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate,

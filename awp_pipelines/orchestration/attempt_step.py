@@ -13,6 +13,7 @@ import signal
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
@@ -54,8 +55,9 @@ from awp_pipelines.orchestration.resources import (
     provider_key,
 )
 from awp_pipelines.orchestration.translator import repo_pools
+from awp_pipelines.orphans import end_orphans
 from awp_pipelines.packet import Prompt
-from awp_pipelines.plan import PromptPlan
+from awp_pipelines.plan import PromptPlan, WorkRepo
 from awp_pipelines.policy import Chain, Target, past_unavailable
 from awp_pipelines.probe import probe
 from awp_pipelines.providers.registry import adapter_for
@@ -193,6 +195,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                      on_wait=context.log.info),
           account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
+        _end_orphans(context, packet.root, plan.repos)
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=stop)
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
@@ -200,6 +203,13 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     return record, sink.transcript_markdown(), earlier
+
+
+def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[WorkRepo]) -> None:
+    """Agents a killed runner left working in these trees (orphans.py): ended before this Attempt starts."""
+    for orphan in end_orphans(packet_root, [r.path for r in repos]):
+        context.log.warning(f"ended agent process {orphan.pid} (group {orphan.group}) of Attempt {orphan.attempt}: "
+                            "its runner died and it was still working in this tree")
 
 
 def _probed(context: AssetExecutionContext, chain: Chain, launch: Launch, state: PromptState) -> Launch:

@@ -35,13 +35,15 @@ PASSTHROUGH_ENV: dict[str, tuple[str, ...]] = {
     "gemini": ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"),
     "opencode": ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE"),
 }
+# The mark of an agent process (orphans.py): its packet, its work trees, its Attempt. Never secret.
+AGENT_MARK: tuple[str, ...] = ("AWP_AGENT_PACKET", "AWP_AGENT_TREES", "AWP_AGENT_ATTEMPT")
 # Never handed to an agent, whatever a caller put in the request: belt and braces over the allowlist.
 _FORBIDDEN_PREFIXES = ("DAGSTER_", "PG", "GIT_", "SSH_", "AWP_", "GH_", "GITHUB_TOKEN")
 _FORBIDDEN = frozenset({"GIT_ASKPASS", "SSH_ASKPASS", "SSH_AUTH_SOCK", "DATABASE_URL"})
 
 
 def forbidden(name: str) -> bool:
-    return name in _FORBIDDEN or name.startswith(_FORBIDDEN_PREFIXES)
+    return name not in AGENT_MARK and (name in _FORBIDDEN or name.startswith(_FORBIDDEN_PREFIXES))
 
 
 def credential_var(spec: ProviderSpec, account: AccountBinding | None) -> str | None:
@@ -54,7 +56,7 @@ def agent_env(kind: str, spec: ProviderSpec, account: AccountBinding | None, req
     """The environment of the agent process for `account` (or the user's own login when None)."""
     environ = os.environ if environ is None else environ
     env = {k: environ[k] for k in BASE_ENV if k in environ}
-    env.update({k: v for k, v in request_env.items() if k in BASE_ENV})
+    env.update({k: v for k, v in request_env.items() if k in BASE_ENV or k in AGENT_MARK})
     for name in (*ENDPOINT_ENV.get(kind, ()), *PASSTHROUGH_ENV.get(kind, ())):
         if environ.get(name):
             env[name] = environ[name]

@@ -183,3 +183,40 @@ def settled(packet: Path, packet_run: str, prompt: str) -> PromptState:
         return prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
     finally:
         instance.dispose()
+
+
+AGENT = """#!/bin/sh
+echo $$ >> {ledger}/pids.txt
+if [ "$(wc -l < {ledger}/pids.txt)" -gt 1 ]; then echo a > a.txt; echo "wrote a.txt"; exit 0; fi
+echo half > half.txt
+echo "wrote half.txt"
+sleep 60
+"""
+
+
+def agent_packet(root: Path, make_git_repo) -> tuple[Path, Path, Path]:
+    """01 runs the shell agent (first execution: half the work, then holds; later ones: the work); 02 is a
+    quick simulated prompt. Returns (packet, providers.yaml, ledger)."""
+    ledger = root / "ledger"
+    ledger.mkdir(parents=True)
+    script = root / "agent.sh"
+    script.write_text(AGENT.format(ledger=ledger))
+    providers = root / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": f"sh {script}"}}}))
+    packet = write_packet(root / "p", make_git_repo, {"provider": "agent", "simulate": None})
+    return packet, providers, ledger
+
+
+def agent_pids(ledger: Path) -> list[int]:
+    return [int(line) for line in (ledger / "pids.txt").read_text().split()]
+
+
+def rerun_completes(packet: Path, providers: Path, packet_run: str) -> dict[str, int]:
+    rerun = subprocess.run([AWP, "run", str(packet), "--packet-run", packet_run, "--providers", str(providers),
+                            "--json"], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert {o["prompt"]: o["result"] for o in json.loads(rerun.stdout)["prompts"]} == {"01": "completed",
+                                                                                        "02": "completed"}
+    repo = packet / "workspace"
+    assert not dirty(repo)
+    return commits_per_prompt(repo)

@@ -1,0 +1,46 @@
+"""orphans.py: an agent's marked environment finds it again after its runner died, and only for its packet
+and its work trees; ending it ends its whole process group."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from awp_pipelines.orphans import end_orphans, marked, marker
+from awp_pipelines.providers.process import group_alive
+
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+
+
+def _agent(packet: Path, trees: list[Path]) -> subprocess.Popen[bytes]:
+    """An agent as the adapters start one: its own session, the mark in its environment, and a child."""
+    env = {**os.environ, **marker(packet, trees, "p.01.r1.a1")}
+    return subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], env=env, start_new_session=True)
+
+
+def test_a_marked_agent_is_found_by_its_packet_and_tree_only_and_ended_with_its_group(tmp_path: Path) -> None:
+    packet, tree, other = tmp_path / "packet", tmp_path / "tree", tmp_path / "other"
+    for folder in (packet, tree, other):
+        folder.mkdir()
+    agent = _agent(packet, [tree, other])
+    try:
+        found = []
+        for _ in range(100):  # the shell's child may take a moment to exist
+            found = list(marked(packet, [tree]))
+            if len(found) >= 2:
+                break
+            time.sleep(0.05)
+        assert {o.group for o in found} == {agent.pid} and {o.attempt for o in found} == {"p.01.r1.a1"}
+        assert len(found) >= 2  # the shell and its sleeping child: everything it spawned carries the mark
+        assert not list(marked(packet, [tmp_path / "elsewhere"]))  # another tree
+        assert not list(marked(tmp_path / "another-packet", [tree]))  # another packet's agent is not ours
+        assert end_orphans(packet, [other])
+        assert not group_alive(agent.pid)
+    finally:
+        if agent.poll() is None:
+            os.killpg(agent.pid, 9)
+        agent.wait(timeout=10)
