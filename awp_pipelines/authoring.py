@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from awp_pipelines import profile as home
 from awp_pipelines.errors import PacketError
+from awp_pipelines.model.contract import VerifyContract
 from awp_pipelines.model.prompt import PromptFrontMatter
 from awp_pipelines.packet import (
     CHECKLIST_SUFFIX,
@@ -30,16 +31,15 @@ from awp_pipelines.packet import (
     normalize_id,
 )
 from awp_pipelines.profile import ProfileSettings
+from awp_pipelines.templates import PACKET_TEMPLATES, find_template
 from awp_pipelines.validation import to_packet_error, validate_doc
 from awp_pipelines.verifiers.checklist import checklist_markdown
-from awp_pipelines.verifiers.contract import VerifyContract
 from awp_pipelines.yamlsrc import YamlDoc, split_front_matter
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # The verify placeholder names a file nobody creates: an unedited contract fails instead of passing vacuously.
 VERIFY_PLACEHOLDER = "REPLACE_ME.md"
 DEFAULT_TEMPLATE = "default"
-PACKET_TEMPLATES = "templates"
 
 DEFAULT_BODY = """\
 # {{name}}
@@ -178,15 +178,6 @@ def _manifest_keys(name: str, repos: Mapping[str, str]) -> str:
 
 
 # --- prompt -------------------------------------------------------------------------------------------------
-
-
-def find_template(packet_root: Path, name: str) -> Path | None:
-    """Packet-local `templates/NAME.prompt.md` first, then the home templates folder."""
-    for folder in (packet_root / PACKET_TEMPLATES, home.templates_dir()):
-        candidate = folder / f"{name}{PROMPT_SUFFIX}"
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _load_template(packet: Packet, name: str | None) -> tuple[str | None, dict[str, Any], str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -139,3 +140,32 @@ def test_kinds_stay_within_dagsters_limit_of_three() -> None:
     plan = SimpleNamespace(provider="claude", repos=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
     # a stand-in plan: kinds() reads only its provider and repos
     assert PacketTranslator().kinds(None, plan) == {"claude", "api", "web"}  # type: ignore[arg-type]
+
+
+# Edges that must not exist: (importer package, imported package). The model is data: it checks nothing and
+# writes nothing; lint reads packets, it does not author them.
+FORBIDDEN_EDGES = (("awp_pipelines.model", "awp_pipelines.verifiers"), ("awp_pipelines.model", "awp_pipelines.lint"),
+                   ("awp_pipelines.lint", "awp_pipelines.authoring"), ("awp_pipelines.model", "awp_pipelines.policy"))
+
+
+def _imports(file: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text())):  # function-level imports count too
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+    return names
+
+
+def test_layering_edges_point_the_right_way() -> None:
+    package = REPO_ROOT / "awp_pipelines"
+    wrong = []
+    for file in package.rglob("*.py"):
+        module = ".".join(("awp_pipelines", *file.relative_to(package).with_suffix("").parts))
+        for importer, imported in FORBIDDEN_EDGES:
+            if module.startswith(importer):
+                wrong += [f"{module} imports {name}" for name in _imports(file)
+                          if name == imported or name.startswith(imported + ".")]
+    assert wrong == []
+    assert "awp_pipelines.templates" in _imports(package / "lint" / "hygiene.py")  # the walk sees imports

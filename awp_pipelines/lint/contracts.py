@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from awp_pipelines.model.contract import CommandCheck, RepoPath, ReposCleanCheck, VerifyContract
 from awp_pipelines.packet import Prompt
 from awp_pipelines.verifiers.clause_table import CLAUSE_TABLE
 from awp_pipelines.verifiers.context import PACKET_ALIAS
-from awp_pipelines.verifiers.contract import CommandCheck, RepoPath, ReposCleanCheck, VerifyContract
 from awp_pipelines.verifiers.paths import written_repo_path
 
 from .context import LintContext

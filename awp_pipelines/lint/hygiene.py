@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from awp_pipelines import profile as home
-from awp_pipelines.authoring import find_template
 from awp_pipelines.errors import PacketError
 from awp_pipelines.model.prompt import INERT_KEYS
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.redact import find_secrets
+from awp_pipelines.templates import find_template
 
 from .context import LintContext
 from .report import finding

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from awp_pipelines.model.base import StrictModel
-from awp_pipelines.verifiers.contract import VerifyContract
+from awp_pipelines.model.contract import VerifyContract
 
 
 class AgentControlConfig(StrictModel):

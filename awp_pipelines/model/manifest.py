@@ -12,8 +12,8 @@ from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.control import AgentControlConfig
 from awp_pipelines.model.execution import ExecutionSettings
+from awp_pipelines.model.pathtext import PathText
 from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.verifiers.pathtext import PathText
 
 # Dagster's owner forms: an email address, or `team:NAME`.
 _OWNER = re.compile(r"^(team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")

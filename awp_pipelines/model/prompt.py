@@ -7,11 +7,11 @@ from typing import Any
 from pydantic import Field
 
 from awp_pipelines.model.budget import BudgetConfig
+from awp_pipelines.model.contract import VerifyContract
 from awp_pipelines.model.execution import ExecutionSettings
+from awp_pipelines.model.pathtext import PathText
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.model.simulate import SimulateSpec
-from awp_pipelines.verifiers.contract import VerifyContract
-from awp_pipelines.verifiers.pathtext import PathText
 
 # Accepted for compatibility but never read by the runtime: lint warns (put them in the body instead).
 INERT_KEYS: tuple[str, ...] = ("references", "required_reading", "context_files")

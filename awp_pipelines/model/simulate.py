@@ -8,7 +8,7 @@ from pydantic import Field
 
 from awp_pipelines.failures import SimulatedErrorKind
 from awp_pipelines.model.base import StrictModel
-from awp_pipelines.verifiers.pathtext import PathText
+from awp_pipelines.model.pathtext import PathText
 
 
 class SimulatedWrite(StrictModel):

@@ -4,9 +4,10 @@
     report = run_contract(contract, VerifyContext(packet_root, repos, default_repo, prompt_id))
 """
 
+from awp_pipelines.model.contract import VerifyContract
+
 from .checklist import checklist_markdown
 from .context import VerifyContext
-from .contract import VerifyContract
 from .engine import run_contract
 from .items import ContractItem, contract_items
 from .report import ItemResult, VerifierReport

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from awp_pipelines.model.contract import VerifyContract
+
 from .clause_table import CLAUSE_TABLE
-from .contract import VerifyContract
 from .items import entry_label
 
 # Prompt Runner's text for a prompt without items, kept verbatim so both tools write the same file.

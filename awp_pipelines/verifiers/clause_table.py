@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from awp_pipelines.model.contract import VerifyContract
+
 from .clauses.changed_paths import changed_paths_only
 from .clauses.commands import commands
 from .clauses.contains import contains
@@ -25,7 +27,6 @@ from .clauses.repos_clean import repos_clean
 from .clauses.source_absent import source_absent
 from .clauses.yaml_file import yaml_file
 from .context import VerifyContext
-from .contract import VerifyContract
 
 Check = Callable[[Any, VerifyContext], Outcome]
 # `each`: one item (one asset check) per entry; `whole`: the clause judges a whole repository state, so it is

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from awp_pipelines.model.contract import VerifyContract
+
 from .clause_table import CLAUSE_TABLE, Check
 from .clauses.outcome import Outcome
 from .context import VerifyContext
-from .contract import VerifyContract
 from .items import ContractItem, planned_items
 from .report import ItemResult, VerifierReport
 

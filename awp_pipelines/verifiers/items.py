@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .clause_table import CLAUSE, CLAUSE_TABLE
-from .contract import (
+from awp_pipelines.model.contract import (
     CommandCheck,
     ContainsCheck,
     DocCheck,
@@ -28,6 +27,8 @@ from .contract import (
     YamlCheck,
     command_text,
 )
+
+from .clause_table import CLAUSE, CLAUSE_TABLE
 from .paths import display, written_repo_path
 
 MAX_CHECK_NAME = 63

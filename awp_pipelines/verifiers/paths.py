@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from awp_pipelines.model.contract import Entry, RepoPath
+
 from .context import VerifyContext
-from .contract import Entry, RepoPath
 
 # What `repo:path` may use as a repo name when read without a context (item names, checklist labels).
 _REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")

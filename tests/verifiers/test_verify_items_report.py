@@ -204,13 +204,21 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
     assert ws.verify({"files_absent": ["nope"]}).unmet_text() == ""
 
 
-def test_the_verifier_imports_only_the_stdlib_pydantic_and_yaml() -> None:
+def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
+    """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
+    (the packet model's `verify:` block), which itself needs nothing but pydantic."""
     package = Path(engine_module.__file__).parent
+    contract_files = [package.parent / "model" / "contract.py", package.parent / "model" / "pathtext.py"]
     outside: set[str] = set()
-    for source in package.rglob("*.py"):
+    ours: set[str] = set()
+    for source in [*package.rglob("*.py"), *contract_files]:
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.Import):
                 outside |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                outside.add(node.module.split(".")[0])
+                if node.module.startswith("awp_pipelines"):
+                    ours.add(node.module)
+                else:
+                    outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
+    assert "awp_pipelines.model.contract" in ours <= {"awp_pipelines.model.contract", "awp_pipelines.model.pathtext"}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 
+from awp_pipelines.model.contract import Entry
+
 from ..context import VerifyContext
-from ..contract import Entry
 from ..git import GitError, worktree_changes
 from ..paths import locate
 from ..report import cap_lines

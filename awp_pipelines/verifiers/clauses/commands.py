@@ -14,8 +14,9 @@ import re
 import shutil
 from pathlib import Path
 
+from awp_pipelines.model.contract import CommandCheck, command_text
+
 from ..context import VerifyContext
-from ..contract import CommandCheck, command_text
 from ..paths import locate_path
 from ..process import Finished, run_bounded
 from ..report import Fault, cap_lines

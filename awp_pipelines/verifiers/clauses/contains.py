@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from awp_pipelines.model.contract import ContainsCheck
+
 from ..context import VerifyContext
-from ..contract import ContainsCheck
 from .outcome import Outcome, at, open_text
 
 

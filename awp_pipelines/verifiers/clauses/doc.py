@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
+from awp_pipelines.model.contract import DocCheck
+
 from ..context import VerifyContext
-from ..contract import DocCheck
 from .outcome import Outcome, at, open_text
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
+from awp_pipelines.model.contract import Entry
+
 from ..context import VerifyContext
-from ..contract import Entry
 from ..paths import locate
 from .outcome import Outcome, at, unlocated
 

@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from awp_pipelines.model.contract import GlobCheck
+
 from ..context import VerifyContext
-from ..contract import GlobCheck
 from ..paths import is_within, locate
 from ..report import cap_lines
 from .outcome import Outcome, at, unlocated

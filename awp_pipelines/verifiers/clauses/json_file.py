@@ -6,8 +6,9 @@ import json
 import re
 from typing import Any
 
+from awp_pipelines.model.contract import ArrayItemsRequire, ArrayNoneMatch, JsonCheck
+
 from ..context import VerifyContext
-from ..contract import ArrayItemsRequire, ArrayNoneMatch, JsonCheck
 from .outcome import Outcome, at, open_text
 
 _ROOTS = {"object": dict, "map": dict, "array": list, "list": list}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from awp_pipelines.model.contract import MatchesCheck
+
 from ..context import VerifyContext
-from ..contract import MatchesCheck
 from .outcome import Outcome, at, open_text
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from awp_pipelines.model.contract import Entry
+
 from ..context import VerifyContext
-from ..contract import Entry
 from ..paths import Located, locate
 from ..report import Fault
 

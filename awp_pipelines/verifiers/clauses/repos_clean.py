@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from awp_pipelines.model.contract import ReposCleanCheck
+
 from .. import git
 from ..context import VerifyContext
-from ..contract import ReposCleanCheck
 from .outcome import Outcome
 
 _MAX_DIRTY_LISTED = 10

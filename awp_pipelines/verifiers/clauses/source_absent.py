@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from awp_pipelines.model.contract import DEFAULT_PRUNE, SourceAbsentCheck
+
 from ..context import VerifyContext
-from ..contract import DEFAULT_PRUNE, SourceAbsentCheck
 from ..paths import locate
 from ..report import cap_lines
 from .outcome import Outcome, at, unlocated

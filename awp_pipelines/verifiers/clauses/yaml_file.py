@@ -6,8 +6,9 @@ from typing import Any
 
 import yaml
 
+from awp_pipelines.model.contract import YamlCheck
+
 from ..context import VerifyContext
-from ..contract import YamlCheck
 from .outcome import Outcome, at, open_text
 
 
