@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -127,7 +127,9 @@ def check_models(name: str, spec: ProviderSpec, account: AccountBinding | None, 
                  "check the credential" if response.status_code in (401, 403) else "try again later")
 
 
-def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIMEOUT_S) -> list[Check]:
+def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIMEOUT_S,
+             online: bool = False) -> list[Check]:
+    """`online`: also ask each HTTP endpoint for its models list with each account's key (network)."""
     checks: list[Check] = []
     seen: set[tuple[str, str]] = set()
     for need in needs:
@@ -142,9 +144,18 @@ def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIM
         if spec.kind == "openai_http":
             has_url = spec.base_url or any((catalog.accounts.get(a) and catalog.accounts[a].base_url)
                                            for a in need.accounts)
-            checks.append(Check(need.provider, "endpoint", "ok" if has_url else _problem(need.required),
-                                spec.base_url or "per account" if has_url else "no base_url",
-                                "" if has_url else f"set base_url for provider {need.provider}"))
+            if online and has_url:
+                bindings: list[AccountBinding | None] = [
+                    b for b in (catalog.binding(a) for a in need.accounts) if b is not None]
+                for binding in bindings or [None]:
+                    checked = check_models(need.provider if binding is None else f"{need.provider}:{binding.name}",
+                                           spec, binding, timeout_s)
+                    checks.append(checked if checked.status == "ok" else replace(
+                        checked, status=_problem(need.required)))
+            else:
+                checks.append(Check(need.provider, "endpoint", "ok" if has_url else _problem(need.required),
+                                    spec.base_url or "per account" if has_url else "no base_url",
+                                    "" if has_url else f"set base_url for provider {need.provider}"))
         else:
             checks.append(check_cli(need.provider, spec, need.required, timeout_s))
         accounts = [a for a in need.accounts if a in catalog.accounts]

@@ -60,18 +60,20 @@ def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) 
 @click.argument("packet", required=False, type=click.Path(path_type=Path))
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home whose storage to check (default: the packet's).")
+@click.option("--online", is_flag=True,
+              help="Also GET each HTTP provider's models list with each account's key: reachable, key accepted.")
 @providers_option
 @json_option
 @user_errors
-def doctor_command(packet: Path | None, instance_dir: Path | None, providers_file: Path | None,
+def doctor_command(packet: Path | None, instance_dir: Path | None, providers_file: Path | None, online: bool,
                    as_json: bool) -> None:
     """Check that this machine can run PACKET's agents (or every configured provider without PACKET):
     CLIs found with their versions, credentials present (never printed), config dirs writable, storage
-    reachable, accounts resting after a rate limit. Exits 1 when a problem blocks the packet, else 0;
-    warnings do not block (a broken fallback, one resting account)."""
+    reachable, accounts resting after a rate limit; with --online, HTTP endpoints answering. Exits 1 when
+    a problem blocks the packet, else 0; warnings do not block (a broken fallback, one resting account)."""
     catalog = open_catalog(providers_file)
     needs = _needs(packet, catalog)
-    checks = diagnose(catalog, needs) + _storage(packet, instance_dir, needs)
+    checks = diagnose(catalog, needs, online=online) + _storage(packet, instance_dir, needs)
     blocking = [c for c in checks if c.status == "blocking"]
     if as_json:
         emit_json({"ok": not blocking, "checks": [asdict(c) for c in checks]})

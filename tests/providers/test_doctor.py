@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+import responses
 import yaml
 from click.testing import CliRunner
 from provider_helpers import FAKES
+from responses.matchers import header_matcher
 
 from awp_pipelines.cli import cli
 
@@ -104,3 +106,36 @@ def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
     rest = [c for c in report["checks"] if c["what"] == "cooldown"]
     assert rest[0]["status"] == "warning" and "30 min" in rest[0]["detail"]
     assert rest[1]["status"] == "blocking" and "every account rests" in rest[1]["detail"]
+
+
+def _http_setup(tmp: Path) -> tuple[Path, Path]:
+    packet = tmp / "pkt"
+    (packet / "prompts").mkdir(parents=True)
+    (packet / "packet.yaml").write_text(yaml.safe_dump({"name": "doc", "provider": "router", "model": "m",
+                                                        "accounts": ["router-a", "router-b"]}))
+    (packet / "prompts" / "01_x.prompt.md").write_text("---\nid: '01'\n---\n# X\n")
+    file = tmp / "providers.yaml"
+    file.write_text(yaml.safe_dump({
+        "providers": {"router": {"kind": "openai_http", "base_url": "http://router.test/v1", "models": ["m"]}},
+        "accounts": {"router-a": {"provider": "router", "credential_env": "AWP_DOCTOR_ROUTER_A"},
+                     "router-b": {"provider": "router", "credential_env": "AWP_DOCTOR_ROUTER_B"}}}))
+    return packet, file
+
+
+@responses.activate
+def test_online_asks_each_accounts_endpoint_and_names_the_refused_key_without_printing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_DOCTOR_ROUTER_A", SECRET)
+    monkeypatch.setenv("AWP_DOCTOR_ROUTER_B", SECRET + "-b")
+    packet, providers = _http_setup(tmp_path)
+    responses.get("http://router.test/v1/models", match=[header_matcher({"Authorization": f"Bearer {SECRET}"})],
+                  json={"data": []})
+    responses.get("http://router.test/v1/models", status=401)
+    offline, report, _ = _doctor(packet, providers)
+    assert offline == 0 and not responses.calls  # without --online no request leaves the machine
+    result = CliRunner().invoke(cli, ["doctor", str(packet), "--providers", str(providers), "--online", "--json"])
+    endpoints = {c["subject"]: c for c in json.loads(result.stdout)["checks"] if c["what"] == "endpoint"}
+    assert endpoints["router:router-a"]["status"] == "ok"
+    assert endpoints["router:router-b"]["status"] == "blocking" and "401" in endpoints["router:router-b"]["detail"]
+    assert endpoints["router:router-b"]["fix"] == "check the credential"
+    assert result.exit_code == 1 and SECRET not in result.output
