@@ -7,7 +7,8 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
@@ -20,6 +21,7 @@ from awp_pipelines.catalog import Catalog, load_catalog
 from awp_pipelines.errors import PacketError, StorageUnavailable
 from awp_pipelines.ids import check_id
 from awp_pipelines.packet import Packet, load_packet
+from awp_pipelines.runlock import RunLockHeld, run_lock
 from awp_pipelines.selection import Selection, selection_from_flags
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -174,3 +176,19 @@ def shown_path(path: str | Path) -> str:
         return str(absolute.relative_to(Path.cwd()))
     except ValueError:
         return str(absolute)
+
+
+@contextmanager
+def packet_lock(packet: Packet, state_root: Path) -> Iterator[None]:
+    """One runner per packet (`awp run`, `awp repair`): two on one work tree would interleave their agents'
+    edits and commits. A second is refused with the holder's pid; a dead holder's lock is reclaimed."""
+    lock = run_lock(state_root, "packet", what=f"packet {packet.name}")
+    try:
+        lock.acquire()
+    except RunLockHeld as err:
+        raise PacketError(packet.manifest_file, str(err), key="lock",
+                          hint="wait for it to finish, or stop that process") from None
+    try:
+        yield
+    finally:
+        lock.release()

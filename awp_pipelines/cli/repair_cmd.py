@@ -8,16 +8,19 @@ from pathlib import Path
 import click
 
 from awp_pipelines.cli.common import (
+    console,
     emit_json,
     json_option,
     open_catalog,
     open_packet,
     out,
     packet_argument,
+    packet_lock,
     providers_option,
     user_errors,
 )
 from awp_pipelines.errors import PacketError
+from awp_pipelines.interrupts import Interrupted, stopping
 from awp_pipelines.packet import normalize_id
 from awp_pipelines.plan import PlanContext
 
@@ -44,7 +47,7 @@ def repair_command(packet: Path, prompt_id: str, note: str | None, packet_run: s
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.manual import agent_run_now, note_tags, plan_repair
     from awp_pipelines.orchestration.resources import AwpRuntime
-    from awp_pipelines.orchestration.runner import RunOptions, execute_launch
+    from awp_pipelines.orchestration.runner import RunOptions, execute_launch, recover_from_dead_runners
     from awp_pipelines.orchestration.state import agent_run_records
 
     loaded = open_packet(packet)
@@ -53,16 +56,24 @@ def repair_command(packet: Path, prompt_id: str, note: str | None, packet_run: s
         raise PacketError(loaded.root, f"no prompt {pid} in packet {loaded.name}",
                           hint="ids: " + ", ".join(p.id for p in loaded.prompts))
     catalog = open_catalog(providers_file)
-    compiled = packet_assets(loaded, catalog, AwpRuntime(commit=not no_commit),
+    runtime = AwpRuntime(commit=not no_commit)
+    compiled = packet_assets(loaded, catalog, runtime,
                              plan_context=PlanContext(catalog=catalog))
-    instance = open_instance(loaded.root, instance_dir)
-    try:
-        run_id, launch = plan_repair(instance, compiled.binding, pid, packet_run, note)
-        execute_launch(compiled, instance, run_id, launch, note_tags(note), RunOptions(run_id))
-        record = agent_run_records(instance, loaded, run_id, pid)[-1]
-        status = agent_run_now(instance, compiled.binding, run_id, pid)
-    finally:
-        instance.dispose()
+    # As `awp run`: one runner per packet, a dead runner's runs ended first, and a signal stops in order.
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping():
+        instance = open_instance(loaded.root, instance_dir)
+        try:
+            recover_from_dead_runners(compiled, instance)
+            run_id, launch = plan_repair(instance, compiled.binding, pid, packet_run, note)
+            execute_launch(compiled, instance, run_id, launch, note_tags(note), RunOptions(run_id))
+            record = agent_run_records(instance, loaded, run_id, pid)[-1]
+            status = agent_run_now(instance, compiled.binding, run_id, pid)
+        except Interrupted as stopped:
+            console.print(f"awp repair: {stopped}: the repair Attempt is recorded as interrupted, its partial "
+                          "work checkpointed", highlight=False, markup=False)
+            sys.exit(128 + stopped.signum)
+        finally:
+            instance.dispose()
     ok = record.identity.number == launch.number and record.completed
     if as_json:
         emit_json({"packet": loaded.name, "packet_run": run_id, "prompt": pid, "attempt": record.identity.attempt_id,

@@ -19,6 +19,7 @@ from awp_pipelines.cli.common import (
     out,
     override_options,
     packet_argument,
+    packet_lock,
     packet_run_id,
     providers_option,
     selection_from,
@@ -32,7 +33,6 @@ from awp_pipelines.launches import Launch
 from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
 from awp_pipelines.redact import Redactor
-from awp_pipelines.runlock import RunLockHeld, run_lock
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -99,16 +99,9 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     selected = [p.id for p in plan.prompts]
     names = {p.id: p.name for p in plan.prompts}
     printer = _Printer(selected, names, quiet=as_json)
-    # One runner per packet: two on one work tree would interleave their agents' edits and commits.
-    lock = run_lock(runtime.state_root(loaded.root), "packet", what=f"packet {loaded.name}")
-    try:
-        lock.acquire()
-    except RunLockHeld as err:
-        raise PacketError(loaded.manifest_file, str(err), key="lock",
-                          hint="wait for it to finish, or stop that process") from None
-    instance = open_instance(loaded.root, instance_dir)
     # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
-    with stopping() as stop:
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
+        instance = open_instance(loaded.root, instance_dir)
         try:
             options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
             ran, outcomes = run_packet(compiled, instance, selected, options,
@@ -119,7 +112,6 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
             sys.exit(stopped.exit_code)
         finally:
             instance.dispose()
-            lock.release()
     ok = bool(outcomes) and all(o.completed for o in outcomes)
     packet_usage = total_usage(usages.values())
     if as_json:

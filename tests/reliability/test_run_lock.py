@@ -146,3 +146,20 @@ def test_of_eight_racing_processes_exactly_one_wins_and_the_rest_name_it(
     assert len(winners) == 1, outputs
     assert named == 7, outputs
     assert not path.exists()
+
+
+def test_awp_repair_takes_the_packets_lock_too(tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> None:
+    """A repair by hand is a runner like `awp run`: while one holds the packet, the other is refused by pid."""
+    from reliability.crash import AWP, write_packet
+
+    packet = write_packet(tmp_path / "p", make_git_repo)
+    child = start_holder(packet / ".awp" / "locks" / "packet.lock")
+    try:
+        refused = subprocess.run([AWP, "repair", str(packet), "01", "--note", "try again"], capture_output=True,
+                                 text=True, timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"already being run by pid {child.pid}" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (packet / ".awp" / "events").exists()  # nothing started
