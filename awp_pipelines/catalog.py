@@ -9,9 +9,8 @@ from typing import Literal
 from pydantic import Field
 
 from awp_pipelines.model.base import StrictModel
-from awp_pipelines.model.execution import Effort, TargetSpec
+from awp_pipelines.model.execution import Effort, Rotation, TargetSpec
 from awp_pipelines.model.pathtext import PathText
-from awp_pipelines.rotation import Rotation
 from awp_pipelines.validation import validate_doc
 from awp_pipelines.yamlsrc import parse_yaml
 

@@ -16,13 +16,12 @@ from pydantic import BaseModel, Field
 
 from awp_pipelines import profile as home
 from awp_pipelines.bounds import Bounds, derive_bounds
-from awp_pipelines.catalog import PROVIDER_ALIASES, AccountBinding, Catalog
+from awp_pipelines.catalog import PROVIDER_ALIASES, AccountBinding, AliasSpec, Catalog
 from awp_pipelines.errors import PacketError
 from awp_pipelines.model.budget import BudgetConfig
-from awp_pipelines.model.execution import ExecutionSettings, TargetSpec
+from awp_pipelines.model.execution import ExecutionSettings, Rotation, TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.rotation import Rotation
 from awp_pipelines.selection import Selection
 from awp_pipelines.verifiers.items import contract_items
 
@@ -155,13 +154,19 @@ def _provider_name(name: str) -> str:
     return PROVIDER_ALIASES.get(name, name)
 
 
+def alias_fallback(alias: AliasSpec, targets: list[TargetSpec] | None = None) -> list[TargetSpec]:
+    """An alias's targets as fallback targets, each keeping the alias's rotation unless it sets its own."""
+    return [t if t.rotation else t.model_copy(update={"rotation": alias.rotation})
+            for t in (alias.targets if targets is None else targets)]
+
+
 def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog) -> list[TargetSpec]:
     chain: list[TargetSpec] = []
     for entry in entries or []:
         if isinstance(entry, TargetSpec):
             chain.append(entry)
         elif entry in catalog.aliases:
-            chain.extend(catalog.aliases[entry].targets)
+            chain.extend(alias_fallback(catalog.aliases[entry]))
         else:
             chain.append(TargetSpec(provider=_provider_name(entry)))
     return chain
@@ -192,7 +197,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         if not accounts and primary.accounts:
             accounts = list(primary.accounts)
             sources["accounts"] = f"alias {alias_key}"
-        fallback.extend(rest)
+        fallback.extend(alias_fallback(alias, rest))
         rotation, probe = alias.rotation, primary.probe
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:

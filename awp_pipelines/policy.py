@@ -18,9 +18,9 @@ from typing import Literal, NamedTuple
 
 from awp_pipelines.budget import Budget, Spend
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES
-from awp_pipelines.model.execution import TargetSpec
+from awp_pipelines.model.execution import Rotation, TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.rotation import Availability, Rotation, choose_account
+from awp_pipelines.rotation import Availability, choose_account
 from awp_pipelines.tags import Relaunch
 
 # What the AgentRun does next: end it, or launch an Attempt in one of the relaunching modes (tags.Relaunch).
@@ -99,6 +99,7 @@ class Group(NamedTuple):
     target: Target
     accounts: tuple[str | None, ...]  # (None,): a target without accounts, tried once with none
     probe: bool = False  # checked for availability just before it is chosen
+    rotation: Rotation = "fill_first"  # how its accounts are picked
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,9 @@ class Chain:
     primary_probe: bool = False
 
     def groups(self) -> list[Group]:
-        first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe)
-        rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe)
-                for t in self.fallback]
+        first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
+        rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
+                      t.rotation or self.rotation) for t in self.fallback]
         return [first, *rest]
 
     def candidates(self) -> list[Target]:
@@ -270,7 +271,7 @@ def next_in_turn(chain: Chain, last: Target, accounts: Availability = Availabili
     `between_attempts` the next of its accounts in turn (passing over resting ones), else the same account:
     the other rotations pick where an AgentRun starts and where it falls back, not between its Attempts."""
     group = chain.group_of(last)
-    if chain.rotation != "between_attempts" or group is None or len(group.accounts) < 2:
+    if group is None or group.rotation != "between_attempts" or len(group.accounts) < 2:
         return Pick(last)
     ready = [a for a in group.accounts if not accounts.resting(a)] or [last.account]
     return _pick(chain, group, ready, accounts, after=last.account)
@@ -282,14 +283,14 @@ def _pick(chain: Chain, group: Group, ready: list[str | None], accounts: Availab
     if ready == [None] or len(group.accounts) < 2:
         return Pick(replace(group.target, account=ready[0]))
     names = [a for a in ready if a is not None]
-    if chain.rotation == "between_attempts":
+    if group.rotation == "between_attempts":
         order = list(group.accounts)
         start = order.index(after) + 1 if after in order else 0
         account = next(a for a in order[start:] + order[:start] if a in names)
         return Pick(replace(group.target, account=account),
                     f"between_attempts: {account} follows {after}" if after in order else "")
-    choice = choose_account(names, chain.rotation, now_ms=accounts.now_ms, usage=accounts.usage)
-    why = choice.reason if chain.rotation in ("round_robin", "least_used") else ""
+    choice = choose_account(names, group.rotation, now_ms=accounts.now_ms, usage=accounts.usage)
+    why = choice.reason if group.rotation in ("round_robin", "least_used") else ""
     return Pick(replace(group.target, account=choice.account), why)
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import get_args
 
 from pydantic import Field
 
 from awp_pipelines.failures import FALLBACK_WORTHY_CLASSES, FailureEnvelope
 from awp_pipelines.model.base import StrictModel
+from awp_pipelines.model.execution import Rotation
 
-Rotation = Literal["fill_first", "between_attempts", "round_robin", "least_used", "none", "on_exhaustion"]
 ROTATIONS: tuple[str, ...] = get_args(Rotation)
 # Capacity is the provider's problem, not the account's: a short rest unless the provider names one.
 CAPACITY_COOLDOWN_MS = 60_000

@@ -160,7 +160,7 @@ def test_alias_expands_to_primary_target_and_fallback_chain(tmp_path: Path) -> N
     plan = first(make_packet(tmp_path / "p", {"model": "factory-throwaway"}), catalog=load_catalog(providers))
     assert (plan.provider, plan.model, plan.effort) == ("codex", "gpt-5.3-codex-spark", "low")
     assert plan.accounts == ["spark-a", "spark-b"]
-    assert plan.fallback == [TargetSpec(provider="claude", model="sonnet")]
+    assert plan.fallback == [TargetSpec(provider="claude", model="sonnet", rotation="between_attempts")]  # the alias's
     assert plan.sources["model"] == plan.sources["provider"] == "packet (alias factory-throwaway)"
     assert plan.sources["reasoning_effort"] == plan.sources["accounts"] == "alias factory-throwaway"
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.execution import TargetSpec
 from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Chain, Target, chain_of, decide, retry_delay
+from awp_pipelines.policy import AttemptFact, Chain, Target, chain_of, decide, next_in_turn, retry_delay
 
 RECOVERY = RecoveryConfig.model_validate({"retry": {"base_delay_ms": 1000, "max_delay_ms": 30000, "jitter": False}})
 SOLO = Chain(Target("codex", "gpt-5", None))
@@ -129,3 +129,19 @@ def test_every_agent_run_terminates_whatever_the_provider_does(outcomes, changed
         mode = verdict.action
         target = verdict.target or target
     raise AssertionError(f"no terminal decision after {len(outcomes)} attempts")
+
+
+def test_a_fallback_target_rotates_its_accounts_as_its_own_alias_says_not_as_the_primarys() -> None:
+    """The primary fills its first account; the fallback (from an alias rotating between Attempts) moves on
+    to its next account with every Attempt there, and a fallback target without a rotation takes the chain's."""
+    rotating = TargetSpec(provider="claude", model="sonnet", accounts=["c1", "c2"], rotation="between_attempts")
+    chain = chain_of("codex", "gpt-5", None, ["a", "b"], [rotating], rotation="fill_first")
+    on_primary = next_in_turn(chain, Target("codex", "gpt-5", "a"))
+    assert on_primary.target.account == "a"  # fill_first: the same account for the retry
+    assert next_in_turn(chain, Target("claude", "sonnet", "c1")).target.account == "c2"
+    assert next_in_turn(chain, Target("claude", "sonnet", "c2")).target.account == "c1"
+    plain = chain_of("codex", "gpt-5", None, ["a", "b"], [TargetSpec(provider="claude", model="sonnet",
+                                                                       accounts=["c1", "c2"])],
+                     rotation="between_attempts")
+    assert next_in_turn(plain, Target("claude", "sonnet", "c1")).target.account == "c2"
+    assert next_in_turn(plain, Target("codex", "gpt-5", "a")).target.account == "b"

@@ -12,6 +12,8 @@ from awp_pipelines.model.base import StrictModel
 Role = Literal["coder", "reviewer", "resolver", "planner"]
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 PermissionMode = Literal["default", "auto", "bypass", "plan"]
+# How a target's accounts are picked (rotation.py says how each works).
+Rotation = Literal["fill_first", "between_attempts", "round_robin", "least_used", "none", "on_exhaustion"]
 
 
 class TargetSpec(StrictModel):
@@ -22,6 +24,8 @@ class TargetSpec(StrictModel):
     effort: Effort | None = Field(None, description="Reasoning effort.")
     accounts: list[str] | None = Field(None, description="Accounts to use, in order of preference.")
     probe: bool = Field(False, description="Check availability just before this target is chosen.")
+    rotation: Rotation | None = Field(None, description="How this target's accounts are picked; unset: its "
+                                      "alias's rotation, else the one of the chain it falls back from.")
 
 
 class ExecutionSettings(StrictModel):
