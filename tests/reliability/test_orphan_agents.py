@@ -4,13 +4,11 @@ Attempt works there. The rerun's compute, holding the tree's lease, ends it firs
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from pathlib import Path
 
 import pytest
-from reliability.crash import Watch, agent_packet, agent_pids, checkpoint_refs, event, rerun_completes, spawn, wait_for
+from reliability.crash import agent_packet, agent_pids, checkpoint_refs, event, kill_when, rerun_completes
 
 from awp_pipelines.providers.process import group_alive
 
@@ -20,20 +18,11 @@ def test_the_agent_of_a_killed_runner_is_ended_before_the_rerun_works_in_its_tre
         tmp_path: Path, make_git_repo, reliability_row) -> None:
     started = time.monotonic()
     packet, providers, ledger = agent_packet(tmp_path, make_git_repo)
-    proc = spawn(packet, "--providers", str(providers))
-    watch = Watch(packet)
-    try:
-        assert wait_for(proc, lambda: event("message_streamed", ".01.a1", delta="wrote half.txt\n")(watch))
-        os.killpg(proc.pid, signal.SIGKILL)  # the runner's whole group: the agent's session is not in it
-        proc.wait(timeout=30)
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+    # The runner's whole process group is killed: the agent's session is not in it.
+    packet_run = kill_when(packet, event("message_streamed", ".01.a1", delta="wrote half.txt\n"), {},
+                           "--providers", str(providers))
     [agent] = agent_pids(ledger)
     assert group_alive(agent)  # orphaned, still in the tree
-    [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
 
     commits = rerun_completes(packet, providers, packet_run)
     assert not group_alive(agent)  # ended by the rerun, long before its own 60 s were up

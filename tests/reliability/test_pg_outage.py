@@ -22,6 +22,7 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus
+from reliability.crash import commits_per_prompt
 
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
@@ -95,18 +96,6 @@ def _agent_started(packet: Path) -> str | None:
                if line.strip().endswith("}")):
             return file.relative_to(packet / ".awp" / "events").parts[0]
     return None
-
-
-def commits_per_prompt(repo: Path) -> dict[str, int]:
-    """Commits per `AWP-Prompt` trailer. (test_kill9.py has the same; branch `crash` moves it to
-    reliability/crash.py, which this should import once both are merged.)"""
-    out = subprocess.run(["git", "-C", str(repo), "log", "--format=%(trailers:key=AWP-Prompt,valueonly)%x00"],
-                         capture_output=True, text=True, check=True).stdout
-    counts: dict[str, int] = {}
-    for value in (v.strip() for v in out.split("\0")):
-        if value:
-            counts[value] = counts.get(value, 0) + 1
-    return counts
 
 
 def _claimed_slots(instance: DagsterInstance) -> dict[str, list[str]]:
