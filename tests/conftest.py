@@ -24,7 +24,17 @@ E2E_DIR = REPO_ROOT / "tests" / "e2e"
 # Slow tests outside tests/e2e, by node id, each with why: kept out of `make test-fast`.
 SLOW_ELSEWHERE = {
     "tests/test_definitions.py::test_dagster_validates_the_workspace": "a `dagster` subprocess loads the code location",
+    "tests/test_account_lease.py::test_racing_processes_hold_one_accounts_lease_one_at_a_time":
+        "4 processes import Dagster and race for one lease",
+    "tests/reliability/test_instance_init.py::test_eight_processes_opening_a_fresh_instance_leave_it_intact":
+        "8 processes import Dagster and open one fresh instance",
+    "tests/reliability/test_run_lock.py::test_of_eight_racing_processes_exactly_one_wins_and_the_rest_name_it":
+        "8 processes race for one lock",
+    "tests/providers/test_account_store.py::test_cooldown_set_by_one_process_is_honoured_by_another_on_sqlite":
+        "a second process imports Dagster",
 }
+# Whole modules: the real agent CLIs (Node processes) against local fake APIs.
+SLOW_MODULES = ("test_real_*.py",)
 
 
 def _in_ci() -> bool:
@@ -144,7 +154,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the slow tests here, by where they live, so the end-to-end modules need no marker of their own:
-    everything under tests/e2e/ (Dagster runs of whole packets) and the few in SLOW_ELSEWHERE."""
+    everything under tests/e2e/ (Dagster runs of whole packets), the real CLIs (SLOW_MODULES) and the few
+    in SLOW_ELSEWHERE."""
     for item in items:
-        if item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE:
+        if (item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE
+                or any(item.path.match(pattern) for pattern in SLOW_MODULES)):
             item.add_marker(pytest.mark.slow)
