@@ -137,7 +137,6 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
     plan = binding.plans[prompt.id]
-    key = binding.key(prompt.id)
     packet_run = packet_run_of(context, binding)
     _warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
@@ -151,23 +150,6 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                            account=account.name if account else None,
                            model=launch.target.model or provider.default_model or plan.model,
                            effort=launch.target.effort, reason=launch.reason)
-    # Stored before the agent starts: the count survives a crash, so budgets never restart from memory.
-    # Kept small (what an `interrupted` fact needs); the Attempt's record follows when it ends.
-    marker: dict[str, Any] = {
-        tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
-        tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
-        tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
-    stop = interrupts.current()
-    if stop is not None and stop.signum is not None:  # asked to stop before the Attempt started: none did
-        raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}): Attempt "
-                      f"{identity.attempt_id} was not started", allow_retries=False)
-    if account is not None:  # counted as it starts: the next choice, in any process, already sees it
-        AccountStore(context.instance).record_use(account.name)
-    context.log_event(AssetObservation(
-        asset_key=key, description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
-        metadata={k: v for k, v in marker.items() if v}))
-    if prompts_of_run(context.run, binding.keys) == {prompt.id}:
-        _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
     events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
                    / f"{identity.attempt_id}.jsonl")
     secrets = account.secrets() if account else {}
@@ -195,14 +177,39 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                      on_wait=context.log.info),
           account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
+        _mark_started(context, binding, prompt.id, identity, launch, target, account)
         _end_orphans(context, packet.root, plan.repos)
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
-                                 cancel_on=(DagsterExecutionInterruptedError,), stop=stop)
+                                 cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     return record, sink.transcript_markdown(), earlier
+
+
+def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
+                  identity: AttemptIdentity, launch: Launch, target: AttemptTarget,
+                  account: AccountResource | None) -> None:
+    """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
+    never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
+    `interrupted` fact needs); the Attempt's record follows when it ends."""
+    stop = interrupts.current()
+    if stop is not None and stop.signum is not None:  # asked to stop before the Attempt started: none did
+        raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}): Attempt "
+                      f"{identity.attempt_id} was not started", allow_retries=False)
+    if account is not None:  # counted as it starts: the next choice, in any process, already sees it
+        AccountStore(context.instance).record_use(account.name)
+    marker: dict[str, Any] = {
+        tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
+        tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
+        tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
+    context.log_event(AssetObservation(
+        asset_key=binding.key(prompt_id),
+        description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
+        metadata={k: v for k, v in marker.items() if v}))
+    if prompts_of_run(context.run, binding.keys) == {prompt_id}:
+        _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
 
 
 def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[WorkRepo]) -> None:

@@ -9,13 +9,15 @@ UI's concurrency page. A run that dies holding it is freed by Dagster's run moni
 from __future__ import annotations
 
 import fcntl
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dagster import DagsterInstance
+from dagster import DagsterInstance, Failure
 
+from awp_pipelines import interrupts
 from awp_pipelines.orchestration.naming import dagster_name
 
 _POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
@@ -60,12 +62,27 @@ def pool_lease(instance: DagsterInstance, pool: str, run_id: str, holder: str, b
     while not _claim(instance, pool, run_id, holder):
         if waited == 0:
             on_wait(f"{busy}; waiting for it (pool {pool})")
-        time.sleep(_POLL_S[min(waited, len(_POLL_S) - 1)])
+        _pause(_POLL_S[min(waited, len(_POLL_S) - 1)], pool)
         waited += 1
     try:
         yield
     finally:
         storage.free_concurrency_slot_for_step(run_id, holder)
+
+
+def _pause(seconds: float, pool: str) -> None:
+    """Sleep between claims, but end the wait at once when `awp run` was asked to stop (interrupts.py): no
+    Attempt has started yet (its start is stored once the leases are held), so there is nothing to record."""
+    end = time.monotonic() + seconds
+    while True:
+        stop = interrupts.current()
+        if stop is not None and stop.signum is not None:
+            raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}) while waiting "
+                          f"for pool {pool}: the Attempt was not started", allow_retries=False)
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))
 
 
 def _claim(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:

@@ -27,8 +27,13 @@ from reliability.crash import (
     settled,
     spawn,
     wait_for,
+    write_packet,
 )
 
+from awp_pipelines import tags
+from awp_pipelines.catalog import load_catalog
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import packet_run_history, prompt_states
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
@@ -121,3 +126,55 @@ def test_a_second_signal_exits_at_once_and_the_rerun_still_completes(tmp_path: P
     reliability_row("SIGTERM twice mid-Attempt, then rerun", tries=1, survived=1, records_lost=0,
                     commits_doubled=sum(n - 1 for n in commits.values()), budget_overruns=0,
                     seconds=time.monotonic() - started, note="second signal: immediate exit; reaped on rerun")
+
+
+@pytest.mark.slow
+def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_counts(
+        tmp_path: Path, make_git_repo) -> None:
+    """The work tree's lease is held by a live run of another process; `awp run` waits for it, and a SIGTERM
+    ends the wait at once. No Attempt started: none is stored or counted, the holder keeps its slot."""
+    from dagster import DagsterRun, DagsterRunStatus
+    from dagster._core.utils import make_new_run_id
+
+    from awp_pipelines.orchestration.lease import ensure_pool
+    from awp_pipelines.orchestration.reaper import runner_tag
+    from awp_pipelines.orchestration.translator import repo_pools
+
+    packet = write_packet(tmp_path / "p", make_git_repo)
+    pool = repo_pools(load_packet(packet))["01"] + "_tree"
+    instance = open_instance(packet)
+    try:
+        holder = make_new_run_id()  # a live run of this (live) process: no reaper frees it
+        instance.add_run(DagsterRun(job_name="holder", run_id=holder, status=DagsterRunStatus.STARTED,
+                                    tags=runner_tag()))
+        ensure_pool(instance, pool)
+        assert instance.event_log_storage.claim_concurrency_slot(pool, holder, "holder").is_claimed
+    finally:
+        instance.dispose()
+    proc = spawn(packet)
+    watch = Watch(packet)
+    try:
+        def waiting() -> bool:
+            runs = [r.run_id for r in watch.instance.get_runs() if r.run_id != holder]
+            return any("waiting for it" in (e.message or "") for r in runs for e in watch.instance.all_logs(r))
+        assert wait_for(proc, waiting)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)  # a bound against a hang: the wait polls every 0.1 s for the stop
+    finally:
+        watch.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr.read().decode() if proc.stderr else ""
+    instance = open_instance(packet)
+    try:
+        ours = [r for r in instance.get_runs() if r.run_id != holder]
+        assert ours and all(r.status == DagsterRunStatus.FAILURE for r in ours)
+        [packet_run] = {r.tags[tags.PACKET_RUN] for r in ours}
+        binding = packet_assets(load_packet(packet), load_catalog(None)).binding
+        [first] = prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
+        assert first.started == 0 and not first.facts  # the wait was no Attempt
+        claimed = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
+        assert [slot.run_id for slot in claimed] == [holder]  # the holder's slot is untouched
+    finally:
+        instance.dispose()
