@@ -9,7 +9,6 @@ expects; the compute follows the tags when that Attempt is the next one, and dec
 
 from __future__ import annotations
 
-import signal
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -43,7 +42,7 @@ from awp_pipelines.orchestration.history import (
     prompt_states,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.lease import account_lease, tree_lease
+from awp_pipelines.orchestration.lease import account_lease, fail_if_stopping, tree_lease
 from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.resources import (
@@ -194,10 +193,7 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
     """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
     `interrupted` fact needs); the Attempt's record follows when it ends."""
-    stop = interrupts.current()
-    if stop is not None and stop.signum is not None:  # asked to stop before the Attempt started: none did
-        raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}): Attempt "
-                      f"{identity.attempt_id} was not started", allow_retries=False)
+    fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
     if account is not None:  # counted as it starts: the next choice, in any process, already sees it
         AccountStore(context.instance).record_use(account.name)
     marker: dict[str, Any] = {

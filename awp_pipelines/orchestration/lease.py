@@ -70,15 +70,20 @@ def pool_lease(instance: DagsterInstance, pool: str, run_id: str, holder: str, b
         storage.free_concurrency_slot_for_step(run_id, holder)
 
 
+def fail_if_stopping(what: str) -> None:
+    """Fail the step when `awp run` was asked to stop (interrupts.py) before its Attempt started."""
+    stop = interrupts.current()
+    if stop is not None and stop.signum is not None:
+        raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}) {what}",
+                      allow_retries=False)
+
+
 def _pause(seconds: float, pool: str) -> None:
     """Sleep between claims, but end the wait at once when `awp run` was asked to stop (interrupts.py): no
     Attempt has started yet (its start is stored once the leases are held), so there is nothing to record."""
     end = time.monotonic() + seconds
     while True:
-        stop = interrupts.current()
-        if stop is not None and stop.signum is not None:
-            raise Failure(description=f"awp run is stopping ({signal.Signals(stop.signum).name}) while waiting "
-                          f"for pool {pool}: the Attempt was not started", allow_retries=False)
+        fail_if_stopping(f"while waiting for pool {pool}: the Attempt was not started")
         left = end - time.monotonic()
         if left <= 0:
             return

@@ -45,18 +45,13 @@ def runner_alive(value: str) -> bool:
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
-    """Mark the packet's unfinished runs whose runner is gone failed, and free their slots, and the slots any
-    ended run still holds."""
+    """Mark the packet's unfinished runs whose runner is gone failed, then free the slots of every ended run
+    (theirs, and any an outage left held)."""
+    reaped = [run for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED))
+              if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
+    for run in reaped:
+        instance.report_run_failed(run, f"its awp run process ({run.tags[RUNNER]}) is gone: killed or crashed")
     free_slots_of_ended_runs(instance)
-    reaped = []
-    for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED)):
-        runner = run.tags.get(RUNNER)
-        if runner is None or runner_alive(runner):
-            continue
-        instance.report_run_failed(run, f"its awp run process ({runner}) is gone: killed or crashed")
-        if instance.event_log_storage.supports_global_concurrency_limits:
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-        reaped.append(run)
     return reaped
 
 
