@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from awp_pipelines.catalog import Catalog
-from awp_pipelines.doctor import Need, check_models, diagnose
+from awp_pipelines.doctor import Need, diagnose
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -23,11 +23,8 @@ class ProbeAnswer:
 
 
 def probe(catalog: Catalog, provider: str, account: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeAnswer:
-    checks = diagnose(catalog, [Need(provider, (account,) if account else ())], timeout_s)
-    spec = catalog.providers.get(provider)
-    if spec is not None and spec.kind == "openai_http":
-        checks = [c for c in checks if c.what != "endpoint"]  # the GET below says more than "configured"
-        checks.append(check_models(provider, spec, catalog.binding(account), timeout_s))
+    # online: an HTTP provider's endpoint is asked for its models list, not only found configured
+    checks = diagnose(catalog, [Need(provider, (account,) if account else ())], timeout_s, online=True)
     failed = [c for c in checks if c.status != "ok"]
     if failed:
         return ProbeAnswer(False, "; ".join(c.detail for c in failed))
