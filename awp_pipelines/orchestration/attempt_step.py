@@ -45,6 +45,7 @@ from awp_pipelines.orchestration.history import (
 from awp_pipelines.orchestration.lease import account_lease, fail_if_stopping, tree_lease
 from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.reaper import save_unrecorded_work
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
     AccountResource,
@@ -167,7 +168,6 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          restore=_checkpoints_to_restore(plan, agent_run, last) if continuing else None,
                           redactor=redactor)
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
@@ -176,8 +176,12 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                      on_wait=context.log.info),
           account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
-        _mark_started(context, binding, prompt.id, identity, launch, target, account)
+        # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
+        _save_dead_work(context, binding, packet_run, prompt.id)
+        if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
+            attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
+        _mark_started(context, binding, prompt.id, identity, launch, target, account)
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
@@ -206,6 +210,17 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
+
+
+def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, packet_run: str, prompt_id: str) -> None:
+    """Holding the work tree's lease, no live Attempt is on it: an Attempt on these trees that started and has
+    no record died (a killed run worker, under the daemon). Its partial work becomes its AgentRun's checkpoint
+    before this Attempt edits the tree, as the next `awp run` does for a dead runner (reaper.py)."""
+    pools = repo_pools(binding.packet)
+    sharing = [p for p, pool in pools.items() if pool == pools[prompt_id]]
+    history = packet_run_history(context.instance, packet_run, binding.keys)
+    for attempt in save_unrecorded_work(binding, history, packet_run, sharing):
+        context.log.warning(f"saved the partial work of Attempt {attempt}, whose process died, as its checkpoint")
 
 
 def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[WorkRepo]) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from awp_pipelines import tags
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.runlock import process_start_time
 from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 
@@ -70,6 +72,26 @@ def checkpoint_interrupted(repos: Mapping[str, Path], agent_run: str, attempt: s
             continue
     return saved
 
+
+
+def save_unrecorded_work(binding: PacketBinding, history: PacketRunHistory, packet_run: str,
+                         prompts: Collection[str], run_ids: Collection[str] | None = None) -> list[str]:
+    """Checkpoint the partial work of the `prompts`' Attempts that started and have no record (only those of
+    `run_ids`, when given): their process died. The Attempt ids whose work was saved."""
+    saved = []
+    for prompt in prompts:
+        agent_run = history.agent_runs.get(prompt)
+        if agent_run is None:
+            continue
+        recorded = {r.identity.number for r in agent_run.records}
+        for number, (run_id, _, _) in agent_run.started.items():
+            if number in recorded or (run_ids is not None and run_id not in run_ids):
+                continue
+            ident = tags.agent_run_id(packet_run, prompt)
+            attempt = tags.attempt_id(ident, number)
+            if checkpoint_interrupted({t.name: Path(t.path) for t in binding.plans[prompt].repos}, ident, attempt):
+                saved.append(attempt)
+    return saved
 
 
 def end_run(instance: DagsterInstance, run_id: str) -> None:

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 
 from dagster import (
     DagsterEventType,
@@ -45,7 +44,7 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.reaper import checkpoint_interrupted, end_run, reap_dead_runs, runner_tag
+from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
 
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
@@ -176,13 +175,7 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
         if not packet_run:
             continue
         history = packet_run_history(instance, packet_run, binding.keys)
-        for prompt, agent_run in history.agent_runs.items():
-            recorded = {r.identity.number for r in agent_run.records}
-            for number, (run_id, _, _) in agent_run.started.items():
-                if run_id == run.run_id and number not in recorded:
-                    targets = {t.name: Path(t.path) for t in binding.plans[prompt].repos}
-                    ident = tags.agent_run_id(packet_run, prompt)
-                    checkpoint_interrupted(targets, ident, tags.attempt_id(ident, number))
+        save_unrecorded_work(binding, history, packet_run, list(history.agent_runs), [run.run_id])
     return [run.run_id for run in reaped]
 
 
