@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from awp_pipelines.redact import redact
+
 PREFIX = "awp/"
 PACKET = f"{PREFIX}packet"
 PACKET_RUN = f"{PREFIX}packet_run"
@@ -74,8 +76,9 @@ _UNSAFE = re.compile(r"[\r\n\t]")
 
 
 def short(value: str) -> str:
-    """Tag values stay one short line; long reasons live in metadata."""
-    text = _UNSAFE.sub(" ", value).strip()
+    """Tag values stay one short line, secret patterns redacted (a reason may quote a provider's message);
+    long reasons live in metadata."""
+    text = _UNSAFE.sub(" ", redact(value)).strip()
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 

@@ -14,6 +14,7 @@ from dagster.components.testing import create_defs_folder_sandbox
 
 from awp_pipelines.components import PacketComponent
 from awp_pipelines.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
+from awp_pipelines.errors import PacketError
 from awp_pipelines.orchestration.naming import prompt_key
 from awp_pipelines.packet import load_packet
 from awp_pipelines.verifiers.items import contract_items
@@ -169,3 +170,22 @@ def test_layering_edges_point_the_right_way() -> None:
                           if name == imported or name.startswith(imported + ".")]
     assert wrong == []
     assert "awp_pipelines.templates" in _imports(package / "lint" / "hygiene.py")  # the walk sees imports
+
+
+def test_the_code_location_refuses_a_packet_with_a_secret_in_a_verify_argv_as_awp_run_does(tmp_path: Path) -> None:
+    """The UI and the daemon load the definitions, not `awp run`: the same refusal, with file and line, and no
+    definitions (no snapshot, no check name) holding the key."""
+    key = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file of the repository holds a key-shaped text
+    packet = tmp_path / "project" / REPO_PACKETS_DIR / "leaky"
+    (packet / "prompts").mkdir(parents=True)
+    (packet / "packet.yaml").write_text("name: leaky\nprovider: simulated\n")
+    (packet / "prompts" / "01_call.prompt.md").write_text(
+        f"---\nid: '01'\nverify:\n  commands:\n    - exec: curl\n      args: ['-H', '{key}']\n---\nCall.\n")
+    try:
+        build_definitions(tmp_path / "project")
+    except PacketError as err:
+        message = str(err)
+    else:
+        raise AssertionError("the definitions loaded a packet holding a key")
+    assert "01_call.prompt.md" in message and "refusing to run: a anthropic key is written on line 6" in message
+    assert key not in message and "Z" * 8 not in message

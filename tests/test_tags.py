@@ -39,3 +39,12 @@ def test_an_unknown_or_missing_mode_reads_as_run() -> None:
     assert RunIntent.from_tags({tags.MODE: "sideways"}).mode == "run"
     assert RunIntent.from_tags({}) == RunIntent()
     assert [RunIntent.from_tags({tags.MODE: m}).mode for m in MODES] == list(MODES)
+
+
+def test_no_tag_value_holds_a_key_shaped_text() -> None:
+    """Every tag value passes `short`: a reason quoting a provider's message keeps no key, whole or cut."""
+    key = "sk-ant-" + "api03-" + "K" * 24
+    intent = RunIntent(packet_run="pr-1", mode="retry", reason=f"provider_auth_claim: 401 for key {key}")
+    values = intent.to_tags("demo", "01").values()
+    assert all("K" * 8 not in value for value in values)
+    assert "401 for key [REDACTED]" in intent.to_tags("demo", "01")[tags.REASON]

@@ -26,6 +26,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
+from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
@@ -64,7 +65,10 @@ class CompiledPacket:
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
                   translator: PacketTranslator | None = None,
                   plan_context: PlanContext | None = None) -> CompiledPacket:
-    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any)."""
+    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any). A packet
+    with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
+    daemon load fails with its file and line instead of storing the secret in its snapshots."""
+    refuse_secrets(packet)
     translator = translator or PacketTranslator()
     keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
     binding = PacketBinding.resolve(packet, catalog, keys, plan_context)

@@ -14,7 +14,6 @@ from awp_pipelines.launches import Launch, repair_launch
 from awp_pipelines.lifecycle import AgentRunStatus, agent_run_status
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompt_states
-from awp_pipelines.redact import redact
 
 _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
 
@@ -54,8 +53,9 @@ def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, 
 
 
 def note_tags(note: str | None) -> dict[str, str]:
-    """The note as a run tag: redacted and short (the tag is all the repair prompt gets of it)."""
-    return {tags.NOTE: tags.short(redact(note))} if note and note.strip() else {}
+    """The note as a run tag: short, and redacted as every tag value is (the tag is all the repair prompt gets
+    of it)."""
+    return {tags.NOTE: tags.short(note)} if note and note.strip() else {}
 
 
 def agent_run_now(instance: DagsterInstance, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:

@@ -2,8 +2,10 @@
 
 Each item becomes one Dagster asset check, so its `check_name` is stable, unique within the contract, a
 valid check name (`^[A-Za-z0-9_]+$`, at most 63 characters) and reads as what it checks
-(`greeting_md_contains_hello`). `label` stays Prompt Runner's checklist label (the checklist file is
-byte-compatible); `description` is the sentence people read in the UI.
+(`greeting_md_contains_hello`). A name is never secret: what a command's argv or a `contains`/`matches` text
+adds to it passes `name_words` (secret patterns redacted, then plain words only). `label` stays Prompt
+Runner's checklist label (the checklist file is byte-compatible); `description` is the sentence people read in
+the UI, secret patterns redacted.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ from awp_pipelines.model.contract import (
     YamlCheck,
     command_text,
 )
+from awp_pipelines.redact import redact
 
 from .clause_table import CLAUSE, CLAUSE_TABLE
 from .paths import display, written_repo_path
 
 MAX_CHECK_NAME = 63
+# A word a name may keep from text that may hold a secret: letters only (at most 20), or at most 4 characters.
+# A credential is neither: it is long and mixes letters and digits (`canary_7f3a9c1e5b2d`, `api03_QQQ…`).
+_PLAIN_WORD = re.compile(r"[a-z]{1,20}|[a-z0-9]{1,4}")
 
 
 class ContractItem(BaseModel):
@@ -99,7 +105,7 @@ def _entry_item(clause: str, index: int, entry: Any, used: set[str]) -> Contract
         kind=clause,
         check_name=unique_name(entry_check_name(clause, entry) or f"{clause}_{index}", used),
         label=entry_label(clause, entry) + _what(entry),
-        description=entry_description(clause, entry),
+        description=redact(entry_description(clause, entry)),
         repo=repo,
         path=path,
     )
@@ -123,15 +129,15 @@ def entry_check_name(clause: str, entry: Any) -> str:
     """The path (with its repo when written), what is checked, and for contains/matches what is looked for.
     Empty when nothing readable is left (the caller falls back to clause and index)."""
     if isinstance(entry, CommandCheck):
-        return _cut(f"command_{slug(command_text(entry, with_repo=True))}")
+        return _cut(f"command_{name_words(command_text(entry, with_repo=True))}")
     subject = slug(display(entry))
     if not subject:
         return ""
     what = ""
     if isinstance(entry, ContainsCheck):
-        what = slug(entry.text)
+        what = name_words(entry.text)
     elif isinstance(entry, MatchesCheck):
-        what = slug(entry.pattern)
+        what = name_words(entry.pattern)
     return _join(subject, CLAUSE[clause].verb, what)
 
 
@@ -185,6 +191,14 @@ def _doc_description(what: str, entry: DocCheck | None) -> str:
 
 def slug(words: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
+
+
+def name_words(text: str) -> str:
+    """The slug of text that may hold a secret (a command's argv, a `contains` text), fit for a name stored
+    forever (check names reach Dagster's snapshots, run databases and the UI): secret patterns redacted first,
+    then only plain words kept. A credential that matches no pattern (an account's literal key) is dropped
+    too, with no catalog needed: the name is the same wherever it is computed."""
+    return "_".join(word for word in slug(redact(text)).split("_") if _PLAIN_WORD.fullmatch(word))
 
 
 def _cut(name: str) -> str:

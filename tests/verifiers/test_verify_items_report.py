@@ -115,8 +115,26 @@ def test_check_name_is_cut_to_63_characters_keeping_what_it_checks() -> None:
     (item,) = contract_items(VerifyContract.model_validate({"source_absent": [{"path": "a/" * 60, "patterns": ["x"]}]}))
     assert len(item.check_name) <= 63 and item.check_name.startswith("a_a_")
     assert item.check_name.endswith("_has_no_forbidden_source")
-    (item,) = contract_items(VerifyContract.model_validate({"contains": [{"path": "GREETING.md", "text": "x" * 90}]}))
-    assert len(item.check_name) <= 63 and item.check_name.startswith("greeting_md_contains_xxx")
+    (item,) = contract_items(VerifyContract.model_validate({"contains": [{"path": "GREETING.md",
+                                                                           "text": "hello world " * 9}]}))
+    assert len(item.check_name) <= 63 and item.check_name.startswith("greeting_md_contains_hello_world")
+
+
+def test_no_credential_reaches_a_check_name_from_a_command_argv_or_a_contains_text() -> None:
+    # A literal account key matches no secret pattern; a key-shaped one does. Neither is in a name, whole or
+    # as a prefix (a name is cut to 63 characters), and the description keeps no key-shaped one.
+    literal, shaped = "canary-in-use-7f3a9c1e5b2d", "sk-ant-" + "api03-" + "Q" * 24
+    contract = VerifyContract.model_validate({
+        "commands": [{"exec": "deploy", "args": ["--token", literal]}, {"exec": "curl", "args": ["-H", shaped]}],
+        "contains": [{"path": "config.txt", "text": f"key {literal}"}],
+        "matches": [{"path": "env.txt", "pattern": shaped}]})
+    items = contract_items(contract)
+    assert [i.check_name for i in items] == [
+        "config_txt_contains_key_canary_in_use", "env_txt_matches_redacted",
+        "command_deploy_token_canary_in_use", "command_curl_h_redacted"]
+    for item in items:
+        assert "7f3a9c1e5b2d" not in item.check_name and "qqqq" not in item.check_name
+        assert shaped not in item.description
 
 
 def test_check_names_read_as_what_they_check_and_descriptions_as_what_is_demanded() -> None:
@@ -206,9 +224,11 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
 
 def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
-    (the packet model's `verify:` block), which itself needs nothing but pydantic."""
+    (the packet model's `verify:` block), which itself needs nothing but pydantic, and the redactor (check names
+    must hold no secret), which needs nothing but pydantic either."""
     package = Path(engine_module.__file__).parent
-    contract_files = [package.parent / "model" / "contract.py", package.parent / "model" / "pathtext.py"]
+    contract_files = [package.parent / "model" / "contract.py", package.parent / "model" / "pathtext.py",
+                      package.parent / "redact.py"]
     outside: set[str] = set()
     ours: set[str] = set()
     for source in [*package.rglob("*.py"), *contract_files]:
@@ -221,4 +241,5 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
                 else:
                     outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
-    assert "awp_pipelines.model.contract" in ours <= {"awp_pipelines.model.contract", "awp_pipelines.model.pathtext"}
+    assert "awp_pipelines.model.contract" in ours <= {"awp_pipelines.model.contract", "awp_pipelines.model.pathtext",
+                                                      "awp_pipelines.redact"}
