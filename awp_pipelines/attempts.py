@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines import orphans
 from awp_pipelines.budget import Spend
+from awp_pipelines.cleantree import DirtyTree, ensure_clean
 from awp_pipelines.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.control import (
     ControlHandle,
@@ -50,13 +51,15 @@ from awp_pipelines.workspace import (
     WorkspaceError,
     changed_since,
     discard_changes,
+    head,
     restore_checkpoint,
     save_checkpoint,
     snapshot,
 )
 
 CostSource = Literal["provider", "price_table", "unknown"]
-AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed"]
+AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed",
+                        "dirty_tree"]  # dirty_tree: refused before its agent started (cleantree.py)
 # An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen (each says so
 # inline, where the pydantic mypy plugin sees it); a changed copy is made with `model_copy(update=...)`.
 
@@ -166,6 +169,9 @@ class AttemptRecord(BaseModel):
                                 "holding the partial work of an Attempt that did not complete.")
     restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
                                      "AgentRun's previous Attempt this one started from.")
+    set_aside: dict[str, str] = Field(default_factory=dict, description="Target repo → the git stash holding the "
+                                      "changes a person had left in it, set aside before the Attempt "
+                                      "(`dirty_tree: set_aside`); `git stash pop` brings them back.")
     control: Directive | None = Field(None, description="Agent control: what this iteration's request came to "
                                       "(read only once the contract passed and the work was committed).")
     transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
@@ -272,6 +278,14 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     targets = {t.name: Path(t.path) for t in spec.plan.repos}
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
+    try:
+        # Without commits (`--no-commit`) the trees keep each Attempt's work by design: nothing to protect.
+        set_aside = ensure_clean(targets, spec.packet.manifest.dirty_tree, spec.identity.attempt_id) \
+            if spec.commit else {}
+    except DirtyTree as err:
+        return redactor.model(_refused(spec, sink, started, clock, trail, str(err)))
+    for repo, sha in set_aside.items():
+        sink.tree_set_aside(repo, sha)
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
@@ -305,8 +319,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         wip = _checkpoint(spec, targets, before)
         trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
         outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
-        return redactor.model(_record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes,
-                                      None, "provider_failed", failure, bool(wip), [], wip, trail))
+        return redactor.model(_record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome,
+                                      resumes, None, "provider_failed", failure, bool(wip), [], wip, trail, set_aside))
 
     try:
         with stop.cut_in() if stop is not None else nullcontext():
@@ -348,10 +362,22 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     trail.append(transition("terminal", result + (f": {cls}" if cls else "")
                             + (f"; {directive.line()}" if directive else ""),
                             cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
-    record = _record(spec, request, sink, started, clock, checkpoint, restored, outcome, resumes, report, result,
-                     failure, changed, commits, wip, trail)
+    record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes,
+                     report, result, failure, changed, commits, wip, trail, set_aside)
     # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
     return redactor.model(record.model_copy(update={"control": directive}))
+
+
+def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],
+             message: str) -> AttemptRecord:
+    """The clean-tree precondition refused: the agent never started, the tree is as the person left it."""
+    failure = FailureEnvelope.for_class("dirty_tree", message)
+    sink.run_failed(failure)
+    trail.append(transition("terminal", f"dirty_tree: {message}", cause_of("dirty_tree")))
+    heads = {t.name: head(t.path) for t in spec.plan.repos}
+    outcome = ProviderOutcome.from_sink(sink, None, None)
+    return _record(spec, prompt_text(spec), sink, started, clock, heads, {}, outcome, 0, None, "dirty_tree", failure,
+                   False, [], {}, trail)
 
 
 def _open_control(spec: AttemptSpec) -> ControlHandle | None:
@@ -376,10 +402,11 @@ def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
     return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
 
 
-def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, started: str, clock: float,
+def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: float,
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
-            commits: list[CommitResult], wip: dict[str, str], trail: list[Transition]) -> AttemptRecord:
+            commits: list[CommitResult], wip: dict[str, str], trail: list[Transition],
+            set_aside: Mapping[str, str] | None = None) -> AttemptRecord:
     usage = attempt_usage(outcome.usage, spec.target.model)
     spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
@@ -389,9 +416,9 @@ def _record(spec: AttemptSpec, request: ProviderRequest, sink: EventSink, starte
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
         messages=outcome.messages, verifier=report, workspace_changed=changed,
-        prompt_text=request.prompt_text,
+        prompt_text=sent,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
-        restored=restored, transitions=trail)
+        restored=restored, set_aside=dict(set_aside or {}), transitions=trail)
 
 
 def _interrupted(signum: int, during: str) -> FailureEnvelope:
@@ -416,7 +443,9 @@ def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[st
 
 def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[str, RepoState]) -> dict[str, str]:
     """Save an unfinished Attempt's partial work under refs/awp/checkpoints/<agent run>/<attempt>, then
-    leave each repo as clean as it was before the Attempt, so no other prompt commits it."""
+    leave each repo clean, so no other prompt commits it. Its tree was clean before the Attempt (the
+    precondition), or held only the AgentRun's checkpoint, which the new one includes; without commits it may
+    have held earlier work, which is never discarded."""
     ident = spec.identity
     saved = {}
     for name, repo in targets.items():
@@ -425,7 +454,7 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
             sha = save_checkpoint(repo, before[name].head, ref, f"AWP checkpoint {ident.attempt_id}")
             if sha:
                 saved[name] = sha
-                if not before[name].dirty:  # never discard what was there before the Attempt
+                if spec.commit or not before[name].dirty:
                     discard_changes(repo)
         except WorkspaceError:
             continue

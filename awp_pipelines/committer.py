@@ -65,7 +65,7 @@ def with_trailers(message: str, trailers: Mapping[str, str], redactor: Redactor 
     return body + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
-def _identity_overrides(repo: Path) -> list[str]:
+def identity_overrides(repo: Path) -> list[str]:
     args: list[str] = []
     for key, fallback in FALLBACK_IDENTITY.items():
         configured = git(repo, "config", "--get", key, ok_codes=(0, 1)).stdout.strip()
@@ -82,7 +82,7 @@ def _commit_one(name: str, repo: Path, text: str) -> CommitResult:
     if git(repo, "diff", "--cached", "--quiet", ok_codes=(0, 1)).returncode == 0:
         return CommitResult(repo=name, status="no_changes")
     # --cleanup=whitespace keeps lines starting with '#' (Markdown headings); the default would drop them.
-    git(repo, *_identity_overrides(repo), "commit", "--quiet", "--cleanup=whitespace", "--file", "-",
+    git(repo, *identity_overrides(repo), "commit", "--quiet", "--cleanup=whitespace", "--file", "-",
         input=text)
     sha = head(repo)
     if sha is None:  # pragma: no cover - git said it committed

@@ -45,6 +45,7 @@ EventType = Literal[
     "resume_started",
     "verifier_completed",
     "commit_created",
+    "tree_set_aside",
     "files_changed",
     "rate_limit_notice",
 ]
@@ -218,6 +219,10 @@ class EventSink:
 
     def commit_created(self, repo: str, status: str, sha: str | None = None) -> dict[str, Any]:
         return self.emit("commit_created", repo=repo, status=status, sha=sha)
+
+    def tree_set_aside(self, repo: str, sha: str) -> dict[str, Any]:
+        """A person's changes found in `repo` before the Attempt, stashed (`dirty_tree: set_aside`)."""
+        return self.emit("tree_set_aside", repo=repo, sha=sha)
 
     def files_changed(self, repo: str, files: Sequence[Mapping[str, Any]], base: str | None = None) -> dict[str, Any]:
         """What the Attempt changed in one repo, `git diff --stat`-like: one `{path, status, added, removed}` per

@@ -1,8 +1,8 @@
 """Failures are values: the `FailureEnvelope` travels from a provider adapter to the decision function.
 
 Classes and flags follow Prompt Runner 0.12.1's `FailureEnvelope` (reference/prompt-runner.md, Recovery);
-AWP adds four local classes for what happens around the provider: verifier faults and timeouts, commit
-failures and agents that never started.
+AWP adds local classes for what happens around the provider: verifier faults and timeouts, commit failures,
+agents that never started, Attempts interrupted, and work trees a person left changes in.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ TerminalClass = Literal["user_cancelled", "approval_denied", "guardrail_blocked"
 CliConfirmationClass = Literal["cli_confirmation_missing", "cli_confirmation_mismatch"]
 # AWP's local classes: what happens around the provider
 AwpLocalClass = Literal["verifier_fault", "verifier_timeout", "commit_failed", "launch_failed",
-                        "interrupted"]  # interrupted: its process died, or a signal stopped it, mid-Attempt
+                        "interrupted",  # interrupted: its process died, or a signal stopped it, mid-Attempt
+                        "dirty_tree"]  # dirty_tree: a person's changes were in the work tree (cleantree.py)
 
 FailureClass = Literal[TransportClass, RemoteClaimClass, TerminalClass, CliConfirmationClass, "unknown",
                        AwpLocalClass]
@@ -58,6 +59,7 @@ _PHASES: dict[str, Phase] = {
     "verifier_timeout": "verify",
     "commit_failed": "commit",
     "launch_failed": "launch",
+    "dirty_tree": "launch",
     "cli_confirmation_missing": "launch",
     "cli_confirmation_mismatch": "launch",
 }

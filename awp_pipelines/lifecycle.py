@@ -32,7 +32,7 @@ _CAUSES: dict[str, Cause] = {
     "cli_confirmation_missing": "policy_denial", "cli_confirmation_mismatch": "policy_denial",
     "user_cancelled": "cancellation", "interrupted": "cancellation",
     "verifier_fault": "workspace_failure", "verifier_timeout": "workspace_failure",
-    "commit_failed": "workspace_failure", "launch_failed": "workspace_failure",
+    "commit_failed": "workspace_failure", "launch_failed": "workspace_failure", "dirty_tree": "workspace_failure",
 }
 
 

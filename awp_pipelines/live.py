@@ -56,6 +56,8 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
     elif kind == "verifier_completed":
         failures = "; ".join(str(f) for f in event.get("failures") or [])
         text = "verifier passed" if event.get("passed") else f"verifier failed: {failures}"
+    elif kind == "tree_set_aside":
+        text = f"set aside the changes found in {event.get('repo')} as git stash {event.get('sha')}"
     elif kind == "commit_created":
         text = f"commit {event.get('repo')}: {event.get('status')} {event.get('sha') or ''}".rstrip()
     else:

@@ -166,8 +166,8 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
     last = history[-1]
     if last.result == "completed":
         return Verdict("complete", f"attempt {last.number} met the contract", status="completed")
-    if last.result in ("verifier_fault", "commit_failed"):
-        # A fault says nothing about the work: halt, and spend no repair.
+    if last.result in ("verifier_fault", "commit_failed", "dirty_tree"):
+        # A fault says nothing about the work (a dirty tree: there is none): halt, and spend no repair.
         return Verdict("fail", f"attempt {last.number} ended {last.result}", status=last.result)
     repairs = sum(1 for fact in history if fact.mode == "repair")
     repair = recovery.repair

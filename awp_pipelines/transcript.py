@@ -197,6 +197,9 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         lines = ["**Verifier passed.**" if event.get("passed") else "**Verifier failed:**"]
         lines += [f"- {one_line(item, 400)}" for item in event.get("failures") or []]
         return "\n".join(lines)
+    if kind == "tree_set_aside":
+        return (f"- `{event.get('repo')}`: changes found in the tree were set aside as git stash `{event.get('sha')}` "
+                "(`git stash pop` brings them back)")
     if kind == "commit_created":
         sha = event.get("sha")
         return f"- `{event.get('repo')}`: {event.get('status')}" + (f" `{sha}`" if sha else "")

@@ -158,18 +158,29 @@ def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str) 
     HEAD, the index or the tree. None when there is nothing to save."""
     if not changed_paths(repo):
         return None
+    parents = ["-p", base] if base else []
+    sha = git(repo, "commit-tree", worktree_tree(repo, base), *parents, "-m", message).stdout.strip()
+    git(repo, "update-ref", ref, sha)
+    return sha
+
+
+def worktree_tree(repo: Path | str, base: str | None) -> str:
+    """The tree object of the work tree as it is (`base` plus every change, untracked files included), built in
+    an index of its own: the repository's index, HEAD and files stay as they are (its index.lock too)."""
     index = Path(repo) / ".git" / "awp-checkpoint.index"
     env = {**git_env(), "GIT_INDEX_FILE": str(index)}
     try:
         for args in (["read-tree", base] if base else ["read-tree", "--empty"], ["add", "-A"]):
             _git_with_env(repo, env, *args)
-        tree = _git_with_env(repo, env, "write-tree").strip()
+        return _git_with_env(repo, env, "write-tree").strip()
     finally:
         index.unlink(missing_ok=True)
-    parents = ["-p", base] if base else []
-    sha = git(repo, "commit-tree", tree, *parents, "-m", message).stdout.strip()
-    git(repo, "update-ref", ref, sha)
-    return sha
+
+
+def checkpoint_trees(repo: Path | str) -> set[str]:
+    """The trees of every checkpoint saved in `repo` (refs/awp/checkpoints/…): the work AWP itself saved."""
+    out = git(repo, "for-each-ref", "--format=%(tree)", "refs/awp/checkpoints/").stdout
+    return {line.strip() for line in out.splitlines() if line.strip()}
 
 
 def discard_changes(repo: Path | str) -> None:

@@ -54,6 +54,12 @@ def test_commit_failure_is_never_completion() -> None:
     assert decide([fact(1, "commit_failed")], RECOVERY, SOLO).status == "commit_failed"
 
 
+def test_a_dirty_tree_refusal_halts_without_retry_or_repair() -> None:
+    """Running again would meet the same hand edits: the person has to commit or stash them first."""
+    verdict = decide([fact(1, "dirty_tree", "dirty_tree")], RECOVERY, SOLO)
+    assert (verdict.action, verdict.status) == ("fail", "dirty_tree")
+
+
 def test_retryable_failure_retries_within_its_class_budget_with_backoff() -> None:
     history = [fact(i, "provider_failed", "transport_disconnect") for i in range(1, 4)]
     verdict = decide(history, RECOVERY, SOLO)

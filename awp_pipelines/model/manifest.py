@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -17,6 +17,8 @@ from awp_pipelines.model.recovery import RecoveryConfig
 
 # Dagster's owner forms: an email address, or `team:NAME`.
 _OWNER = re.compile(r"^(team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")
+# What an Attempt does with changes it finds in its work tree before it starts (cleantree.py).
+DirtyTreePolicy = Literal["refuse", "set_aside"]
 
 
 class RepoSpec(StrictModel):
@@ -45,6 +47,11 @@ class Manifest(ExecutionSettings):
                                         "starts once its recorded spend has reached one.")
     agent_control: AgentControlConfig = Field(default_factory=AgentControlConfig,
                                               description="Agent-driven iteration control.")
+    dirty_tree: DirtyTreePolicy = Field("refuse", description="Changes a person left in a target repo (staged, "
+                                        "unstaged or untracked) when an Attempt is about to start: `refuse` ends "
+                                        "the Attempt naming the files; `set_aside` stashes them (`git stash pop` "
+                                        "brings them back). Either way an Attempt commits only what its agent "
+                                        "changed.")
 
     @field_validator("profile")
     @classmethod
