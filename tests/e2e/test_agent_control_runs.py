@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,9 @@ def test_a_forged_request_is_rejected_and_recorded(tmp_path: Path, make_git_repo
     packet = controlled_packet(tmp_path / "p", make_git_repo,
                                [_step(1, action="finish", reason="trust me", forge=forge)] * 2)
     (packet / "workspace" / "final.txt").write_text("the completion contract would pass")
+    # Committed: an Attempt refuses a tree holding a person's uncommitted changes.
+    for args in (["add", "final.txt"], ["commit", "-qm", "final"]):
+        subprocess.run(["git", "-C", str(packet / "workspace"), *args], check=True)
     outcome, records = _run(packet)
     [record] = records
     assert (record["control"]["outcome"], record["control"]["source"]) == ("invalid_request", "request")
