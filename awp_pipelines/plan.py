@@ -20,6 +20,7 @@ from awp_pipelines.catalog import PROVIDER_ALIASES, AccountBinding, AliasSpec, C
 from awp_pipelines.errors import PacketError
 from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.execution import ExecutionSettings, Rotation, TargetSpec
+from awp_pipelines.model.manifest import DirtyTreePolicy
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.selection import Selection
@@ -105,6 +106,8 @@ class PacketPlan(BaseModel):
     profile: str | None
     warnings: list[str]
     budget: BudgetConfig | None = Field(None, description="Caps of the whole packet run (manifest).")
+    dirty_tree: DirtyTreePolicy = Field("refuse", description="What an Attempt does with a person's changes in its "
+                                        "work tree (manifest `dirty_tree`).")
     prompts: list[PromptPlan]
 
 
@@ -276,7 +279,7 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
     prompts = (selection or Selection()).apply(packet)
     return PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
-                      budget=packet.manifest.budget,
+                      budget=packet.manifest.budget, dirty_tree=packet.manifest.dirty_tree,
                       prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
 
 

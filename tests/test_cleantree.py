@@ -87,6 +87,7 @@ def test_a_dirty_tree_is_refused_by_default_naming_the_files_and_left_as_it_was(
 def test_set_aside_stashes_the_hand_edits_and_the_agent_commit_holds_only_its_own_work(
         tmp_path: Path, make_git_repo: Any) -> None:
     packet, repo = _packet(tmp_path, make_git_repo, dirty_tree="set_aside")
+    assert build_plan(packet, PlanContext(catalog=load_catalog(None))).dirty_tree == "set_aside"  # awp plan shows it
     _hand_edits(repo)
     record = _attempt(packet, "01", tmp_path)
     assert record.result == "completed"

@@ -67,6 +67,9 @@ def print_plan(plan: PacketPlan) -> None:
         out.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=False)
     if plan.budget is not None:
         out.print(Text(f"budget of the packet run: {plan.budget.describe()}"), soft_wrap=False)
+    out.print(Text("uncommitted changes in a work tree: " + ("refused" if plan.dirty_tree == "refuse" else
+                                                             "set aside as a git stash") + " (dirty_tree)"),
+              soft_wrap=False)
     for prompt in plan.prompts:
         out.print()
         out.print(Text.assemble((f"{prompt.id}  {prompt.name}", "bold")), soft_wrap=False)
