@@ -5,12 +5,16 @@ is anywhere.
 
 The canaries are account credential values that match no secret pattern (the account in use, another account
 of the catalog that the prompt never uses, the provider's key) and a pattern secret built at runtime. They are
-placed in the agent's messages and its error, a verifier's output, a prompt body and a `commit:` message."""
+placed in the agent's messages and its error, a verifier's output, a prompt body, a `commit:` message, a verify
+command's argv and a `contains` text (both were slugged into check names). A canary counts wherever it is found,
+whole or slugged (`canary_in_use_7f3a…`, as a name holds it). The same dump follows a run under a real
+dagster-daemon, launched as the UI launches it."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -29,6 +33,13 @@ from awp_pipelines.orchestration.instance import open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
+LITERALS_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER}"
+# The verifier prints every canary; the pattern secret is put together by the shell, so no file has it.
+ECHO = {"exec": "sh", "args": ["-c", 'echo "verifier saw $1 $2 $3 sk-ant-$4"', "sh", CANARY_IN_USE, CANARY_OTHER,
+                               CANARY_PROVIDER, PATTERN_SECRET.removeprefix("sk-ant-")]}
+# A credential in a verify command's argv and in a `contains` text: check names were slugged from both.
+ARGV_CHECK = {"exec": "true", "args": ["--key", CANARY_IN_USE]}
+CONTAINS_CHECK = {"path": "notes.md", "text": f"key {CANARY_OTHER}"}
 
 
 def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Path]:
@@ -40,9 +51,7 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Pa
         "name": "canary", "provider": "sim-keyed", "model": "sim-keyed-1", "accounts": ["in-use"],
         "repos": {"app": {"path": "./workspace", "default": True}}}))
     (root / "prompts").mkdir()
-    # The verifier prints every canary; the pattern secret is put together by the shell, so no file has it.
-    echo = {"exec": "sh", "args": ["-c", 'echo "verifier saw $1 $2 $3 sk-ant-$4"', "sh", CANARY_IN_USE,
-                                   CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET.removeprefix("sk-ant-")]}
+    echo = ECHO
     (root / "prompts" / "01_write.prompt.md").write_text(textwrap.dedent(f"""\
         ---
         id: "01"
@@ -53,7 +62,8 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Pa
         Write notes. The deploy credential is {CANARY_IN_USE}; the other is {CANARY_OTHER}.
         """))
     failing = {**echo, "args": [echo["args"][0], echo["args"][1] + "; exit 1", *echo["args"][2:]]}
-    fronts = {"02_check": {"id": "02", "verify": {"commands": [echo, failing]}},
+    fronts = {"02_check": {"id": "02", "verify": {"commands": [echo, failing, ARGV_CHECK],
+                                                  "contains": [CONTAINS_CHECK]}},
               "03_refused": {"id": "03", "depends_on": ["01"]}}
     for name, front in fronts.items():
         (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nCheck.\n")
@@ -107,8 +117,21 @@ def _git_objects(repo: Path) -> str:
                           capture_output=True).stdout.decode("utf-8", errors="replace")
 
 
+def _slugged(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower())
+
+
+# What finds a canary, whole or slugged into a name: the slug of a literal's last 12 characters (its random part);
+# for the pattern secret, its key-shaped prefix and first random character (its tail alone is in ECHO's argv, in
+# the packet by construction: no pattern finds it there).
+_NEEDLES = {secret: _slugged(secret)[-12:] for secret in SECRETS} | {PATTERN_SECRET: _slugged(PATTERN_SECRET)[:14]}
+
+
 def _count(places: dict[str, str]) -> dict[str, dict[str, int]]:
-    found = {place: {c: text.count(c) for c in SECRETS if c in text} for place, text in places.items()}
+    found = {}
+    for place, text in places.items():
+        slugged = _slugged(text)
+        found[place] = {c: slugged.count(needle) for c, needle in _NEEDLES.items() if needle in slugged}
     return {place: counts for place, counts in found.items() if counts}
 
 
