@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,10 +27,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import yaml
+from daemon.deployment import FINISHED, deployment, make_project
 from e2e_support import awp, postgres_instance_dir
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.history import attempt_records
+from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG, open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
@@ -204,3 +207,80 @@ def test_awp_run_refuses_a_pattern_secret_in_a_prompt_body(tmp_path: Path, make_
     assert "refusing to run: a anthropic key is written on line" in result.output
     assert PATTERN_SECRET not in result.output
     assert not (packet / ".awp").exists()  # nothing ran, nothing was stored
+
+
+def _daemon_packet(root: Path) -> Path:
+    """The packet for the daemon, which has no simulate overlay: the agent's steps are in the prompts, so the
+    agent says only the literal canaries (a pattern secret in a prompt is refused as the definitions load);
+    the verifier still composes the pattern secret. No repair: one run, then the AgentRuns end."""
+    (root / "prompts").mkdir(parents=True)
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "canary", "provider": "sim-keyed", "model": "sim-keyed-1", "accounts": ["in-use"],
+        "repos": {"app": {"path": "./workspace", "default": True}}, "recovery": {"repair": {"enabled": False}}}))
+    fronts = {
+        "01_write": {"id": "01", "commit": f"feat: notes (in use {CANARY_IN_USE}, other {CANARY_OTHER})",
+                     "verify": {"files_exist": ["notes.md"]},
+                     "simulate": {"attempts": [{"messages": [f"agent output: {LITERALS_SAID}"],
+                                                "writes": [{"path": "notes.md", "text": "notes\n"}]}]}},
+        "02_check": {"id": "02", "verify": {"commands": [ECHO, ARGV_CHECK], "contains": [CONTAINS_CHECK]},
+                     "simulate": {"attempts": [{"messages": [f"tool output: {LITERALS_SAID}"]}]}}}
+    for name, front in fronts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(
+            f"---\n{yaml.safe_dump(front)}---\nWork. The deploy credential is {CANARY_IN_USE}.\n")
+    return root
+
+
+@pytest.mark.slow
+def test_no_canary_anywhere_after_a_run_launched_as_the_ui_launches_it_under_the_daemon(
+        tmp_path: Path, make_git_repo: Callable[[Path], Path], canaries: None,
+        reliability_row: Callable[..., None]) -> None:
+    started = time.monotonic()
+    project = make_project(tmp_path / "project", {"canary": _daemon_packet(tmp_path / "src" / "canary")},
+                           providers=PROVIDERS)
+    packet = project / "assets" / "canary"
+    make_git_repo(packet / "workspace")
+    home = packet / ".awp" / "dagster"  # the embedded instance, as the README's UI command serves it
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    with deployment(home, project) as running:  # webserver + daemon; the canaries are in their environment
+        run_id = running.launch_job("packet__canary")
+        running.wait_until(lambda i: (run := i.get_run_by_id(run_id)) is not None and run.status in FINISHED,
+                           300, "the canary packet's run")
+        with running.instance() as instance:
+            records = attempt_records(instance, run_id)
+            places: dict[str, str] = {
+                "run tags": "\n".join(f"{k}={v}" for run in instance.get_runs() for k, v in run.tags.items())}
+    assert {r.identity.prompt: r.result for r in records} == {"01": "completed", "02": "verification_failed"}
+    failed = {item.check_name for r in records if r.verifier for item in r.verifier.failures}
+    assert failed == {"notes_md_contains_key_canary_other_account"}  # named, not keyed
+    places.update(_files(packet / ".awp"))  # instance files, compute logs, the daemon's and webserver's logs
+    assert [p for p in places if "/compute_logs/" in p and places[p]], "no compute logs: the dump proves nothing"
+    places.update(_sqlite_dumps(home))
+    places["git objects"] = _git_objects(packet / "workspace")
+    assert "AWP-Prompt: 01" in places["git objects"]
+
+    leaked = _count(places)
+    total = sum(sum(counts.values()) for counts in leaked.values())
+    print(f"daemon: {len(places)} places dumped; leaks: {leaked}")
+    reliability_row("secrets: canaries through a UI launch under the daemon, full dump", tries=len(places),
+                    survived=len(places) - len(leaked), secrets_leaked=total, seconds=time.monotonic() - started,
+                    note="a credential in a verify argv and a contains text; storage, logs, run tags, git objects")
+    assert not leaked, leaked
+
+
+def test_the_code_location_refuses_a_key_in_a_verify_argv_without_echoing_it(tmp_path: Path,
+                                                                           canaries: None) -> None:
+    """What the webserver and the daemon load (`workspace.yaml`): the packet is refused with its file and line,
+    as `awp run` refuses it, and the key is in no output."""
+    source = _daemon_packet(tmp_path / "src" / "canary")
+    check = source / "prompts" / "02_check.prompt.md"
+    check.write_text(check.read_text().replace("--key", PATTERN_SECRET))
+    project = make_project(tmp_path / "project", {"canary": source}, providers=PROVIDERS)
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "AWP_PROJECT_ROOT": str(project)}
+    (tmp_path / "home").mkdir()
+    result = subprocess.run([str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w",
+                             "workspace.yaml"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "02_check.prompt.md" in output and "refusing to run: a anthropic key is written on line" in output
+    assert _count({"dagster definitions validate": output}) == {}
