@@ -13,6 +13,7 @@ import yaml
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.errors import PacketError
+from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.plan import PlanContext, build_plan
@@ -42,15 +43,17 @@ def _packet(tmp_path: Path, make_git_repo: Any, dirty_tree: str | None = None) -
     return load_packet(root), repo
 
 
-def _attempt(packet: Packet, pid: str, tmp_path: Path, adapter: Any = None, commit: bool = True) -> AttemptRecord:
+def _attempt(packet: Packet, pid: str, tmp_path: Path, adapter: Any = None, commit: bool = True, number: int = 1,
+             restore: dict[str, str] | None = None, simulate: dict[str, Any] | None = None) -> AttemptRecord:
     plan = next(p for p in build_plan(packet, PlanContext(catalog=load_catalog(None))).prompts if p.id == pid)
     prompt = packet.prompt(pid)
-    identity = AttemptIdentity(attempt_id=f"pr-1.{pid}.a1", agent_run=f"pr-1.{pid}", number=1, packet=packet.name,
-                               packet_run="pr-1", prompt=pid, mode="run")
+    identity = AttemptIdentity(attempt_id=f"pr-1.{pid}.a{number}", agent_run=f"pr-1.{pid}", number=number,
+                               packet=packet.name, packet_run="pr-1", prompt=pid, mode="run" if number == 1 else "retry")
     target = AttemptTarget(provider="simulated", provider_kind="simulated", model="sim", reason="primary")
+    steps = SimulateSpec.model_validate({"attempts": [simulate] * number}) if simulate else prompt.front.simulate
     spec = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
-                       simulate=prompt.front.simulate, commit=commit)
-    sink = EventSink(tmp_path / f"events-{pid}.jsonl", identity.attempt_id)
+                       simulate=steps, commit=commit, restore=restore)
+    sink = EventSink(tmp_path / f"events-{pid}.a{number}.jsonl", identity.attempt_id)
     return execute_attempt(spec, adapter or SimulatedProvider(), sink)
 
 
@@ -96,7 +99,7 @@ def test_set_aside_stashes_the_hand_edits_and_the_agent_commit_holds_only_its_ow
     stash = record.set_aside["app"]
     assert _git(repo, "rev-parse", "refs/stash").strip() == stash
     assert "AWP set aside before Attempt pr-1.01.a1" in _git(repo, "stash", "list")
-    assert "tree_set_aside" in (tmp_path / "events-01.jsonl").read_text()
+    assert "tree_set_aside" in (tmp_path / "events-01.a1.jsonl").read_text()
     _git(repo, "stash", "pop", "--index")  # the person gets everything back, staged as it was
     assert (repo / "README.md").read_text() == "# my own line\n"
     assert (repo / "notes.txt").read_text() == "untracked by hand\n"
@@ -138,6 +141,19 @@ def test_an_index_lock_that_stays_refuses_the_next_attempt_with_gits_words(tmp_p
     assert later.result == "dirty_tree" and later.failure is not None
     assert "a.txt" in later.failure.message and "index.lock" in later.failure.message
     assert "b.txt" not in _git(repo, "log", "--all", "--name-only", "--format=")
+
+
+def test_an_attempt_that_continued_a_checkpoint_and_failed_again_leaves_the_tree_clean(
+        tmp_path: Path, make_git_repo: Any) -> None:
+    """The restored work is in the new checkpoint: nothing of the AgentRun is left for another prompt to commit."""
+    packet, repo = _packet(tmp_path, make_git_repo)
+    first = _attempt(packet, "01", tmp_path, simulate={"writes": [{"path": "half.txt", "text": "half\n"}]})
+    assert first.result == "verification_failed" and not (repo / "half.txt").exists()
+    again = _attempt(packet, "01", tmp_path, number=2, restore=first.wip,
+                     simulate={"writes": [{"path": "more.txt", "text": "more\n"}]})
+    assert again.result == "verification_failed" and again.restored == first.wip
+    assert _git(repo, "status", "--porcelain") == ""
+    assert {"half.txt", "more.txt"} <= set(_git(repo, "ls-tree", "--name-only", again.wip["app"]).split())
 
 
 def test_without_commits_the_tree_keeps_earlier_work_and_nothing_is_refused(tmp_path: Path,
