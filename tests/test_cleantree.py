@@ -13,8 +13,8 @@ import yaml
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.errors import PacketError
-from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.events import EventSink
+from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
@@ -48,7 +48,8 @@ def _attempt(packet: Packet, pid: str, tmp_path: Path, adapter: Any = None, comm
     plan = next(p for p in build_plan(packet, PlanContext(catalog=load_catalog(None))).prompts if p.id == pid)
     prompt = packet.prompt(pid)
     identity = AttemptIdentity(attempt_id=f"pr-1.{pid}.a{number}", agent_run=f"pr-1.{pid}", number=number,
-                               packet=packet.name, packet_run="pr-1", prompt=pid, mode="run" if number == 1 else "retry")
+                               packet=packet.name, packet_run="pr-1", prompt=pid,
+                               mode="run" if number == 1 else "retry")
     target = AttemptTarget(provider="simulated", provider_kind="simulated", model="sim", reason="primary")
     steps = SimulateSpec.model_validate({"attempts": [simulate] * number}) if simulate else prompt.front.simulate
     spec = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
