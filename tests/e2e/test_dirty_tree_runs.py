@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 from e2e_support import awp
@@ -18,7 +19,7 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
-def _packet(root: Path, make_git_repo, dirty_tree: str | None = None) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+def _packet(root: Path, make_git_repo: Any, dirty_tree: str | None = None) -> tuple[Path, Path]:
     repo = make_git_repo(root / "workspace")
     manifest = {"name": "handwork", "provider": "simulated", "repos": {"app": {"path": "./workspace", "default": True}},
                 **({"dirty_tree": dirty_tree} if dirty_tree else {})}
