@@ -189,3 +189,19 @@ def test_the_code_location_refuses_a_packet_with_a_secret_in_a_verify_argv_as_aw
         raise AssertionError("the definitions loaded a packet holding a key")
     assert "01_call.prompt.md" in message and "refusing to run: a anthropic key is written on line 6" in message
     assert key not in message and "Z" * 8 not in message
+
+
+def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_it(tmp_path: Path) -> None:
+    """The file name becomes the prompt's asset key: it would be in every run's snapshot."""
+    key = "sk-ant-" + "api03-" + "Z" * 24
+    packet = tmp_path / "project" / REPO_PACKETS_DIR / "named"
+    (packet / "prompts").mkdir(parents=True)
+    (packet / "packet.yaml").write_text("name: named\nprovider: simulated\n")
+    (packet / "prompts" / f"01_{key}.prompt.md").write_text("---\nid: '01'\n---\nCall.\n")
+    try:
+        build_definitions(tmp_path / "project")
+    except PacketError as err:
+        message = str(err)
+    else:
+        raise AssertionError("the definitions loaded a prompt whose file name holds a key")
+    assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message

@@ -79,6 +79,10 @@ def refuse_secrets(packet: Packet) -> None:
     for file, line, kind in secrets_in_packet(packet):
         raise PacketError(file, f"refusing to run: {_secret_message(kind, line)}", line=line, key=None,
                           hint=_SECRET_HINT + "; `awp lint` lists them all")
+    for prompt in packet.prompts:  # a prompt's file name becomes its asset key and is stored with every run
+        for _, kind in find_secrets(prompt.file.name.replace("_", " ")):  # `01_sk-…`: `_` hides a word start
+            raise PacketError(prompt.file.parent, f"refusing to run: the file name of prompt {prompt.id} holds a "
+                              f"{kind.replace('_', ' ')}", hint="rename the file")
 
 
 def _secret_message(kind: str, line: int) -> str:
