@@ -13,12 +13,13 @@ import yaml
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.errors import PacketError
-from awp_pipelines.events import EventSink
+from awp_pipelines.events import EventSink, read_events
 from awp_pipelines.model.simulate import SimulateSpec
 from awp_pipelines.packet import Packet, load_packet
 from awp_pipelines.plan import PlanContext, build_plan
 from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
 from awp_pipelines.providers.simulated import SimulatedProvider
+from awp_pipelines.transcript import render_transcript
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -100,7 +101,8 @@ def test_set_aside_stashes_the_hand_edits_and_the_agent_commit_holds_only_its_ow
     stash = record.set_aside["app"]
     assert _git(repo, "rev-parse", "refs/stash").strip() == stash
     assert "AWP set aside before Attempt pr-1.01.a1" in _git(repo, "stash", "list")
-    assert "tree_set_aside" in (tmp_path / "events-01.a1.jsonl").read_text()
+    transcript = render_transcript(read_events(tmp_path / "events-01.a1.jsonl"))  # what the UI shows
+    assert f"`app`: changes found in the tree were set aside as git stash `{stash}`" in transcript
     _git(repo, "stash", "pop", "--index")  # the person gets everything back, staged as it was
     assert (repo / "README.md").read_text() == "# my own line\n"
     assert (repo / "notes.txt").read_text() == "untracked by hand\n"
