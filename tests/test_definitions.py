@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey
 from dagster.components.testing import create_defs_folder_sandbox
 
@@ -172,36 +173,30 @@ def test_layering_edges_point_the_right_way() -> None:
     assert "awp_pipelines.templates" in _imports(package / "lint" / "hygiene.py")  # the walk sees imports
 
 
+KEY = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file of the repository holds a key-shaped text
+
+
+def _load_refusal(project: Path, prompt_file: str, prompt: str) -> str:
+    """The error that loading a project of one packet (one prompt) raises: what the UI and the daemon show."""
+    packet = project / REPO_PACKETS_DIR / "leaky"
+    (packet / "prompts").mkdir(parents=True)
+    (packet / "packet.yaml").write_text("name: leaky\nprovider: simulated\n")
+    (packet / "prompts" / prompt_file).write_text(prompt)
+    with pytest.raises(PacketError) as refused:
+        build_definitions(project)
+    return str(refused.value)
+
+
 def test_the_code_location_refuses_a_packet_with_a_secret_in_a_verify_argv_as_awp_run_does(tmp_path: Path) -> None:
     """The UI and the daemon load the definitions, not `awp run`: the same refusal, with file and line, and no
     definitions (no snapshot, no check name) holding the key."""
-    key = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file of the repository holds a key-shaped text
-    packet = tmp_path / "project" / REPO_PACKETS_DIR / "leaky"
-    (packet / "prompts").mkdir(parents=True)
-    (packet / "packet.yaml").write_text("name: leaky\nprovider: simulated\n")
-    (packet / "prompts" / "01_call.prompt.md").write_text(
-        f"---\nid: '01'\nverify:\n  commands:\n    - exec: curl\n      args: ['-H', '{key}']\n---\nCall.\n")
-    try:
-        build_definitions(tmp_path / "project")
-    except PacketError as err:
-        message = str(err)
-    else:
-        raise AssertionError("the definitions loaded a packet holding a key")
+    message = _load_refusal(tmp_path, "01_call.prompt.md", "---\nid: '01'\nverify:\n  commands:\n    - exec: curl\n"
+                            f"      args: ['-H', '{KEY}']\n---\nCall.\n")
     assert "01_call.prompt.md" in message and "refusing to run: a anthropic key is written on line 6" in message
-    assert key not in message and "Z" * 8 not in message
+    assert "Z" * 8 not in message
 
 
 def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_it(tmp_path: Path) -> None:
     """The file name becomes the prompt's asset key: it would be in every run's snapshot."""
-    key = "sk-ant-" + "api03-" + "Z" * 24
-    packet = tmp_path / "project" / REPO_PACKETS_DIR / "named"
-    (packet / "prompts").mkdir(parents=True)
-    (packet / "packet.yaml").write_text("name: named\nprovider: simulated\n")
-    (packet / "prompts" / f"01_{key}.prompt.md").write_text("---\nid: '01'\n---\nCall.\n")
-    try:
-        build_definitions(tmp_path / "project")
-    except PacketError as err:
-        message = str(err)
-    else:
-        raise AssertionError("the definitions loaded a prompt whose file name holds a key")
+    message = _load_refusal(tmp_path, f"01_{KEY}.prompt.md", "---\nid: '01'\n---\nCall.\n")
     assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message
