@@ -37,6 +37,7 @@ class DirtyTree(Exception):
     def __init__(self, repo: str, paths: Sequence[str], detail: str = "") -> None:
         self.repo = repo
         self.paths = list(paths)
+        self.detail = detail
         shown = ", ".join(self.paths[:_SHOWN]) + (f" and {len(self.paths) - _SHOWN} more"
                                                   if len(self.paths) > _SHOWN else "")
         what = f"work tree '{repo}' holds changes no Attempt made: {shown}"
@@ -51,14 +52,21 @@ def ensure_clean(targets: Mapping[str, Path], policy: DirtyTreePolicy, attempt: 
     set_aside: dict[str, str] = {}
     for name, repo in targets.items():
         paths = changed_paths(repo)
-        if not paths:
-            continue
-        if _saved_by_awp(repo):
-            _clean(name, repo, paths)
-            continue
-        if policy == "refuse":
-            raise DirtyTree(name, paths)
-        set_aside[name] = _stash(name, repo, paths, attempt)
+        try:
+            if not paths:
+                continue
+            if _saved_by_awp(repo):
+                _clean(name, repo, paths)
+            elif policy == "refuse":
+                raise DirtyTree(name, paths)
+            else:
+                set_aside[name] = _stash(name, repo, paths, attempt)
+        except DirtyTree as err:
+            if not set_aside:
+                raise
+            done = ", ".join(f"'{r}' as stash {sha[:12]}" for r, sha in set_aside.items())
+            raise DirtyTree(err.repo, err.paths, (err.detail or "commit or stash them first")
+                            + f"; already set aside: {done}") from None
     return set_aside
 
 

@@ -8,10 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
 from awp_pipelines.catalog import load_catalog
+from awp_pipelines.cleantree import DirtyTree, ensure_clean
 from awp_pipelines.errors import PacketError
 from awp_pipelines.events import EventSink, read_events
 from awp_pipelines.model.simulate import SimulateSpec
@@ -178,3 +180,18 @@ def test_a_bad_dirty_tree_value_is_an_error_with_its_line(tmp_path: Path, make_g
         assert "dirty_tree" in str(err) and "refuse" in str(err) and "set_aside" in str(err), str(err)
     else:
         raise AssertionError("dirty_tree: sweep was accepted")
+
+
+def test_when_one_repo_cannot_be_set_aside_the_refusal_names_the_stashes_already_made(
+        tmp_path: Path, make_git_repo: Any) -> None:
+    first = make_git_repo(tmp_path / "first")
+    (first / "notes.txt").write_text("by hand\n")
+    empty = tmp_path / "empty"  # no commit yet: git cannot stash in it
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    (empty / "draft.txt").write_text("by hand\n")
+    with pytest.raises(DirtyTree) as refused:
+        ensure_clean({"first": first, "empty": empty}, "set_aside", "pr-1.01.a1")
+    stash = _git(first, "rev-parse", "refs/stash").strip()
+    message = str(refused.value)
+    assert "work tree 'empty' holds changes no Attempt made: draft.txt" in message
+    assert "without commits" in message and f"already set aside: 'first' as stash {stash[:12]}" in message
