@@ -9,9 +9,9 @@ from __future__ import annotations
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus, agent_run_status
 from awp_pipelines.errors import PacketError
 from awp_pipelines.launches import Launch, repair_launch
-from awp_pipelines.lifecycle import AgentRunStatus, agent_run_status
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.redact import redact
