@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
     from awp_pipelines.packet import Packet
 
-_STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dependency": "dim"}
+_STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
+          "blocked": "yellow", "cancelled": "yellow"}
 
 
 @click.command("run")
@@ -148,16 +149,16 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                    "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes]})
     else:
         for o in outcomes:
-            style = _STYLE.get(o.result, "red")
+            # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
+            style = _STYLE.get(o.state, "red")
             detail = f" — {o.message}" if o.message else ""
-            if o.decision:
+            if o.decision and o.decision not in o.message:
                 detail += f" ({o.decision})"
             attempt = f" ({o.attempt})" if o.attempt else ""
-            state = f"; agent run {o.state}" if o.state and o.state != o.result else ""
-            out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{state}{detail}",
-                      highlight=False)
+            last = f"; last Attempt {o.result}" if o.result not in (o.state, "not_run", "blocked_by_dependency") else ""
+            out.print(f"  {o.prompt} {o.name}: [{style}]{o.state}[/{style}]{attempt}{last}{detail}", highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {ran})"
+        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts done (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
     if stop.signum is not None:  # it came after the last Attempt: everything is stored
         console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
