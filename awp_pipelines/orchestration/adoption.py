@@ -13,6 +13,8 @@ from pathlib import Path
 from dagster import AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance
 from dagster._core.events import StepMaterializationData
 
+from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.committer import CommitResult
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -88,7 +90,9 @@ def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_i
     run = instance.get_run_by_id(run_id)
     materialization = AssetMaterialization(asset_key=binding.key(prompt),
                                            description=f"Attempt {record.identity.attempt_id}: {ADOPTED_REASON}",
-                                           metadata=record_metadata(record, "", (), binding.packet.root))
+                                           metadata={**record_metadata(record, "", (), binding.packet.root),
+                                                     tags.AGENT_RUN_STATE: AgentRunStatus("completed",
+                                                                                          ADOPTED_REASON).text})
     instance.report_dagster_event(
         DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
                      job_name=run.job_name if run else "__adopted__",
