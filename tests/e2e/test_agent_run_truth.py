@@ -136,7 +136,8 @@ def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(
     commits = git_log(packet / "workspace")
     resumed = awp("run", packet, "--packet-run", summary["packet_run"])
     assert resumed.exit_code == 1
-    assert "nothing can run in packet run" in resumed.output and "02 planned — held: upstream 01 failed" in resumed.output
+    assert "nothing can run in packet run" in resumed.output
+    assert "02 planned — held: upstream 01 failed" in resumed.output
     assert git_log(packet / "workspace") == commits  # 02 and 03 did not run on a tree without 01's work
     remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
     assert remaining.exit_code == 1 and "01 failed" in remaining.output
