@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dagster import build_sensor_context
+from dagster import ExecuteInProcessResult, build_sensor_context
 from e2e_support import awp, git_log
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
 
@@ -22,6 +22,7 @@ from awp_pipelines import tags
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
 
@@ -142,6 +143,25 @@ def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(
     remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
     assert remaining.exit_code == 1 and "01 failed" in remaining.output
     assert_one_truth(packet, summary["packet_run"], expected, "failed", [])
+    # A launch of 02 alone from the UI (a run of its asset in that packet run): its compute refuses, naming 01.
+    ui = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
+    assert not ui.success and git_log(packet / "workspace") == commits
+    [failure] = [e for e in ui.all_events if e.is_step_failure]
+    assert failure.step_failure_data.user_failure_data.description.startswith(
+        f"prompt 02 does not start in packet run {summary['packet_run']}: held: upstream 01 failed")
+    assert _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.IGNORE_DEPS: "true"}).success
+
+
+def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:
+    """A run of one prompt's asset, as the UI launches it (no `awp run` around it)."""
+    compiled = packet_assets(load_packet(packet), load_catalog(None))
+    instance = open_instance(packet)
+    try:
+        job = compiled.definitions().resolve_job_def(job_name(compiled.packet))
+        return job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key(prompt)],
+                                      tags=run_tags, raise_on_error=False)
+    finally:
+        instance.dispose()
 
 
 def test_blocked_ends_the_agent_run_blocked_and_holds_its_dependents(tmp_path: Path, make_git_repo) -> None:
