@@ -113,10 +113,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     unmet = {} if ignore_deps else unmet_upstream(loaded, chosen, statuses)
     if unmet:
         raise upstream_refusal(loaded, unmet, packet_run)
+    # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(chosen, statuses, packet_run, loaded) if packet_run and not ignore_deps else None
-    if stuck:
-        console.print(f"awp run: {stuck}", highlight=False, markup=False)
-        sys.exit(1)
     plan = build_plan(loaded, context, selection)
     _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
@@ -146,7 +144,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     packet_usage = total_usage(usages.values())
     if as_json:
         emit_json({"packet": loaded.name, "packet_run": ran, "ok": ok, "usage": packet_usage.model_dump(),
-                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes]})
+                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes],
+                   **({"explanation": stuck} if stuck and not ok else {})})
     else:
         for o in outcomes:
             # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
@@ -160,6 +159,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         finished = sum(o.completed for o in outcomes)
         out.print(f"{loaded.name}: {finished}/{len(selected)} prompts done (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
+        if stuck and not ok:
+            console.print(f"awp run: {stuck}", highlight=False, markup=False)
     if stop.signum is not None:  # it came after the last Attempt: everything is stored
         console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
         sys.exit(128 + stop.signum)
