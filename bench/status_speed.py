@@ -185,7 +185,10 @@ def main() -> None:
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
+    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections
+    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.status_read import status_report
     from awp_pipelines.packet import load_packet
 
@@ -203,12 +206,14 @@ def main() -> None:
             runs = count()
             count_s = median_s(count, args.repeat)
         engine.dispose()
-        newest_report = status_report(instance, packet)
+        keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
+        binding = PacketBinding.resolve(packet, load_catalog(None), keys)
+        newest_report = status_report(instance, binding)
         assert newest_report.packet_run == newest, (newest_report.packet_run, newest)
-        long_report = status_report(instance, packet, long_run)
+        long_report = status_report(instance, binding, long_run)
         assert long_report.totals.attempts == args.long, long_report.totals
-        newest_s = median_s(lambda: status_report(instance, packet), args.repeat)
-        long_s = median_s(lambda: status_report(instance, packet, long_run), args.repeat)
+        newest_s = median_s(lambda: status_report(instance, binding), args.repeat)
+        long_s = median_s(lambda: status_report(instance, binding, long_run), args.repeat)
         instance.dispose()
         start = time.perf_counter()
         awp = str(Path(sys.executable).parent / "awp")
