@@ -188,7 +188,6 @@ def main() -> None:
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections
-    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.status_read import status_report
     from awp_pipelines.packet import load_packet
 
@@ -206,8 +205,7 @@ def main() -> None:
             runs = count()
             count_s = median_s(count, args.repeat)
         engine.dispose()
-        keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
-        binding = PacketBinding.resolve(packet, load_catalog(None), keys)
+        binding = PacketBinding.of(packet, load_catalog(None))
         newest_report = status_report(instance, binding)
         assert newest_report.packet_run == newest, (newest_report.packet_run, newest)
         long_report = status_report(instance, binding, long_run)

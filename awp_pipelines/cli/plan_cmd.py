@@ -49,12 +49,10 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     ctx = PlanContext(catalog=open_catalog(providers_file), overrides=overrides)
     if remaining:  # what `awp run --remaining` would run: the prompts not done in the newest packet run
         from awp_pipelines.orchestration.binding import PacketBinding
-        from awp_pipelines.orchestration.naming import prompt_key
         from awp_pipelines.orchestration.state import standing_at
         from awp_pipelines.selection import remaining as remaining_of
 
-        binding = PacketBinding.resolve(loaded, ctx.catalog, {prompt_key(loaded, p.id): p.id for p in loaded.prompts},
-                                        ctx)
+        binding = PacketBinding.of(loaded, ctx.catalog, ctx)
         _, statuses = standing_at(binding, None)
         completed = frozenset(p.id for p in loaded.prompts) - remaining_of(loaded, statuses)
     result = build_plan(loaded, ctx, selection_from(ids, from_id, through_id, phase, remaining, completed))

@@ -83,7 +83,6 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.resources import AwpRuntime
     from awp_pipelines.orchestration.runner import Progress, RunOptions, RunStopped, run_packet
     from awp_pipelines.orchestration.state import standing_at
@@ -92,8 +91,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     catalog = open_catalog(providers_file)
     context = PlanContext(catalog=catalog, overrides=Overrides(provider=provider, model=model, effort=effort,
                                                                profile=profile))
-    binding = PacketBinding.resolve(loaded, catalog, {prompt_key(loaded, p.id): p.id for p in loaded.prompts},
-                                    context)
+    binding = PacketBinding.of(loaded, catalog, context)
     # --remaining continues the packet run it reads (the newest, or --packet-run): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     continuing = remaining or packet_run is not None

@@ -47,12 +47,10 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     report, then the totals. `--json` follows `awp schema status`."""
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.status_read import status_report
 
     loaded = open_packet(packet)
-    binding = PacketBinding.resolve(loaded, open_catalog(providers_file),
-                                    {prompt_key(loaded, p.id): p.id for p in loaded.prompts})
+    binding = PacketBinding.of(loaded, open_catalog(providers_file))
     instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
         report = status_report(instance, binding, packet_run)

@@ -41,12 +41,10 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
     dirty files and new commits per repo, and the violations `not_running` and `progress_stale`."""
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.watching import watch_reading
 
     loaded = open_packet(packet)
-    binding = PacketBinding.resolve(loaded, open_catalog(providers_file),
-                                    {prompt_key(loaded, p.id): p.id for p in loaded.prompts})
+    binding = PacketBinding.of(loaded, open_catalog(providers_file))
     instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
         def read() -> WatchReading:
