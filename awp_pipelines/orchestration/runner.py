@@ -42,7 +42,6 @@ from awp_pipelines.orchestration.history import (
     PacketRunHistory,
     agent_run_truth,
     packet_run_history,
-    prompt_states,
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
@@ -140,7 +139,10 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     executed = 0
     for _ in range(2 * _MAX_LAUNCHES):
         history = packet_run_history(instance, packet_run, binding.keys)
-        outlook = next_launches(prompt_states(binding, history), time.time(), history.stopped)
+        # The selection belongs to the packet run even before its first run holds it: a prompt held back
+        # above starts here once its upstream completed.
+        states, _ = agent_run_truth(binding, history, selected)
+        outlook = next_launches(list(states.values()), time.time(), history.stopped)
         if executed >= rounds or outlook.idle:
             return packet_run, _outcomes(compiled, history, selected, outlook)
         if not outlook.due:

@@ -125,6 +125,19 @@ def test_one_prompt_run_alone_is_a_packet_run_of_one_prompt(tmp_path: Path, make
     assert code == 0 and [o["state"] for o in more["prompts"]] == ["completed"]
 
 
+def test_a_resume_that_adds_a_prompt_starts_it_once_its_upstream_completes(tmp_path: Path, make_git_repo) -> None:
+    fails = {"error": {"kind": "provider_runtime_claim"}}
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", fails, _writes("a.txt")),
+                                                     "02_b": _prompt("b.txt")},
+                     recovery={"retry": {"base_delay_ms": 0, "jitter": False}})
+    code, first = _run(packet, "01", "--no-recovery")
+    assert code == 1
+    assert_one_truth(packet, first["packet_run"], {"01": "waiting"}, "running", [("01", "retry")], first)
+    code, resumed = _run(packet, "--packet-run", first["packet_run"], "01", "02")  # 02 waits for 01's retry
+    assert code == 0, resumed
+    assert_one_truth(packet, first["packet_run"], {"01": "completed", "02": "completed"}, "completed", [], resumed)
+
+
 def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(tmp_path: Path,
                                                                                   make_git_repo) -> None:
     packet = _packet(tmp_path / "p", make_git_repo, {"01_a": {**_prompt("never.txt", _writes("a.txt"))},
