@@ -115,16 +115,15 @@ def agent_run_states(states: Sequence[PromptState], stopped: StopMarker | None =
     order = [s.prompt for s in states]
     for state in states:
         after_finish = finisher is not None and order.index(state.prompt) > order.index(finisher)
-        upstream = {d: out.get(d, AgentRunStatus("planned", "not selected in this packet run", held_by=(d,)))
-                    for d in state.deps}
+        upstream = {d: out[d] for d in state.deps if d in out}
         out[state.prompt] = agent_run_status(state, upstream, stopped, finisher if after_finish else None)
     return out
 
 
 def agent_run_status(state: PromptState, upstream: Mapping[str, AgentRunStatus] | None = None,
                      stopped: StopMarker | None = None, finished_by: str | None = None) -> AgentRunStatus:
-    """One AgentRun: `upstream` are its upstream prompts' states in the packet run; `finished_by` is set when an
-    earlier prompt's agent finished the packet run."""
+    """One AgentRun: `upstream` are the states of its upstream prompts in the packet run (one missing did not run
+    in it); `finished_by` is set when an earlier prompt's agent finished the packet run."""
     facts = state.facts
     if state.busy:
         if state.started > len(facts):
@@ -158,9 +157,9 @@ def _not_started(state: PromptState, upstream: Mapping[str, AgentRunStatus], sto
     if finished_by is not None:
         return AgentRunStatus("cancelled", f"not needed: the agent of {finished_by} finished the packet run",
                               finished_by=finished_by)
-    held = tuple(d for d, s in upstream.items() if not s.done)
+    held = tuple(d for d in state.deps if d not in upstream or not upstream[d].done)
     if held:
-        why = "; ".join(f"{d} {upstream[d].state}" for d in held)
+        why = "; ".join(f"{d} {upstream[d].state}" if d in upstream else f"{d} not in this packet run" for d in held)
         return AgentRunStatus("planned", f"held: upstream {why}", held_by=held)
     if stopped is not None:
         return AgentRunStatus("stopped", _stopped_text(stopped, "resumable: its first Attempt"), "cancellation")

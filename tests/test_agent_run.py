@@ -101,6 +101,7 @@ def test_a_stopped_packet_run_launches_nothing_until_resumed() -> None:
 def test_an_upstream_outside_the_packet_run_holds_a_prompt_and_busy_prompts_are_queued_or_active() -> None:
     alone = [PromptState("02", RECOVERY, CHAIN, ("01",))]
     assert agent_run_states(alone)["02"].held_by == ("01",) and next_launches(alone, 0.0).idle
+    assert agent_run_states(alone)["02"].reason == "held: upstream 01 not in this packet run"
     running = _linear((_fact(1),), (), busy="02")
     assert _words(running)["02"] == "queued"
     assert packet_run_state(agent_run_states(running))[0] == "running"
