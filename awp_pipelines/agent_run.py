@@ -105,13 +105,13 @@ class AgentRunStatus:
         return self.state + (f" — {self.reason}" if self.reason else "")
 
 
-def agent_run_states(states: Sequence[PromptState], stopped: StopMarker | None = None,
-                     finished_by: str | None = None) -> dict[str, AgentRunStatus]:
+def agent_run_states(states: Sequence[PromptState], stopped: StopMarker | None = None) -> dict[str, AgentRunStatus]:
     """Every AgentRun of the packet run (the prompts of `states`, in packet order): its state and why.
     A prompt's upstream outside `states` counts as not completed (it did not run in this packet run)."""
     out: dict[str, AgentRunStatus] = {}
-    finisher = finished_by or next((s.prompt for s in states if s.facts and s.facts[-1].done
-                                    and s.facts[-1].directive == "finish"), None)
+    # An accepted `finish` ends the linear run: the prompts after it are not needed.
+    finisher = next((s.prompt for s in states if s.facts and s.facts[-1].done and s.facts[-1].directive == "finish"),
+                    None)
     order = [s.prompt for s in states]
     for state in states:
         after_finish = finisher is not None and order.index(state.prompt) > order.index(finisher)
