@@ -121,6 +121,8 @@ def test_one_prompt_run_alone_is_a_packet_run_of_one_prompt(tmp_path: Path, make
     # Next: 02 alone in a new packet run is refused, naming its upstream; in this packet run it may run.
     refused = awp("run", packet, "02")
     assert refused.exit_code == 2 and "02 needs 01" in refused.output
+    from_02 = awp("run", packet, "--from", "02")
+    assert from_02.exit_code == 2 and "02 needs 01" in from_02.output
     code, more = _run(packet, "--packet-run", summary["packet_run"], "02")
     assert code == 0 and [o["state"] for o in more["prompts"]] == ["completed"]
 
