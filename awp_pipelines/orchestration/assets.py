@@ -106,7 +106,9 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
 
     def _run(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript, earlier, after = run_attempt(context, binding, prompt)
-        metadata = {**record_metadata(record, transcript, earlier, packet.root), tags.AGENT_RUN_STATE: after.text}
+        # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
+        metadata = {**record_metadata(record, transcript, earlier, packet.root),
+                    tags.AGENT_RUN_STATE: redact(after.text)}
         if record.result == "completed" and record.fact().done:
             return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
         failure = attempt_failure(record)
