@@ -176,6 +176,10 @@ class AttemptRecord(BaseModel):
                                       "(read only once the contract passed and the work was committed).")
     transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
                                           "provisioning → running → checkpointing → terminal, with reasons.")
+    adopted: bool = Field(False, description="Written by whoever adopted the Attempt: it committed, then its "
+                          "process died before it stored this record.")
+    evidence: dict[str, str] = Field(default_factory=dict, description="An adopted Attempt's proof: target repo → "
+                                     "the commit sha and the trailer naming the Attempt.")
 
     @property
     def completed(self) -> bool:

@@ -9,53 +9,16 @@ of a prompt whose upstream prompts have now completed.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from awp_pipelines.budget import Budget, total
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Chain, Target, Verdict, decide, first_target, next_in_turn
-from awp_pipelines.rotation import Availability
+from awp_pipelines.agent_run import PromptState, StopMarker, agent_run_states
+from awp_pipelines.policy import Target, Verdict, first_target, next_in_turn
 from awp_pipelines.tags import Mode, RunIntent, agent_run_id, attempt_id
 
+__all__ = ["PromptState", "Launch", "Outlook", "next_launches"]  # PromptState lives in agent_run.py
+
 PRIMARY_REASON = "primary target of the plan"
-
-
-@dataclass(frozen=True)
-class PromptState:
-    """One prompt of a packet run, as the stored history says."""
-
-    prompt: str
-    recovery: RecoveryConfig
-    chain: Chain
-    deps: tuple[str, ...] = ()
-    facts: tuple[AttemptFact, ...] = ()  # finished Attempts of its AgentRun, oldest first
-    started: int = 0  # Attempts started, recorded or not: every started Attempt counts
-    busy: bool = False  # a run that holds this prompt has not ended yet
-    last_ended: float | None = None  # epoch seconds the last Attempt ended (backoff counts from it)
-    last_run: str | None = None  # the Dagster run of the last Attempt: the parent of the next
-    budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
-    max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
-    accounts: Availability = Availability()  # the chain's accounts' stored cooldowns and usage right now
-
-    @property
-    def completed(self) -> bool:
-        return bool(self.facts) and self.facts[-1].done
-
-    @property
-    def first_mode(self) -> Mode:
-        """Under agent control every iteration, the first included, is an Attempt in mode `iterate`."""
-        return "iterate" if self.max_iterations is not None else "run"
-
-    def verdict(self) -> Verdict:
-        # Jitter seeded by the Attempt it delays: every sensor tick computes the same due time.
-        rng = random.Random(f"{self.prompt}.{self.started}")
-        return decide(list(self.facts), self.recovery, self.chain, rng, self.spending(), self.max_iterations,
-                      self.accounts)
-
-    def spending(self) -> Budget:
-        return replace(self.budget, agent_run_spent=total(f.spend for f in self.facts))
 
 
 @dataclass(frozen=True)
@@ -118,31 +81,31 @@ def continuation(state: PromptState) -> Launch | Verdict:
     return Launch(state.prompt, state.started + 1, mode, reason, target, state.last_run, due)
 
 
-def next_launches(states: Sequence[PromptState], now: float) -> Outlook:
-    """Every AgentRun of the packet run that can go on, and when. Launches decided together count each
-    other's use of an account, so a rotation spreads them as it would spread them one by one."""
-    by_prompt = {s.prompt: s for s in states}
+def next_launches(states: Sequence[PromptState], now: float, stopped: StopMarker | None = None) -> Outlook:
+    """Every AgentRun of the packet run that can go on, and when, as its state (agent_run.py) says: nothing
+    for a stopped packet run, no first Attempt before its upstream prompts completed, none after an agent
+    finished the run. Launches decided together count each other's use of an account, so a rotation spreads
+    them as it would spread them one by one."""
+    statuses = agent_run_states(states, stopped)
     outlook = Outlook()
     chosen: list[str | None] = []  # the accounts of the launches due so far
     for state in states:
-        if state.busy:
+        status = statuses[state.prompt]
+        if status.ended and not status.done:
+            outlook.ended[state.prompt] = status.reason
+            outlook.ended_status[state.prompt] = (state.verdict().status if state.facts else "") or status.state
+        if state.busy or status.ended or status.state == "stopped":
             continue
         for account in chosen:
             state = replace(state, accounts=state.accounts.after_use(account))
         if not state.facts:
-            upstream = [by_prompt[d] for d in state.deps if d in by_prompt]
-            over = state.spending().exhausted()
-            if over is not None and all(u.completed for u in upstream):
-                outlook.ended[state.prompt], outlook.ended_status[state.prompt] = over, "budget_exhausted"
-            elif all(u.completed for u in upstream):
-                outlook.due.append(first_launch(state, PRIMARY_REASON if not upstream else
-                                                f"upstream {', '.join(u.prompt for u in upstream)} completed"))
+            if status.startable:
+                outlook.due.append(first_launch(state, PRIMARY_REASON if not state.deps else
+                                                f"upstream {', '.join(state.deps)} completed"))
                 chosen.append(outlook.due[-1].target.account)
             continue
         step = continuation(state)
         if isinstance(step, Verdict):
-            if step.action != "complete":
-                outlook.ended[state.prompt], outlook.ended_status[state.prompt] = step.reason, step.status
             continue
         (outlook.due if step.due_at <= now else outlook.waiting).append(step)
         if step.due_at <= now:

@@ -1,24 +1,17 @@
-"""The lifecycles of seed awp-agents-domain: an Attempt's transitions and an AgentRun's state. Pure.
+"""The lifecycle of seed awp-agents-domain's Attempt, and the causes its transitions name. Pure.
 
 Attempt: created → provisioning → running → checkpointing → terminal, each transition stored in its
-record with the time and the reason. AgentRun: planned → queued → active → waiting → completed |
-cancelled | failed | blocked | budget_exhausted, derived (never stored) from the stored records and the
-decision function, so both drivers, `awp run`'s output and the UI say the same thing.
+record with the time and the reason. An AgentRun's state is derived, never stored: agent_run.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from awp_pipelines.launches import PromptState
-
 AttemptState = Literal["created", "provisioning", "running", "checkpointing", "terminal"]
-AgentRunState = Literal["planned", "queued", "active", "waiting", "completed", "cancelled", "failed", "blocked",
-                        "budget_exhausted"]
 Cause = Literal["model_capacity", "tool_wait", "human_wait", "workspace_failure", "provider_outage",
                 "policy_denial", "cancellation"]
 
@@ -64,37 +57,3 @@ def trail_text(transitions: list[Transition]) -> str:
     last = transitions[-1]
     why = last.cause or last.reason
     return " → ".join(t.state for t in transitions) + (f" ({why})" if why else "")
-
-
-@dataclass(frozen=True)
-class AgentRunStatus:
-    state: AgentRunState
-    reason: str = ""
-    cause: Cause | None = None
-
-
-def agent_run_status(state: PromptState) -> AgentRunStatus:
-    """Where an AgentRun stands, from its stored history and what the decision function says of it."""
-    facts = state.facts
-    if state.busy:
-        if state.started > len(facts):
-            return AgentRunStatus("active", f"attempt {state.started} is running")
-        return AgentRunStatus("queued", "launched; its Attempt has not started")
-    if not facts:
-        over = state.spending().exhausted()
-        if over is not None:
-            return AgentRunStatus("budget_exhausted", over, "policy_denial")
-        return AgentRunStatus("planned", "no Attempt yet")
-    verdict = state.verdict()
-    last = facts[-1]
-    if verdict.action == "complete":
-        return AgentRunStatus("completed", verdict.reason)
-    if verdict.action == "blocked":
-        return AgentRunStatus("blocked", verdict.reason, "human_wait")
-    if verdict.status == "budget_exhausted":
-        return AgentRunStatus("budget_exhausted", verdict.reason, "policy_denial")
-    if verdict.status == "cancelled":
-        return AgentRunStatus("cancelled", verdict.reason, "cancellation")
-    if verdict.terminal:
-        return AgentRunStatus("failed", verdict.reason, cause_of(last.failure_class))
-    return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class))

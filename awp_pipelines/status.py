@@ -10,11 +10,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awp_pipelines.agent_run import AgentRunState, PacketRunState
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.verifiers.report import VerifierReport
 
-PromptState = Literal["completed", "running", "waiting", "failed", "not_started"]
-RunState = Literal["completed", "running", "failed", "not_started"]
+# A prompt of the packet: its AgentRun's state (agent_run.py), or not part of the packet run at all.
+PromptWord = AgentRunState | Literal["not_selected"]
+RunState = PacketRunState
+_STATE_WORDS = ("planned: no Attempt yet (`held` in the reason: an upstream prompt is not completed in this "
+                "packet run); queued: launched, its Attempt not started; active: an Attempt runs; waiting: a "
+                "retry, fallback, repair or iteration comes next; interrupted: its last Attempt's process died or "
+                "was stopped, budget is left and a resume (`awp run --packet-run`) continues it; stopped: the user "
+                "stopped the packet run, nothing launches it until resumed; completed; cancelled (a person "
+                "cancelled it, or an agent's `finish` made it unneeded); failed; blocked: the agent asked for a "
+                "person, its dependents are held; budget_exhausted; not_selected: not part of this packet run.")
 
 
 class _Out(BaseModel):
@@ -44,6 +53,8 @@ class AttemptSummary(_Out):
     cost_usd: float | None = Field(None, description="Cost the provider reported, if any.")
     dagster_run: str | None = Field(None, description="Id of the Dagster run that executed the Attempt.")
     commits: list[str] = Field(default_factory=list, description="`repo@sha` of each commit it made.")
+    adopted: bool = Field(False, description="Its record was written by whoever adopted it: it committed, then its "
+                          "process died before the record.")
 
     @classmethod
     def of(cls, record: AttemptRecord) -> AttemptSummary:
@@ -54,26 +65,25 @@ class AttemptSummary(_Out):
                    started_at=record.started_at, duration_s=record.duration_s,
                    tokens_in=record.usage.input_tokens, tokens_out=record.usage.output_tokens,
                    cost_usd=record.usage.cost_usd, dagster_run=ident.dagster_run,
-                   commits=[f"{c.repo}@{c.sha}" for c in record.commits if c.sha])
+                   commits=[f"{c.repo}@{c.sha}" for c in record.commits if c.sha], adopted=record.adopted)
 
 
 class PromptStatus(_Out):
     prompt: str = Field(description="Prompt id.")
     name: str = Field(description="Prompt title.")
-    state: PromptState = Field(description="completed: its last Attempt completed; running: an Attempt's run "
-                               "is unfinished; waiting: an unfinished run holds it but no Attempt runs yet "
-                               "(queued, or waiting for upstream prompts); failed: its last Attempt did not "
-                               "complete and nothing will run it; not_started.")
+    state: PromptWord = Field(description=_STATE_WORDS)
+    reason: str = Field("", description="Why it is in that state (the decision's reason, what holds it).")
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
 
 
 class Totals(_Out):
-    prompts: int = Field(0, description="Prompts of the packet.")
-    completed: int = Field(0, description="Prompts whose last Attempt completed.")
-    failed: int = Field(0, description="Prompts whose last Attempt did not complete and nothing runs.")
-    running: int = Field(0, description="Prompts with an unfinished run.")
+    prompts: int = Field(0, description="Prompts of the packet run (those selected; not_selected ones are not "
+                         "counted).")
+    completed: int = Field(0, description="Of those, completed.")
+    failed: int = Field(0, description="Of those, failed, blocked, cancelled or budget_exhausted.")
+    running: int = Field(0, description="Of those, active or queued.")
     attempts: int = Field(0, description="Attempts started, recorded or not.")
     runs: int = Field(0, description="Dagster runs of the packet run.")
     duration_s: float = Field(0.0, description="Sum of the recorded Attempts' durations.")
@@ -88,38 +98,26 @@ class StatusReport(_Out):
     packet: str = Field(description="Packet name.")
     packet_run: str | None = Field(description="The packet run shown: the newest, or --packet-run; null "
                                    "when the instance holds none for this packet.")
-    state: RunState = Field(description="completed when every prompt that ran completed; running while a run "
-                            "is unfinished; failed when one did not complete; not_started.")
+    state: RunState = Field(description="From its AgentRuns: running while one is active, queued, waiting or due; "
+                            "stopped / interrupted when a resume would go on (the reason counts them); completed "
+                            "when all completed; blocked when those that did not complete are blocked; failed; "
+                            "not_started when the instance holds no packet run.")
+    reason: str = Field("", description="Why, in words (e.g. `resumable: 2 prompts`).")
     prompts: list[PromptStatus] = Field(default_factory=list, description="Every prompt, in packet order.")
     totals: Totals = Field(default_factory=Totals, description="Over the packet run.")
 
 
 def totals_of(prompts: Iterable[PromptStatus], runs: int) -> Totals:
-    prompts = list(prompts)
+    prompts = [p for p in prompts if p.state != "not_selected"]
     attempts = [a for p in prompts for a in p.attempts]
     costs = [a.cost_usd for a in attempts if a.cost_usd is not None]
     return Totals(prompts=len(prompts), completed=sum(p.state == "completed" for p in prompts),
-                  failed=sum(p.state == "failed" for p in prompts), running=sum(p.state == "running" for p in prompts),
+                  failed=sum(p.state in ("failed", "blocked", "budget_exhausted") or
+                             (p.state == "cancelled" and bool(p.attempts)) for p in prompts),
+                  running=sum(p.state in ("active", "queued") for p in prompts),
                   attempts=len(attempts), runs=runs, duration_s=round(sum(a.duration_s or 0.0 for a in attempts), 3),
                   tokens_in=sum(a.tokens_in for a in attempts), tokens_out=sum(a.tokens_out for a in attempts),
                   cost_usd=round(sum(costs), 6) if costs else None)
-
-
-def run_state(prompts: Iterable[PromptStatus]) -> RunState:
-    states = {p.state for p in prompts} - {"not_started"}
-    if not states:
-        return "not_started"
-    if states & {"running", "waiting"}:
-        return "running"
-    return "failed" if "failed" in states else "completed"
-
-
-def prompt_state(attempts: list[AttemptSummary]) -> PromptState:
-    if not attempts:
-        return "not_started"
-    if any(a.result == "running" for a in attempts):
-        return "running"
-    return "completed" if attempts[-1].result == "completed" else "failed"
 
 
 # -- awp watch ------------------------------------------------------------------------------------------------
@@ -150,8 +148,11 @@ class WatchReading(_Out):
     packet_run: str | None
     at: str = Field(description="ISO 8601 time of the reading.")
     state: RunState
+    reason: str = Field("", description="Why, in words (the same as `awp status`).")
     prompts: int = Field(description="Prompts the packet run was asked to run.")
     completed: int = Field(description="Of those, completed.")
+    agent_runs: dict[str, PromptWord] = Field(default_factory=dict, description="Prompt → its AgentRun's state, "
+                                               "the same words as `awp status`.")
     current: list[CurrentAttempt] = Field(default_factory=list, description="Attempts running now.")
     pending: list[str] = Field(default_factory=list, description="Prompts with an Attempt due to launch.")
     minutes_quiet: float | None = Field(None, description="Minutes since the packet run's latest event.")

@@ -33,6 +33,7 @@ NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redact
 COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several prompts) = the full sha
 PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
 RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
+IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
 
 # Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
 RESULT = f"{PREFIX}result"
@@ -58,6 +59,7 @@ EVENTS = f"{PREFIX}events"
 PACKET_RUN_SPEND = f"{PREFIX}packet_run_spend"
 LIFECYCLE = f"{PREFIX}lifecycle"
 CONTROL = f"{PREFIX}control"
+AGENT_RUN_STATE = f"{PREFIX}agent_run_state"  # the AgentRun's state once this Attempt ended (agent_run.py)
 # Asset definitions: the prompt's agent role (an asset tag) and its file (asset metadata).
 ROLE = f"{PREFIX}role"
 PROMPT_FILE = f"{PREFIX}prompt_file"

@@ -75,7 +75,8 @@ def make_packet(folder: Path, prompts: int) -> Path:
 # -- the synthetic history -----------------------------------------------------------------------------------
 
 def _record(packet_run: str, prompt: str, number: int, mode: str, completed: bool, run_id: str):  # type: ignore[no-untyped-def]
-    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, CommitInfo, Usage
+    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+    from awp_pipelines.committer import CommitResult
     from awp_pipelines.tags import agent_run_id, attempt_id
     from awp_pipelines.verifiers.report import ItemResult, VerifierReport
 
@@ -94,7 +95,7 @@ def _record(packet_run: str, prompt: str, number: int, mode: str, completed: boo
         result="completed" if completed else "verification_failed",
         usage=Usage(input_tokens=1200, output_tokens=300, cost_usd=0.0021), messages=6,
         verifier=VerifierReport(prompt_id=prompt, items=items), prompt_text="Write the notes. " * 40,
-        commits=[CommitInfo(repo="docs", status="committed", sha="a" * 40)] if completed else [],
+        commits=[CommitResult(repo="docs", status="committed", sha="a" * 40)] if completed else [],
         events_file=f"/tmp/bench/.awp/events/{packet_run}/{prompt}/{attempt_id(agent_run, number)}.jsonl")
 
 
@@ -185,6 +186,8 @@ def main() -> None:
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
+    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections
     from awp_pipelines.orchestration.status_read import status_report
     from awp_pipelines.packet import load_packet
@@ -203,12 +206,13 @@ def main() -> None:
             runs = count()
             count_s = median_s(count, args.repeat)
         engine.dispose()
-        newest_report = status_report(instance, packet)
+        binding = PacketBinding.of(packet, load_catalog(None))
+        newest_report = status_report(instance, binding)
         assert newest_report.packet_run == newest, (newest_report.packet_run, newest)
-        long_report = status_report(instance, packet, long_run)
+        long_report = status_report(instance, binding, long_run)
         assert long_report.totals.attempts == args.long, long_report.totals
-        newest_s = median_s(lambda: status_report(instance, packet), args.repeat)
-        long_s = median_s(lambda: status_report(instance, packet, long_run), args.repeat)
+        newest_s = median_s(lambda: status_report(instance, binding), args.repeat)
+        long_s = median_s(lambda: status_report(instance, binding, long_run), args.repeat)
         instance.dispose()
         start = time.perf_counter()
         awp = str(Path(sys.executable).parent / "awp")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from awp_pipelines.agent_run import PromptState, agent_run_status
 from awp_pipelines.budget import Budget, Spend
-from awp_pipelines.launches import PromptState
-from awp_pipelines.lifecycle import Transition, agent_run_status, cause_of, trail_text
+from awp_pipelines.lifecycle import Transition, cause_of, trail_text
 from awp_pipelines.model.budget import BudgetConfig
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.policy import AttemptFact, chain_of

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.model.manifest import Manifest
-from awp_pipelines.status import AttemptSummary, PromptStatus, prompt_state, run_state, totals_of
+from awp_pipelines.status import AttemptSummary, PromptStatus, totals_of
 
 
 def _record(number: int, result: str = "completed", cost: float | None = 0.5) -> AttemptRecord:
@@ -24,30 +24,11 @@ def _record(number: int, result: str = "completed", cost: float | None = 0.5) ->
         usage=Usage(input_tokens=10, output_tokens=5, cost_usd=cost))
 
 
-def _interrupted(number: int, result: str) -> AttemptSummary:
-    return AttemptSummary(attempt=f"pr-1.01.a{number}", number=number, mode="retry", provider="simulated",
-                          result=result)
-
-
 def test_a_summary_carries_what_status_and_the_history_table_show() -> None:
     failed = AttemptSummary.of(_record(1, "provider_failed"))
     assert (failed.result, failed.failure_class, failed.account, failed.dagster_run) == (
         "provider_failed", "provider_rate_limit", "sim-a", "run-1")
     assert AttemptSummary.of(_record(2)).failure_class is None
-
-
-def test_prompt_and_run_states() -> None:
-    done, failed = AttemptSummary.of(_record(2)), AttemptSummary.of(_record(1, "provider_failed"))
-    assert prompt_state([]) == "not_started"
-    assert prompt_state([failed, done]) == "completed"
-    assert prompt_state([done, failed]) == "failed"
-    assert prompt_state([failed, _interrupted(2, "running")]) == "running"
-    assert prompt_state([failed, _interrupted(2, "interrupted")]) == "failed"
-    prompts = [PromptStatus(prompt="01", name="a", state="completed"),
-               PromptStatus(prompt="02", name="b", state="waiting")]
-    assert run_state(prompts) == "running"
-    assert run_state([prompts[0], PromptStatus(prompt="03", name="c", state="failed")]) == "failed"
-    assert run_state([PromptStatus(prompt="03", name="c", state="not_started")]) == "not_started"
 
 
 def test_totals_add_up_and_cost_is_null_when_no_attempt_reported_one() -> None:

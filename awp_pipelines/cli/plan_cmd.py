@@ -45,12 +45,16 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     targets and cwd. Each value says which layer set it."""
     loaded = open_packet(packet)
     completed: frozenset[str] = frozenset()
-    if remaining:
-        from awp_pipelines.orchestration.state import completed_prompts
-
-        completed = frozenset(completed_prompts(loaded))
     overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
     ctx = PlanContext(catalog=open_catalog(providers_file), overrides=overrides)
+    if remaining:  # what `awp run --remaining` would run: the prompts not done in the newest packet run
+        from awp_pipelines.orchestration.binding import PacketBinding
+        from awp_pipelines.orchestration.state import standing_at
+        from awp_pipelines.selection import remaining as remaining_of
+
+        binding = PacketBinding.of(loaded, ctx.catalog, ctx)
+        _, statuses = standing_at(binding, None)
+        completed = frozenset(p.id for p in loaded.prompts) - remaining_of(loaded, statuses)
     result = build_plan(loaded, ctx, selection_from(ids, from_id, through_id, phase, remaining, completed))
     if as_json:
         emit_json(result)

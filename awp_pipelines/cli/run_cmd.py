@@ -33,6 +33,8 @@ from awp_pipelines.launches import Launch
 from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
 from awp_pipelines.redact import Redactor
+from awp_pipelines.selection import ended_explanation, nothing_selected, unmet_upstream, upstream_refusal
+from awp_pipelines.selection import remaining as remaining_of
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
 
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
 
     from awp_pipelines.packet import Packet
 
-_STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dependency": "dim"}
+_STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
+          "blocked": "yellow", "cancelled": "yellow"}
 
 
 @click.command("run")
@@ -54,6 +57,8 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
               help="Continue this packet run: completed prompts are skipped, interrupted AgentRuns go on within "
               "their budgets, Attempts count on from stored history (default: a new packet run).")
 @click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
+@click.option("--ignore-deps", is_flag=True, help="Run the selected prompts even when an upstream prompt is not "
+              "completed in the packet run (by default that is refused, naming the upstream).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
@@ -68,7 +73,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
                 effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
-                packet_run: str | None, no_recovery: bool, verbose: bool,
+                packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -76,17 +81,38 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
     """
     from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.resources import AwpRuntime
     from awp_pipelines.orchestration.runner import Progress, RunOptions, RunStopped, run_packet
-    from awp_pipelines.orchestration.state import completed_prompts
+    from awp_pipelines.orchestration.state import standing_at
 
     loaded = open_packet(packet)
     catalog = open_catalog(providers_file)
     context = PlanContext(catalog=catalog, overrides=Overrides(provider=provider, model=model, effort=effort,
                                                                profile=profile))
-    completed = frozenset(completed_prompts(loaded, instance_dir)) if remaining else frozenset()
-    selection = selection_from(ids, from_id, through_id, phase, remaining, completed)
+    binding = PacketBinding.of(loaded, catalog, context)
+    # --remaining continues the packet run it reads (the newest, or --packet-run): its completed prompts are
+    # the upstream of the remaining ones. A new packet run has nothing completed.
+    continuing = remaining or packet_run is not None
+    packet_run, statuses = standing_at(binding, instance_dir, packet_run) if continuing else (None, {})
+    if remaining and packet_run is None:
+        raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance yet",
+                          key="selection", hint=f"`awp run {loaded.root}` starts one")
+    selection = selection_from(ids, from_id, through_id, phase, remaining,
+                               frozenset(p.id for p in loaded.prompts) - remaining_of(loaded, statuses))
+    chosen = [p.id for p in selection.apply(loaded)]
+    if not chosen:
+        refusal = nothing_selected(loaded, selection, packet_run, statuses)
+        if not (remaining and statuses):
+            raise refusal
+        console.print(f"awp run: {refusal.message}; {refusal.hint}", highlight=False, markup=False)
+        sys.exit(0)  # nothing remains: the packet run is done
+    unmet = {} if ignore_deps else unmet_upstream(loaded, chosen, statuses)
+    if unmet:
+        raise upstream_refusal(loaded, unmet, packet_run)
+    # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
+    stuck = ended_explanation(chosen, statuses, packet_run, loaded) if packet_run and not ignore_deps else None
     plan = build_plan(loaded, context, selection)
     _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
@@ -103,7 +129,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
         instance = open_instance(loaded.root, instance_dir)
         try:
-            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
+            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose, ignore_deps=ignore_deps)
             ran, outcomes = run_packet(compiled, instance, selected, options,
                                        Progress(attempt=printer.attempt, launch=printer.launch))
             usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
@@ -116,20 +142,23 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     packet_usage = total_usage(usages.values())
     if as_json:
         emit_json({"packet": loaded.name, "packet_run": ran, "ok": ok, "usage": packet_usage.model_dump(),
-                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes]})
+                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes],
+                   **({"explanation": stuck} if stuck and not ok else {})})
     else:
         for o in outcomes:
-            style = _STYLE.get(o.result, "red")
+            # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
+            style = _STYLE.get(o.state, "red")
             detail = f" — {o.message}" if o.message else ""
-            if o.decision:
+            if o.decision and o.decision not in o.message:
                 detail += f" ({o.decision})"
             attempt = f" ({o.attempt})" if o.attempt else ""
-            state = f"; agent run {o.state}" if o.state and o.state != o.result else ""
-            out.print(f"  {o.prompt} {o.name}: [{style}]{o.result}[/{style}]{attempt}{state}{detail}",
-                      highlight=False)
+            last = f"; last Attempt {o.result}" if o.result not in (o.state, "not_run", "blocked_by_dependency") else ""
+            out.print(f"  {o.prompt} {o.name}: [{style}]{o.state}[/{style}]{attempt}{last}{detail}", highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {ran})"
+        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts done (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
+        if stuck and not ok:
+            console.print(f"awp run: {stuck}", highlight=False, markup=False)
     if stop.signum is not None:  # it came after the last Attempt: everything is stored
         console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
         sys.exit(128 + stop.signum)

@@ -10,11 +10,21 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from awp_pipelines.cli.common import emit_json, json_option, open_packet, out, user_errors
+from awp_pipelines.cli.common import (
+    emit_json,
+    json_option,
+    open_catalog,
+    open_packet,
+    out,
+    providers_option,
+    user_errors,
+)
 from awp_pipelines.errors import PacketError
 from awp_pipelines.status import AttemptSummary, StatusReport
 
-_STYLE = {"completed": "green", "running": "cyan", "waiting": "cyan", "failed": "red", "not_started": "dim"}
+_STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
+          "planned": "dim", "not_started": "dim", "not_selected": "dim", "interrupted": "yellow",
+          "stopped": "yellow", "blocked": "yellow", "cancelled": "yellow", "failed": "red", "budget_exhausted": "red"}
 
 
 def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -27,19 +37,23 @@ def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("packet", type=click.Path(path_type=Path), default=".")
 @click.option("--packet-run", metavar="ID", help="Show this packet run (default: the packet's newest).")
 @instance_option
+@providers_option
 @json_option
 @user_errors
-def status_command(packet: Path, packet_run: str | None, instance_dir: Path | None, as_json: bool) -> None:
+def status_command(packet: Path, packet_run: str | None, instance_dir: Path | None, providers_file: Path | None,
+                   as_json: bool) -> None:
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
+    from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
     from awp_pipelines.orchestration.status_read import status_report
 
     loaded = open_packet(packet)
+    binding = PacketBinding.of(loaded, open_catalog(providers_file))
     instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
-        report = status_report(instance, loaded, packet_run)
+        report = status_report(instance, binding, packet_run)
     finally:
         instance.dispose()
     if packet_run and report.totals.runs == 0:
@@ -57,11 +71,13 @@ def print_status(report: StatusReport) -> None:
         return
     t = report.totals
     style = _STYLE[report.state]
-    out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}] · "
-              f"{t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+    why = f" ({escape(report.reason)})" if report.reason else ""
+    out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}]{why} "
+              f"· {t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
-        out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]", highlight=False)
+        reason = f" — {escape(prompt.reason)}" if prompt.reason else ""
+        out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{reason}", highlight=False)
         for attempt in prompt.attempts:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
@@ -76,7 +92,8 @@ def print_status(report: StatusReport) -> None:
 
 def _attempt_line(a: AttemptSummary) -> str:
     target = "/".join(part for part in (a.provider, a.account, a.model) if part)
-    result = a.result + (f" ({a.failure_class})" if a.failure_class and a.failure_class != a.result else "")
+    result = a.result + (f" ({a.failure_class})" if a.failure_class and a.failure_class != a.result else "") \
+        + (" (adopted from its commit)" if a.adopted else "")
     style = "green" if a.result == "completed" else ("cyan" if a.result == "running" else "red")
     facts = [f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
              f"{a.tokens_in:,}/{a.tokens_out:,} tokens" if a.tokens_in or a.tokens_out else "",

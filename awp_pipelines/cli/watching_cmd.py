@@ -19,7 +19,7 @@ from awp_pipelines.cli.common import open_catalog, open_packet, out, providers_o
 from awp_pipelines.cli.status_cmd import instance_option
 from awp_pipelines.status import WatchReading
 
-_ENDED = ("completed", "failed", "not_started")
+_ENDED = ("completed", "failed", "blocked", "stopped", "not_started")  # interrupted: a resume may come
 
 
 @click.command("watch")
@@ -41,12 +41,10 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
     dirty files and new commits per repo, and the violations `not_running` and `progress_stale`."""
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.orchestration.watching import watch_reading
 
     loaded = open_packet(packet)
-    binding = PacketBinding.resolve(loaded, open_catalog(providers_file),
-                                    {prompt_key(loaded, p.id): p.id for p in loaded.prompts})
+    binding = PacketBinding.of(loaded, open_catalog(providers_file))
     instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
         def read() -> WatchReading:
@@ -80,7 +78,8 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
 def render(r: WatchReading) -> Group:
     if r.packet_run is None:
         return Group(Text(f"{r.packet}: no packet run in this instance yet"))
-    head = Text.from_markup(f"[bold]{escape(r.packet)}[/bold] · packet run {r.packet_run} · {r.state} · "
+    why = f" ({escape(r.reason)})" if r.reason else ""
+    head = Text.from_markup(f"[bold]{escape(r.packet)}[/bold] · packet run {r.packet_run} · {r.state}{why} · "
                             f"{r.completed}/{r.prompts} prompts completed · {r.at}")
     bar = Table.grid(padding=(0, 1))
     bar.add_row(ProgressBar(total=max(r.prompts, 1), completed=r.completed, width=40), f"{r.completed}/{r.prompts}")

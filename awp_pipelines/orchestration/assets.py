@@ -4,7 +4,7 @@ blocking check per verifier item, one asset group, one asset job and one recover
 `definitions.py`, `PacketComponent` and `awp run` all build through `packet_assets`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from dagster import (
@@ -27,7 +27,7 @@ from awp_pipelines import tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.lint import refuse_secrets
-from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
+from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop, start_gate
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
@@ -99,14 +99,20 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
            required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
            pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
            metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
-           owners=translator.owners(packet, prompt))
-    def _attempt(context: AssetExecutionContext) -> MaterializeResult:
+           owners=translator.owners(packet, prompt), output_required=False)
+    def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
+        skip = start_gate(context, binding, prompt)
+        if skip is not None:  # not needed: nothing is materialized, and Dagster skips what follows
+            context.log.info(f"prompt {prompt.id} does not run: {skip}")
+            return
         with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
-            return _run(context)
+            yield _run(context)
 
     def _run(context: AssetExecutionContext) -> MaterializeResult:
-        record, transcript, earlier = run_attempt(context, binding, prompt)
-        metadata = record_metadata(record, transcript, earlier, packet.root)
+        record, transcript, earlier, after = run_attempt(context, binding, prompt)
+        # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
+        metadata = {**record_metadata(record, transcript, earlier, packet.root),
+                    tags.AGENT_RUN_STATE: redact(after.text)}
         if record.result == "completed" and record.fact().done:
             return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
         failure = attempt_failure(record)

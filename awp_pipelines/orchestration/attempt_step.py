@@ -18,6 +18,7 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
 from awp_pipelines import interrupts, tags
+from awp_pipelines.agent_run import AgentRunStatus, agent_run_status
 from awp_pipelines.attempts import (
     AttemptIdentity,
     AttemptRecord,
@@ -34,10 +35,12 @@ from awp_pipelines.ids import check_id
 from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
+from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     ATTEMPT_STARTED,
     AgentRunHistory,
+    agent_run_truth,
     packet_run_history,
     prompt_states,
     prompts_of_run,
@@ -131,8 +134,32 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     return by_hand or manual_launch(state), last, earlier, state
 
 
+def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> str | None:
+    """Whether the prompt's first Attempt may start in its packet run, however the run was launched (a run of
+    several prompts, a UI re-execution, a materialization by hand): its upstream prompts must be completed
+    in the packet run (a Failure names them), unless the run is tagged `awp/ignore_deps`. A reason to skip
+    is returned when an agent's `finish` ended the packet run: the step ends with nothing materialized and
+    Dagster skips what follows. A dead Attempt that committed is adopted first: its work counts."""
+    packet_run = packet_run_of(context, binding)
+    history = packet_run_history(context.instance, packet_run, binding.keys)
+    adopt_committed(context.instance, binding, history)
+    if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
+        return None
+    _, statuses = agent_run_truth(binding, history, [prompt.id], exclude_run=context.run.run_id)
+    status = statuses[prompt.id]
+    if status.finished_by is not None:
+        return status.reason
+    if status.held_by:
+        raise Failure(description=f"prompt {prompt.id} does not start in packet run {packet_run}: {status.reason} "
+                      f"(a prompt runs once its upstream prompts completed in its packet run; to run it anyway, "
+                      f"launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
+    return None
+
+
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
-                prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary]]:
+                prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]:
+    """One Attempt: its record, its transcript, the AgentRun's earlier Attempts, and the AgentRun's state once
+    it ended (what the asset's metadata says, in the words of `awp status`)."""
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
@@ -188,7 +215,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
-    return record, sink.transcript_markdown(), earlier
+    after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False))
+    return record, sink.transcript_markdown(), earlier, after
 
 
 def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,

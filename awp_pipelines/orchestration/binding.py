@@ -37,3 +37,10 @@ class PacketBinding:
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                                 p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
         return cls(packet, plans, chains, dict(keys), catalog)
+
+    @classmethod
+    def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None) -> PacketBinding:
+        """With the default asset keys (`[<packet>, <prompt>]`): what the CLI's readers need."""
+        from awp_pipelines.orchestration.naming import prompt_key
+
+        return cls.resolve(packet, catalog, {prompt_key(packet, p.id): p.id for p in packet.prompts}, context)

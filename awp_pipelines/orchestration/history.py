@@ -8,7 +8,7 @@ whole event log: on SQL storages one query by the run-id index per 500 runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,9 +20,9 @@ from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.sqlalchemy_compat import db_select
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus, PromptState, StopMarker, agent_run_states
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.budget import Budget, Spend, total
-from awp_pipelines.launches import PromptState
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.packet import Packet
@@ -65,17 +65,21 @@ class AgentRunHistory:
     def last_record(self) -> AttemptRecord | None:
         return self.records[-1] if self.records else None
 
-    def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None) -> list[AttemptSummary]:
+    def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None,
+                  committed: Collection[int] = ()) -> list[AttemptSummary]:
         """Every Attempt (those before number `before`, if given), oldest first: recorded ones from their
-        record; started ones without a record are `interrupted` when their run ended, else `running`."""
+        record; started ones without a record are `interrupted` when their run ended (`completed`, adopted,
+        when their number is in `committed`: their commit exists, their record is not written yet), else
+        `running`."""
         rows = {r.identity.number: AttemptSummary.of(r) for r in self.records}
         for number, (run_id, mode, target) in self.started.items():
             if number not in rows:
+                ended = "completed" if number in committed else "interrupted"
                 rows[number] = AttemptSummary(
                     attempt=tags.attempt_id(agent_run, number), number=number, mode=mode, provider=target.provider,
                     account=target.account, model=target.model or "", dagster_run=run_id,
-                    result="interrupted" if run_id in finished_runs else "running",
-                    failure_class="interrupted" if run_id in finished_runs else None)
+                    result=ended if run_id in finished_runs else "running", adopted=number in committed,
+                    failure_class="interrupted" if run_id in finished_runs and ended != "completed" else None)
         return [rows[n] for n in sorted(rows) if before is None or n < before]
 
 
@@ -87,6 +91,7 @@ class PacketRunHistory:
     ended_at: dict[str, float]  # run id → end time (epoch seconds)
     # accounts → their stored cooldowns and usage now (read from the instance, shared by every process)
     accounts_of: Callable[[Iterable[str]], Availability] = lambda accounts: Availability()
+    stopped: StopMarker | None = None  # the user's stop of the packet run, while it stands
 
     def finished_runs(self) -> set[str]:
         return {r.run_id for r in self.runs if r.status in FINISHED}
@@ -227,6 +232,17 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
             max_iterations=control.max_iterations if control.enabled else None, accounts=accounts))
     return states
+
+
+def agent_run_truth(binding: PacketBinding, history: PacketRunHistory, also: Collection[str] = (),
+                    exclude_run: str | None = None) -> tuple[dict[str, PromptState], dict[str, AgentRunStatus]]:
+    """Each AgentRun of the packet run (its scope, and the prompts `also` about to join it, in packet order):
+    the decision's input and its state, the one answer every reader gives (agent_run.py). `exclude_run`: the
+    run asking, which does not hold its own prompts back."""
+    packet = binding.packet
+    wanted = set(history.scope(packet, binding.keys)) | set(also)
+    states = prompt_states(binding, history, [p.id for p in packet.prompts if p.id in wanted], exclude_run)
+    return {s.prompt: s for s in states}, agent_run_states(states, history.stopped)
 
 
 def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:

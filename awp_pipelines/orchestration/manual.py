@@ -9,11 +9,11 @@ from __future__ import annotations
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
 from awp_pipelines.errors import PacketError
 from awp_pipelines.launches import Launch, repair_launch
-from awp_pipelines.lifecycle import AgentRunStatus, agent_run_status
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, prompt_states
 
 _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
 
@@ -60,4 +60,4 @@ def note_tags(note: str | None) -> dict[str, str]:
 
 def agent_run_now(instance: DagsterInstance, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:
     history = packet_run_history(instance, packet_run, binding.keys)
-    return agent_run_status(prompt_states(binding, history, [prompt])[0])
+    return agent_run_truth(binding, history, [prompt])[1][prompt]

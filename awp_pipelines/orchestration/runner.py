@@ -35,12 +35,13 @@ from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.errors import StorageUnavailable
 from awp_pipelines.interrupts import Interrupted
 from awp_pipelines.launches import Launch, Outlook, next_launches
-from awp_pipelines.lifecycle import agent_run_status
+from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
+from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     PacketRunHistory,
+    agent_run_truth,
     packet_run_history,
-    prompt_states,
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
@@ -66,11 +67,12 @@ class PromptOutcome:
     failure_class: str | None = None
     message: str = ""
     decision: str = ""
-    state: str = ""  # the AgentRun's lifecycle state (lifecycle.agent_run_status)
+    state: str = ""  # the AgentRun's state (agent_run.py): the word `awp status` and `awp watch` say too
+    done: bool = False  # completed, or not needed after an agent's `finish`
 
     @property
     def completed(self) -> bool:
-        return self.result == "completed"
+        return self.done
 
 
 @dataclass
@@ -78,6 +80,7 @@ class RunOptions:
     packet_run: str | None = None
     recover: bool = True  # retry, fallback and repair in process, as the sensor does under the daemon
     verbose: bool = False  # also print Dagster's own event log
+    ignore_deps: bool = False  # the user asked to run prompts whose upstream is not completed in the packet run
 
 
 @dataclass
@@ -124,17 +127,22 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     history = packet_run_history(instance, packet_run, binding.keys)
-    fresh = [pid for pid in selected if pid not in history.agent_runs]
+    adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
+    fresh = _startable_fresh(binding, history, selected, options.ignore_deps)
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts.
-        _execute(job, instance, [binding.key(pid) for pid in fresh], base, options)
+        _execute(job, instance, [binding.key(pid) for pid in fresh],
+                 {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options)
     # Without recovery, one Attempt per selected prompt: the fresh ones just ran; a continued packet run
     # gets one round of what comes next.
     rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
     executed = 0
     for _ in range(2 * _MAX_LAUNCHES):
         history = packet_run_history(instance, packet_run, binding.keys)
-        outlook = next_launches(prompt_states(binding, history), time.time())
+        # The selection belongs to the packet run even before its first run holds it: a prompt held back
+        # above starts here once its upstream completed.
+        states, _ = agent_run_truth(binding, history, selected)
+        outlook = next_launches(list(states.values()), time.time(), history.stopped)
         if executed >= rounds or outlook.idle:
             return packet_run, _outcomes(compiled, history, selected, outlook)
         if not outlook.due:
@@ -149,6 +157,23 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
                      {**base, **launch_tags(binding, history, launch)}, options)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
+
+
+def _startable_fresh(binding: PacketBinding, history: PacketRunHistory, selected: list[str],
+                     ignore_deps: bool) -> list[str]:
+    """The selected prompts without history that start now, in one run: each whose upstream prompts completed
+    in this packet run or start in the same run (Dagster orders them); none an agent's `finish` made unneeded.
+    A prompt held by an upstream that did not complete stays unstarted, as the sensor would leave it."""
+    new = [pid for pid in selected if pid not in history.agent_runs]
+    if ignore_deps:
+        return new
+    _, statuses = agent_run_truth(binding, history, selected)
+    chosen: list[str] = []
+    for pid in new:
+        status = statuses[pid]
+        if status.state in ("planned", "stopped") and all(d in chosen for d in status.held_by):
+            chosen.append(pid)
+    return chosen
 
 
 def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
@@ -244,36 +269,31 @@ def _launched_by() -> str:
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],
               outlook: Outlook) -> list[PromptOutcome]:
     packet = compiled.packet
-    states = {s.prompt: s for s in prompt_states(compiled.binding, history, selected)}
-    status = {pid: agent_run_status(s) for pid, s in states.items()}
+    states, statuses = agent_run_truth(compiled.binding, history, selected)
     out = []
     for pid in selected:
-        prompt = packet.prompt(pid)
+        prompt, status = packet.prompt(pid), statuses[pid]
         agent_run = history.agent_runs.get(pid)
         record = agent_run.last_record if agent_run else None
         final = states[pid].facts[-1] if states[pid].facts else None
+        decision = outlook.ended.get(pid, "")
         if final is not None and (record is None or record.identity.number < final.number):
-            # Its process died before the record: adopted when it had committed (the commit is the proof),
-            # else interrupted (it counted against the budget all the same).
+            # Its process died before the record, and no commit of it exists (one that committed was adopted,
+            # its record written): interrupted, and it counted against the budget all the same.
             ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
-            adopted = final.result == "completed"
             out.append(PromptOutcome(pid, prompt.name, final.result, attempt=ident, failure_class=final.failure_class,
-                                     message="adopted: committed before its process died" if adopted else
-                                     "interrupted: its process died before the Attempt's record was written",
-                                     decision="" if adopted else outlook.ended.get(pid, ""),
-                                     state=status[pid].state))
+                                     message="interrupted: its process died before the Attempt's record was written",
+                                     decision=decision, state=status.state, done=status.done))
             continue
         if record is None:
-            waits = [d for d in packet.dependencies(prompt) if (d in history.agent_runs or d in selected)
-                     and not (d in status and status[d].state == "completed")]
-            out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if waits else "not_run",
-                                     message=f"waits for {', '.join(waits)}" if waits else "",
-                                     decision=outlook.ended.get(pid, ""), state=status[pid].state))
+            out.append(PromptOutcome(pid, prompt.name, "blocked_by_dependency" if status.held_by else "not_run",
+                                     message=status.reason, decision=decision, state=status.state, done=status.done))
             continue
         failure = record.failure
         out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
                                  record.identity.attempt_id, failure.failure_class if failure else None,
-                                 _explain(record), outlook.ended.get(pid, ""), status[pid].state))
+                                 ADOPTED_REASON if record.adopted else _explain(record), decision, status.state,
+                                 status.done))
     return out
 
 

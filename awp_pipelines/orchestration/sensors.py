@@ -24,6 +24,7 @@ from dagster import (
 
 from awp_pipelines import tags
 from awp_pipelines.launches import Launch, next_launches
+from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
@@ -83,7 +84,8 @@ def recovery_sensor(binding: PacketBinding, job: str) -> SensorDefinition:
         now = time.time()
         for packet_run in sorted(packet_runs):
             history = packet_run_history(instance, packet_run, binding.keys)
-            outlook = next_launches(prompt_states(binding, history), now)
+            adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
+            outlook = next_launches(prompt_states(binding, history), now, history.stopped)
             for launch in outlook.due:
                 requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job,
                                            asset_selection=[binding.key(launch.prompt)],

@@ -1,4 +1,4 @@
-"""What the stored history says about a packet's prompts: the latest Attempt of each."""
+"""What the stored history says about a packet's prompts: where each stands in a packet run, its records."""
 
 from __future__ import annotations
 
@@ -6,30 +6,31 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
 from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.orchestration.history import packet_run_history, plain_value
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.status_read import newest_packet_run
 from awp_pipelines.packet import Packet
 
 
-def latest_results(packet: Packet, instance: DagsterInstance) -> dict[str, str]:
-    """prompt id → the result of its latest materialized Attempt (completed or verification_failed)."""
-    results: dict[str, str] = {}
-    for prompt in packet.prompts:
-        records = instance.fetch_materializations(prompt_key(packet, prompt.id), limit=1).records
-        if records and records[0].asset_materialization is not None:
-            result = plain_value(records[0].asset_materialization.metadata.get(tags.RESULT))
-            if result:
-                results[prompt.id] = str(result)
-    return results
+def standing(instance: DagsterInstance, binding: PacketBinding,
+             packet_run: str | None = None) -> tuple[str | None, dict[str, AgentRunStatus]]:
+    """A packet run (`packet_run`, else the packet's newest; None when there is none) and its AgentRuns'
+    states: what `--remaining` and the upstream check of a selection read."""
+    packet_run = packet_run or newest_packet_run(instance, binding.packet.name)
+    if packet_run is None:
+        return None, {}
+    return packet_run, agent_run_truth(binding, packet_run_history(instance, packet_run, binding.keys))[1]
 
 
-def completed_prompts(packet: Packet, home: Path | None = None) -> set[str]:
-    instance = open_instance(packet.root, home)
+def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None
+                ) -> tuple[str | None, dict[str, AgentRunStatus]]:
+    instance = open_instance(binding.packet.root, home)
     try:
-        return {pid for pid, result in latest_results(packet, instance).items() if result == "completed"}
+        return standing(instance, binding, packet_run)
     finally:
         instance.dispose()
 

@@ -6,10 +6,15 @@ from __future__ import annotations
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
-from awp_pipelines.orchestration.history import AgentRunHistory, PacketRunHistory, packet_run_history
-from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import Packet
-from awp_pipelines.status import PromptStatus, StatusReport, prompt_state, run_state, totals_of
+from awp_pipelines.agent_run import AgentRunStatus, packet_run_state
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import (
+    AgentRunHistory,
+    PacketRunHistory,
+    agent_run_truth,
+    packet_run_history,
+)
+from awp_pipelines.status import PromptStatus, StatusReport, totals_of
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
 
@@ -23,28 +28,30 @@ def newest_packet_run(instance: DagsterInstance, packet: str) -> str | None:
     return None
 
 
-def status_report(instance: DagsterInstance, packet: Packet, packet_run: str | None = None) -> StatusReport:
-    keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
+def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None) -> StatusReport:
+    packet = binding.packet
     packet_run = packet_run or newest_packet_run(instance, packet.name)
     if packet_run is None:
-        prompts = [PromptStatus(prompt=p.id, name=p.name, state="not_started") for p in packet.prompts]
+        prompts = [PromptStatus(prompt=p.id, name=p.name, state="not_selected") for p in packet.prompts]
         return StatusReport(packet=packet.name, packet_run=None, state="not_started", prompts=prompts,
                             totals=totals_of(prompts, 0))
-    history = packet_run_history(instance, packet_run, keys)
-    busy, finished = history.busy(keys), history.finished_runs()
-    prompts = [_prompt_status(history, busy, finished, p.id, p.name) for p in packet.prompts]
-    return StatusReport(packet=packet.name, packet_run=packet_run, state=run_state(prompts), prompts=prompts,
+    history = packet_run_history(instance, packet_run, binding.keys)
+    states, statuses = agent_run_truth(binding, history)
+    state, reason = packet_run_state(statuses)
+    finished = history.finished_runs()
+    adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
+    prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name)
+               for p in packet.prompts]
+    return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
                         totals=totals_of(prompts, len(history.runs)))
 
 
-def _prompt_status(history: PacketRunHistory, busy: set[str], finished: set[str], prompt: str,
-                   name: str) -> PromptStatus:
+def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentRunStatus | None,
+                   completed: set[int], prompt: str, name: str) -> PromptStatus:
     agent_run_id = tags.agent_run_id(history.packet_run, prompt)
     agent_run = history.agent_runs.get(prompt, AgentRunHistory())
-    attempts = agent_run.summaries(agent_run_id, finished)
-    state = prompt_state(attempts)
-    if state not in ("running", "completed") and prompt in busy:
-        state = "waiting"  # an unfinished run holds it: queued, or waiting for its upstream prompts
+    attempts = agent_run.summaries(agent_run_id, finished, committed=completed)
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
-    return PromptStatus(prompt=prompt, name=name, state=state, agent_run=agent_run_id if attempts else None,
-                        attempts=attempts, verifier=verifier)
+    return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",
+                        reason=status.reason if status else "not part of this packet run",
+                        agent_run=agent_run_id if attempts else None, attempts=attempts, verifier=verifier)

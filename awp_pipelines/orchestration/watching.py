@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 from dagster import DagsterInstance, DagsterRunStatus
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import packet_run_state
 from awp_pipelines.launches import next_launches
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
-from awp_pipelines.status import CurrentAttempt, RunState, WatchReading, liveness, repo_activity
+from awp_pipelines.status import CurrentAttempt, WatchReading, liveness, repo_activity
 
 
 def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,
@@ -28,8 +29,8 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
                             prompts=len(packet.prompts), completed=0)
     history = packet_run_history(instance, packet_run, binding.keys)
     finished = history.finished_runs()
-    states = prompt_states(binding, history)
-    outlook = next_launches(states, now)
+    states, statuses = agent_run_truth(binding, history)
+    outlook = next_launches(list(states.values()), now, history.stopped)
     unfinished = [run for run in history.runs if run.status not in FINISHED]
     # A run whose `awp run` process is gone (kill -9) is not running, whatever its stored status says.
     dead = [run for run in unfinished if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
@@ -45,7 +46,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
         violations.append("not_running")
         details += [f"run {run.run_id[:8]}: its awp run process ({run.tags[RUNNER]}) is gone" for run in dead]
     current = []
-    for state in states:
+    for state in states.values():
         agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())
         for summary in agent_run.summaries(tags.agent_run_id(packet_run, state.prompt), finished):
             if summary.result == "running":
@@ -56,20 +57,15 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
                                                        if p),
                     dagster_run=summary.dagster_run,
                     minutes_quiet=round(run_quiet / 60, 1) if run_quiet is not None else None))
-    completed = sum(s.completed for s in states)
+    completed = sum(s.state == "completed" for s in statuses.values())
     repos = [repo_activity(name, str(repo.path), packet_run) for name, repo in packet.repos.items()]
-    overall = "running" if unfinished or pending or outlook.waiting else _ended_state(completed, len(states))
+    overall, reason = packet_run_state(statuses)
     quiet_all = [now - t for t in last_event.values() if t is not None]
-    return WatchReading(packet=packet.name, packet_run=packet_run, at=at, state=overall, prompts=len(states),
-                        completed=completed, current=current, pending=pending,
+    return WatchReading(packet=packet.name, packet_run=packet_run, at=at, state=overall, reason=reason,
+                        prompts=len(states), completed=completed,
+                        agent_runs={p: s.state for p, s in statuses.items()}, current=current, pending=pending,
                         minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
                         violations=violations, details=details)
-
-
-def _ended_state(completed: int, total: int) -> RunState:
-    if total == 0:
-        return "not_started"
-    return "completed" if completed == total else "failed"
 
 
 def _latest_event_time(instance: DagsterInstance, run_id: str) -> float | None:

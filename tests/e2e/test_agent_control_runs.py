@@ -103,7 +103,9 @@ def test_blocked_ends_the_agent_run_blocked_with_the_agents_reason(tmp_path: Pat
     assert record["control"]["reason"] == "needs a database password from a person"
     assert record["transitions"][-1]["cause"] == "human_wait"
     text = awp("run", packet, "--packet-run", outcome["attempt"].split(".")[0])
-    assert "agent run blocked" in text.output
+    # A resume starts nothing: it says the AgentRun is blocked, and what to run instead.
+    assert text.exit_code == 1 and "01 blocked — the agent is blocked: needs a database password" in text.output
+    assert "awp repair" in text.output
 
 
 def test_the_next_prompt_starts_only_once_the_agent_stops_iterating(tmp_path: Path, make_git_repo) -> None:

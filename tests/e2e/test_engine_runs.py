@@ -60,7 +60,7 @@ def test_a_packet_capped_at_5_cents_stops_after_the_third_2_cent_attempt(tmp_pat
     finally:
         instance.dispose()
     text = awp("run", packet, "--packet-run", outcome["attempt"].split(".")[0])
-    assert "agent run budget_exhausted" in text.output  # the final per-prompt line; nothing more was started
+    assert "01 budget_exhausted — budget exhausted" in text.output  # nothing more was started
     assert len(_records(packet, outcome["attempt"].split(".")[0])) == 3
 
 

@@ -62,7 +62,9 @@ def test_simulated_recovery_packet_completes_every_prompt_with_prompt_runners_re
 
 def test_repair_and_retry_runs_name_their_parent_run_and_reason(compat_packet) -> None:
     packet = compat_packet("simulated_recovery_packet")
-    assert awp("run", packet, "02").exit_code == 0
+    refused = awp("run", packet, "02")  # its upstream 01 is not completed in a new packet run
+    assert refused.exit_code == 2 and "upstream not completed in a new packet run: 02 needs 01" in refused.output
+    assert awp("run", packet, "02", "--ignore-deps").exit_code == 0
     instance = open_instance(packet)
     try:
         runs = _oldest_first(instance, {"awp/prompt": "02"})

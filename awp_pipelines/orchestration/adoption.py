@@ -1,0 +1,100 @@
+"""An Attempt that committed and then died before its record was stored is adopted: its commit (whose
+`AWP-Attempt` trailer names it) is the proof that its work exists and met the contract, so it is never
+redone. Whoever adopts it — `awp run`, the recovery sensor, the next Attempt's compute — stores the record it
+never wrote, marked `adopted` with the evidence, in the dead Attempt's own run: from then on every reader
+(history, `awp status`, the asset page) sees one completed Attempt, and nothing shows it twice.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dagster import AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance
+from dagster._core.events import StepMaterializationData
+
+from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
+from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.committer import CommitResult
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import PacketRunHistory
+from awp_pipelines.orchestration.metadata import record_metadata
+from awp_pipelines.tags import agent_run_id, attempt_id
+from awp_pipelines.workspace import WorkspaceError, commit_of_attempt, git
+
+ADOPTED_REASON = "adopted: committed before its process died"
+
+
+def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+    """Store the record of every started Attempt of the packet run whose run ended with no record and whose
+    commit exists. `history` is updated in place. The Attempt ids adopted."""
+    finished = history.finished_runs()
+    adopted = []
+    for prompt, agent_run in history.agent_runs.items():
+        recorded = {r.identity.number for r in agent_run.records}
+        for number, (run_id, mode, target) in sorted(agent_run.started.items()):
+            if number in recorded or run_id not in finished:
+                continue
+            ident = attempt_id(agent_run_id(history.packet_run, prompt), number)
+            evidence = _commits_of(binding, prompt, ident)
+            if not evidence:
+                continue
+            plan = binding.plans[prompt]
+            spec = binding.catalog.providers.get(target.provider) if binding.catalog else None
+            when = min(at for _, at in evidence.values())
+            record = AttemptRecord(
+                identity=AttemptIdentity(attempt_id=ident, agent_run=agent_run_id(history.packet_run, prompt),
+                                         number=number, packet=binding.packet.name, packet_run=history.packet_run,
+                                         prompt=prompt, mode=mode, dagster_run=run_id),
+                target=AttemptTarget(provider=target.provider, provider_kind=spec.kind if spec else "unknown",
+                                     account=target.account, model=target.model or "", effort=target.effort,
+                                     reason=ADOPTED_REASON),
+                role=plan.agent, prompt_name=binding.packet.prompt(prompt).name,
+                workspace={r.name: r.path for r in plan.repos}, cwd=plan.cwd, checkpoint={}, started_at=when,
+                ended_at=when, duration_s=0.0, result="completed",
+                commits=[CommitResult(repo=repo, status="committed", sha=sha) for repo, (sha, _) in evidence.items()],
+                adopted=True, evidence={repo: f"{sha} (AWP-Attempt: {ident})" for repo, (sha, _) in evidence.items()})
+            _store(instance, binding, prompt, run_id, record)
+            agent_run.records.append(record)
+            agent_run.records.sort(key=lambda r: r.identity.number)
+            adopted.append(ident)
+    return adopted
+
+
+def _commits_of(binding: PacketBinding, prompt: str, attempt: str) -> dict[str, tuple[str, str]]:
+    """Target repo → (sha, commit time) of the commit whose trailer names the Attempt."""
+    found = {}
+    for repo in binding.plans[prompt].repos:
+        path = Path(repo.path)
+        try:
+            sha = commit_of_attempt(path, attempt) if (path / ".git").exists() else None
+            if sha:
+                found[repo.name] = (sha, git(path, "show", "-s", "--format=%cI", sha).stdout.strip())
+        except WorkspaceError:
+            continue
+    return {name: (sha, _iso(at)) for name, (sha, at) in found.items()}
+
+
+def _iso(text: str) -> str:
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC).isoformat(timespec="milliseconds")
+    except ValueError:
+        return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_id: str,
+           record: AttemptRecord) -> None:
+    """The record goes into the dead Attempt's own run (an ended run's log still takes events): history reads
+    a packet run's events by its runs, and the asset page shows the materialization with that run."""
+    run = instance.get_run_by_id(run_id)
+    materialization = AssetMaterialization(asset_key=binding.key(prompt),
+                                           description=f"Attempt {record.identity.attempt_id}: {ADOPTED_REASON}",
+                                           metadata={**record_metadata(record, "", (), binding.packet.root),
+                                                     tags.AGENT_RUN_STATE: AgentRunStatus("completed",
+                                                                                          ADOPTED_REASON).text})
+    instance.report_dagster_event(
+        DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
+                     job_name=run.job_name if run else "__adopted__",
+                     event_specific_data=StepMaterializationData(materialization)),
+        run_id=run_id)

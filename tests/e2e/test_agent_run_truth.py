@@ -1,0 +1,270 @@
+"""One truth about every AgentRun (issue 15): for each scenario, `awp run`'s summary, `awp status --json`,
+`awp watch --json --once`, the recovery sensor's next launches (evaluated in process on the same instance) and
+the asset metadata (`awp/agent_run_state` of each prompt's latest Attempt) say the same state for every prompt,
+and the next action is the right one. In process; the kill and Ctrl-C rows run `awp run` as a process of its
+own (tests/reliability/crash.py) and stop it at the point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dagster import ExecuteInProcessResult, build_sensor_context
+from e2e_support import awp, git_log
+from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
+
+from awp_pipelines import tags
+from awp_pipelines.catalog import load_catalog
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.state import agent_run_records
+from awp_pipelines.packet import load_packet
+
+CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
+NO_REPAIR = {"repair": {"enabled": False}}
+
+
+def _packet(root: Path, make_git_repo, prompts: dict[str, dict[str, Any]], **manifest: Any) -> Path:
+    """A linear packet on one work tree: each prompt (`NN_slug` → front matter) after the one before."""
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "truth", "provider": "simulated",
+                                                      "repos": {"app": {"path": "./workspace", "default": True}},
+                                                      **manifest}))
+    (root / "prompts").mkdir()
+    for name, front in prompts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
+    return root
+
+
+def _writes(path: str, **control: Any) -> dict[str, Any]:
+    step: dict[str, Any] = {"writes": [{"path": path, "text": "x\n"}]}
+    return {**step, "control": control} if control else step
+
+
+def _prompt(path: str, *steps: dict[str, Any]) -> dict[str, Any]:
+    return {"verify": {"files_exist": [path]}, "simulate": {"attempts": list(steps) or [_writes(path)]}}
+
+
+def _run(*args: str | Path) -> tuple[int, dict[str, Any]]:
+    result = awp("run", *args, "--json")
+    return result.exit_code, json.loads(result.stdout) if result.stdout.startswith("{") else {}
+
+
+def _metadata_states(packet: Path) -> dict[str, str]:
+    """Prompt → the state word in the asset metadata of its latest recorded Attempt (materialization or
+    observation; the start markers carry none)."""
+    binding = packet_assets(load_packet(packet), load_catalog(None)).binding
+    instance = open_instance(packet)
+    found: dict[str, str] = {}
+    try:
+        for prompt in binding.packet.prompts:
+            key = binding.key(prompt.id)
+            events = [(r.storage_id, r.asset_materialization.metadata) for r in
+                      instance.fetch_materializations(key, limit=5).records if r.asset_materialization]
+            events += [(r.storage_id, r.asset_observation.metadata) for r in
+                       instance.fetch_observations(key, limit=10).records if r.asset_observation]
+            stated = [(sid, meta[tags.AGENT_RUN_STATE].value) for sid, meta in events if tags.AGENT_RUN_STATE in meta]
+            if stated:
+                found[prompt.id] = str(max(stated)[1]).split(" — ")[0]
+    finally:
+        instance.dispose()
+    return found
+
+
+def _sensor_launches(packet: Path) -> list[tuple[str, str]]:
+    """What the recovery sensor would launch now, evaluated on the packet's instance: (prompt, mode)."""
+    compiled = packet_assets(load_packet(packet), load_catalog(None))
+    instance = open_instance(packet)
+    try:
+        result = compiled.sensor(build_sensor_context(instance=instance))
+        return sorted((r.tags[tags.PROMPT], r.tags[tags.MODE]) for r in result.run_requests or [])
+    finally:
+        instance.dispose()
+
+
+def assert_one_truth(packet: Path, packet_run: str, expected: dict[str, str], packet_state: str,
+                     launches: list[tuple[str, str]], summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every reader says `expected` (prompt → state word; prompts of the packet not in it are not selected)."""
+    status = json.loads(awp("status", packet, "--packet-run", packet_run, "--json").stdout)
+    assert status["packet_run"] == packet_run
+    assert {p["prompt"]: p["state"] for p in status["prompts"] if p["state"] != "not_selected"} == expected
+    assert status["state"] == packet_state, status["reason"]
+    assert status["totals"]["prompts"] == len(expected)
+    watched = awp("watch", packet, "--packet-run", packet_run, "--json", "--once")
+    reading = json.loads(watched.stdout)
+    assert reading["agent_runs"] == expected
+    assert (reading["state"], reading["prompts"]) == (packet_state, len(expected))
+    assert reading["completed"] == status["totals"]["completed"]
+    if summary is not None:
+        assert summary["packet_run"] == packet_run
+        assert {o["prompt"]: o["state"] for o in summary["prompts"]} == {p: expected[p] for p in
+                                                                         (o["prompt"] for o in summary["prompts"])}
+    metadata = _metadata_states(packet)
+    assert metadata == {p: s for p, s in expected.items() if p in metadata}
+    assert _sensor_launches(packet) == launches
+    return status
+
+
+def test_one_prompt_run_alone_is_a_packet_run_of_one_prompt(tmp_path: Path, make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt"), "02_b": _prompt("b.txt"),
+                                                     "03_c": _prompt("c.txt")})
+    code, summary = _run(packet, "01")
+    assert code == 0
+    status = assert_one_truth(packet, summary["packet_run"], {"01": "completed"}, "completed", [], summary)
+    assert status["totals"]["completed"] == 1
+    # Next: 02 alone in a new packet run is refused, naming its upstream; in this packet run it may run.
+    refused = awp("run", packet, "02")
+    assert refused.exit_code == 2 and "02 needs 01" in refused.output
+    from_02 = awp("run", packet, "--from", "02")
+    assert from_02.exit_code == 2 and "02 needs 01" in from_02.output
+    code, more = _run(packet, "--packet-run", summary["packet_run"], "02")
+    assert code == 0 and [o["state"] for o in more["prompts"]] == ["completed"]
+
+
+def test_a_resume_that_adds_a_prompt_starts_it_once_its_upstream_completes(tmp_path: Path, make_git_repo) -> None:
+    fails = {"error": {"kind": "provider_runtime_claim"}}
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", fails, _writes("a.txt")),
+                                                     "02_b": _prompt("b.txt")},
+                     recovery={"retry": {"base_delay_ms": 0, "jitter": False}})
+    code, first = _run(packet, "01", "--no-recovery")
+    assert code == 1
+    assert_one_truth(packet, first["packet_run"], {"01": "waiting"}, "running", [("01", "retry")], first)
+    code, resumed = _run(packet, "--packet-run", first["packet_run"], "01", "02")  # 02 waits for 01's retry
+    assert code == 0, resumed
+    assert_one_truth(packet, first["packet_run"], {"01": "completed", "02": "completed"}, "completed", [], resumed)
+
+
+def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(tmp_path: Path,
+                                                                                  make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": {**_prompt("never.txt", _writes("a.txt"))},
+                                                     "02_b": _prompt("b.txt"), "03_c": _prompt("c.txt")},
+                     recovery=NO_REPAIR)
+    code, summary = _run(packet)
+    assert code == 1
+    expected = {"01": "failed", "02": "planned", "03": "planned"}
+    assert_one_truth(packet, summary["packet_run"], expected, "failed", [], summary)
+    commits = git_log(packet / "workspace")
+    resumed = awp("run", packet, "--packet-run", summary["packet_run"])
+    assert resumed.exit_code == 1
+    assert "nothing can run in packet run" in resumed.output
+    assert "02 planned — held: upstream 01 failed" in resumed.output
+    assert git_log(packet / "workspace") == commits  # 02 and 03 did not run on a tree without 01's work
+    remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
+    assert remaining.exit_code == 1 and "01 failed" in remaining.output
+    assert_one_truth(packet, summary["packet_run"], expected, "failed", [])
+    # A launch of 02 alone from the UI (a run of its asset in that packet run): its compute refuses, naming 01.
+    ui = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
+    assert not ui.success and git_log(packet / "workspace") == commits
+    [failure] = [e for e in ui.all_events if e.is_step_failure]
+    assert failure.step_failure_data.user_failure_data.description.startswith(
+        f"prompt 02 does not start in packet run {summary['packet_run']}: held: upstream 01 failed")
+    assert _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.IGNORE_DEPS: "true"}).success
+
+
+def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:
+    """A run of one prompt's asset, as the UI launches it (no `awp run` around it)."""
+    compiled = packet_assets(load_packet(packet), load_catalog(None))
+    instance = open_instance(packet)
+    try:
+        job = compiled.definitions().resolve_job_def(job_name(compiled.packet))
+        return job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key(prompt)],
+                                      tags=run_tags, raise_on_error=False)
+    finally:
+        instance.dispose()
+
+
+def test_blocked_ends_the_agent_run_blocked_and_holds_its_dependents(tmp_path: Path, make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo,
+                     {"01_a": _prompt("a.txt", _writes("a.txt", action="blocked", reason="needs a person")),
+                      "02_b": _prompt("b.txt")}, agent_control=CONTROL)
+    code, summary = _run(packet)
+    assert code == 1
+    status = assert_one_truth(packet, summary["packet_run"], {"01": "blocked", "02": "planned"}, "blocked", [],
+                              summary)
+    assert status["prompts"][0]["reason"] == "the agent is blocked: needs a person"
+    assert status["totals"]["completed"] == 0  # blocked is not done
+    remaining = awp("run", packet, "--remaining")
+    assert remaining.exit_code == 1 and "01 blocked — the agent is blocked: needs a person" in remaining.output
+
+
+def test_an_accepted_finish_ends_the_linear_run(tmp_path: Path, make_git_repo) -> None:
+    done = {"writes": [{"path": "a.txt", "text": "a"}, {"path": "final.txt", "text": "f"}],
+            "control": {"action": "finish", "reason": "everything is done"}}
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", done), "02_b": _prompt("b.txt"),
+                                                     "03_c": _prompt("c.txt")}, agent_control=CONTROL)
+    code, summary = _run(packet)
+    assert code == 0, summary
+    expected = {"01": "completed", "02": "cancelled", "03": "cancelled"}
+    assert_one_truth(packet, summary["packet_run"], expected, "completed", [], summary)
+    assert not (packet / "workspace" / "b.txt").exists()  # 02 did not run in the run that held it
+    assert [m for m in git_log(packet / "workspace") if "AWP-Prompt: 02" in m] == []
+    nothing = awp("run", packet, "--remaining")
+    assert nothing.exit_code == 0 and f"nothing remains in packet run {summary['packet_run']}" in nothing.output
+
+
+def test_a_repeat_request_is_not_done_and_its_next_iteration_is_due(tmp_path: Path, make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo,
+                     {"01_a": _prompt("a.txt", _writes("a.txt", action="repeat", reason="more"),
+                                      {"writes": [{"path": "final.txt", "text": "f"}]}),
+                      "02_b": _prompt("b.txt")}, agent_control=CONTROL)
+    code, summary = _run(packet, "--no-recovery")
+    assert code == 1
+    assert_one_truth(packet, summary["packet_run"], {"01": "waiting", "02": "planned"}, "running",
+                     [("01", "iterate")], summary)
+    code, rest = _run(packet, "--remaining")  # the same packet run goes on: 01 iterates, then 02 runs
+    assert code == 0 and rest["packet_run"] == summary["packet_run"]
+    assert_one_truth(packet, summary["packet_run"], {"01": "completed", "02": "completed"}, "completed", [])
+
+
+def test_an_attempt_killed_after_its_commit_is_adopted_with_a_record(tmp_path: Path, make_git_repo) -> None:
+    packet = write_packet(tmp_path / "crash", make_git_repo)
+    packet_run = kill_when(packet, event("commit_created", ".01.a1"), {"AWP_FAULT_PAUSE": "after_commit:8"})
+    code, summary = _run(packet, "--packet-run", packet_run)
+    assert code == 0, summary
+    adopted = next(o for o in summary["prompts"] if o["prompt"] == "01")
+    assert adopted["message"] == "adopted: committed before its process died"
+    status = assert_one_truth(packet, packet_run, {"01": "completed", "02": "completed"}, "completed", [], summary)
+    [attempt] = status["prompts"][0]["attempts"]  # one Attempt, shown once
+    assert (attempt["result"], attempt["adopted"]) == ("completed", True)
+    instance = open_instance(packet)
+    try:
+        [record] = agent_run_records(instance, load_packet(packet), packet_run, "01")  # stored, not inferred
+    finally:
+        instance.dispose()
+    assert record.adopted and record.commits[0].sha
+    assert record.evidence == {"app": f"{record.commits[0].sha} (AWP-Attempt: {packet_run}.01.a1)"}
+
+
+def test_ctrl_c_leaves_the_agent_run_interrupted_and_resumable_then_resume_completes(tmp_path: Path,
+                                                                                       make_git_repo) -> None:
+    slow = {"messages": ["writing a.txt"], "delay_ms": 8000, "writes": [{"path": "a.txt", "text": "a\n"}]}
+    packet = write_packet(tmp_path / "crash", make_git_repo, {"simulate": {"attempts": [slow, SLOW]}})
+    proc = spawn(packet)
+    try:
+        assert wait_for(proc, lambda: any(e["type"] == "message_received" for e in _events(packet)))
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
+    status = assert_one_truth(packet, packet_run, {"01": "interrupted", "02": "planned"}, "interrupted",
+                              [("01", "retry")])
+    assert status["reason"] == "resumable: 2 prompts"  # not failed: each still has budget
+    resumed = subprocess.run([str(Path(os.sys.executable).parent / "awp"), "run", str(packet), "--packet-run",
+                              packet_run, "--json"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert_one_truth(packet, packet_run, {"01": "completed", "02": "completed"}, "completed", [],
+                     json.loads(resumed.stdout))
+
+
+def _events(packet: Path) -> list[dict[str, Any]]:
+    from reliability.crash import events
+
+    return events(packet) if (packet / ".awp" / "events").exists() else []
