@@ -45,7 +45,8 @@ TRANSPORT_CLASSES: frozenset[str] = frozenset(get_args(TransportClass))
 # A guardrail block is the provider's claim too, though terminal: no retry fixes it.
 REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {"guardrail_blocked"}
 TERMINAL_CLASSES: frozenset[str] = frozenset(get_args(TerminalClass))
-LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (frozenset(get_args(CliConfirmationClass))
+CLI_CONFIRMATION_CLASSES: frozenset[str] = frozenset(get_args(CliConfirmationClass))
+LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (CLI_CONFIRMATION_CLASSES
                                                | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})
 # Not the agent's doing and not fixed by running it again: the run halts and no repair is spent.
 LOCAL_FAULT_CLASSES: frozenset[str] = LOCAL_DETERMINISTIC_CLASSES | {"verifier_timeout"}
