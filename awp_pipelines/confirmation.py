@@ -7,6 +7,7 @@ goes on, `require` fails the Attempt; the record keeps the reported model whatev
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from awp_pipelines.events import EventSink
@@ -23,9 +24,14 @@ def _name(model: str) -> str:
 
 def model_confirms(asked: str, reported: str) -> bool:
     """The reported model is the one asked for: the same name, a dated or versioned form of it
-    (`claude-haiku-4-5` → `claude-haiku-4-5-20251001`), or the CLI's model for an alias (`haiku`)."""
+    (`claude-haiku-4-5` → `claude-haiku-4-5-20251001`, not `gpt-5` → `gpt-5-mini`), or the CLI's model for
+    an alias without digits (`haiku` → `claude-haiku-4-5`)."""
     want, got = _name(asked), _name(reported)
-    return bool(want) and (got == want or got.startswith(want + "-") or want in got.split("-"))
+    if not want:
+        return False
+    if re.fullmatch(re.escape(want) + r"(-\d[\d.-]*|-latest)?", got):
+        return True
+    return not any(c.isdigit() for c in want) and want in got.split("-")
 
 
 def confirmation_failure(asked: str | None, reported: str | None) -> FailureEnvelope | None:

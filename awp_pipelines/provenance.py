@@ -20,7 +20,7 @@ class AgentProvenance(BaseModel):
     reported_model: str | None = Field(None, description="The model the provider said it ran; None: it said none.")
     model_confirmed: bool | None = Field(None, description="The reported model is the one asked for (None: no "
                                          "report to compare).")
-    credential: str = Field(description="Whose credential the agent used: the account's variable, or the CLI's "
+    credential_source: str = Field(description="Whose credential the agent used: the account's variable, or the CLI's "
                             "own login when no account is configured (said so, never left as 'none').")
     cli_key_source: str | None = Field(None, description="Where the CLI said its key came from (Claude Code's "
                                        "apiKeySource), when it says.")
@@ -44,4 +44,4 @@ def provenance(*, profile: str | None, permission_mode: str | None, allowed_tool
     return AgentProvenance(profile=profile, permission_mode=permission_mode, allowed_tools=list(allowed_tools),
                            reported_model=reported,
                            model_confirmed=model_confirms(asked, reported) if asked and reported else None,
-                           credential=credential, cli_key_source=key_source)
+                           credential_source=credential, cli_key_source=key_source)
