@@ -135,6 +135,10 @@ class CliAdapter:
     def extra_env(self, request: ProviderRequest) -> dict[str, str]:
         return {}
 
+    def reported_model(self, env: Mapping[str, str], session_id: str | None) -> str | None:
+        """The model the CLI ran, where its events do not say (read after the session); None: unknown."""
+        return None
+
     def prepare(self, request: ProviderRequest, env: dict[str, str]) -> None:
         """Set up what the CLI needs before it starts (e.g. a settings file in the account's config dir)."""
 
@@ -200,4 +204,4 @@ class CliAdapter:
             sink.emit("run_failed", failure.model_dump(), **ended)
         else:
             sink.run_completed(session_id=session_id, **ended)
-        return ProviderOutcome.from_sink(sink, failure, session_id)
+        return ProviderOutcome.from_sink(sink, failure, session_id, reported_model=self.reported_model(env, session_id))
