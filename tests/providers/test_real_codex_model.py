@@ -3,7 +3,6 @@ fake Responses API: the outcome carries the model Codex ran, so `cli_confirmatio
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
