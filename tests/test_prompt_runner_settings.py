@@ -67,6 +67,13 @@ def test_lint_accepts_the_system_prompts_where_the_provider_takes_them(tmp_path:
         assert _unsupported(root) == [], name
 
 
+def test_lint_warns_that_a_command_agent_cannot_confirm_its_model(tmp_path: Path) -> None:
+    catalog = Catalog(providers={"script": ProviderSpec(kind="command", command="true")}).merged_over(BUILTIN)
+    root = _packet(tmp_path / "p", {"provider": "script", "model": "m", "cli_confirmation": "require"})
+    [found] = [f for f in lint_packet(root, catalog).findings if f.kind == "unsupported_setting"]
+    assert found.key == "cli_confirmation" and "reports no model" in found.message
+
+
 def test_claude_code_gets_both_system_prompts_in_its_argv(tmp_path: Path) -> None:
     root = _packet(tmp_path / "p", {"provider": "claude", "model": "haiku", "system_prompt": "Be brief.",
                                     "append_system_prompt": "Cite files."})

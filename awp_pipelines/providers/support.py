@@ -17,7 +17,8 @@ HONOURED_BY: dict[str, frozenset[str]] = {
     "system_prompt": _SYSTEM_PROMPT,  # Claude Code --system-prompt; a system message over HTTP
     "append_system_prompt": _SYSTEM_PROMPT,  # Claude Code --append-system-prompt; a second system message
     "max_turns": frozenset({"claude_code", "simulated"}),  # Claude Code --max-turns
-    "cli_confirmation": ALL_KINDS,  # the reported model against the one asked for (confirmation.py)
+    # the reported model against the one asked for (confirmation.py); a `command` agent reports none
+    "cli_confirmation": ALL_KINDS - {"command"},
     "adapter_opts.timeout": ALL_KINDS,  # the single bound, when `timeout` is unset (plan.py)
 }
 # Keys no adapter passes on, and why: the transcript and JSONL always keep everything, and AWP has no
@@ -32,6 +33,8 @@ NOT_PASSED: dict[str, str] = {
     "recovery.max_steers": "AWP has no operator steering messages",
 }
 ADAPTER_OPTS_WHY = "of adapter_opts AWP reads only `timeout`"
+_WHY_NOT: dict[tuple[str, str], str] = {
+    ("cli_confirmation", "command"): "a command agent reports no model, so `require` always fails"}
 
 
 def unsupported(kind: str, key: str) -> str | None:
@@ -40,7 +43,7 @@ def unsupported(kind: str, key: str) -> str | None:
     if kind == "simulated":
         return None
     if key in HONOURED_BY:
-        return None if kind in HONOURED_BY[key] else f"{kind} has no such option"
+        return None if kind in HONOURED_BY[key] else _WHY_NOT.get((key, kind), f"{kind} has no such option")
     if key.startswith("adapter_opts."):
         return ADAPTER_OPTS_WHY
     return NOT_PASSED.get(key)
