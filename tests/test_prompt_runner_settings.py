@@ -133,3 +133,15 @@ def test_cli_confirmation_require_fails_warn_records_off_ignores(tmp_path: Path)
     warned = [e for e in sink.events() if e["type"] == "error_occurred"]
     assert [e["failure_class"] for e in warned] == ["cli_confirmation_mismatch"]
     assert confirmation_failure("haiku", "claude-haiku-4-5") is None
+
+
+def test_awp_plan_shows_the_model_check(tmp_path: Path) -> None:
+    from awp_pipelines.cli.plan_cmd import plan_rows
+
+    root = _packet(tmp_path / "p", {"provider": "simulated", "model": "simulated-demo", "cli_confirmation": "require"})
+    [prompt] = build_plan(load_packet(root), PlanContext(catalog=BUILTIN)).prompts
+    rows = {label: str(text) for label, text in plan_rows(prompt)}
+    assert rows["confirm"] == "cli_confirmation require: the model reported must be simulated-demo"
+    off = _packet(tmp_path / "q", {"provider": "simulated", "cli_confirmation": "off"})
+    [prompt] = build_plan(load_packet(off), PlanContext(catalog=BUILTIN)).prompts
+    assert "confirm" not in dict(plan_rows(prompt))
