@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines import orphans
 from awp_pipelines.budget import Spend
+from awp_pipelines.catalog import AccountBinding
 from awp_pipelines.cleantree import DirtyTree, ensure_clean
 from awp_pipelines.committer import CommitError, CommitResult, commit_targets
+from awp_pipelines.confirmation import confirm
 from awp_pipelines.control import (
     ControlHandle,
     Directive,
@@ -30,7 +32,7 @@ from awp_pipelines.control import (
     read_directive,
 )
 from awp_pipelines.events import EventSink
-from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.interrupts import Interrupted, Stop
 from awp_pipelines.lifecycle import Transition, cause_of, transition
 from awp_pipelines.model.control import AgentControlConfig
@@ -39,6 +41,7 @@ from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
 from awp_pipelines.policy import AttemptFact
 from awp_pipelines.prices import PriceTable, load_prices
+from awp_pipelines.provenance import AgentProvenance, credential_source, provenance
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import BASE_ENV
 from awp_pipelines.redact import Redactor, redact
@@ -180,6 +183,8 @@ class AttemptRecord(BaseModel):
                           "process died before it stored this record.")
     evidence: dict[str, str] = Field(default_factory=dict, description="An adopted Attempt's proof: target repo → "
                                      "the commit sha and the trailer naming the Attempt.")
+    provenance: AgentProvenance | None = Field(None, description="Profile, permissions, the model the provider "
+                                               "reported and whose credential it used (provenance.py).")
 
     @property
     def completed(self) -> bool:
@@ -308,9 +313,10 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         model=spec.target.model, effort=spec.target.effort,
         timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate,
-        account=spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None,
+        account=_account(spec),
         permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
-        max_turns=spec.plan.max_turns)
+        max_turns=spec.plan.max_turns, system_prompt=spec.plan.system_prompt,
+        append_system_prompt=spec.plan.append_system_prompt)
     trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
 
     def stopped(failure: FailureEnvelope, ran: tuple[ProviderOutcome, int] | None = None) -> AttemptRecord:
@@ -333,6 +339,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
+    outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
     if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing
         return stopped(_interrupted(stop.signum, "the end of the agent's session"), (outcome, resumes))
@@ -406,6 +413,10 @@ def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
     return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
 
 
+def _account(spec: AttemptSpec) -> AccountBinding | None:
+    return spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None
+
+
 def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: float,
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
@@ -422,7 +433,12 @@ def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: 
         messages=outcome.messages, verifier=report, workspace_changed=changed,
         prompt_text=sent,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
-        restored=restored, set_aside=dict(set_aside or {}), transitions=trail)
+        restored=restored, set_aside=dict(set_aside or {}), transitions=trail,
+        provenance=provenance(profile=spec.plan.profile, permission_mode=spec.plan.permission_mode,
+                              allowed_tools=spec.plan.allowed_tools, asked=spec.target.model,
+                              reported=outcome.reported_model, key_source=sink.counters.key_source,
+                              credential=credential_source(spec.target.provider_kind, _account(spec),
+                                                           spec.secret_env or {})))
 
 
 def _interrupted(signum: int, during: str) -> FailureEnvelope:
@@ -494,6 +510,9 @@ def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple
         fault = report.faults[0]
         cls = fault.fault or "verifier_fault"
         return "verifier_fault", FailureEnvelope.for_class(cls, f"{fault.label}: {' '.join(fault.details[:3])}")
+    if outcome.failure is not None and outcome.failure.failure_class in CLI_CONFIRMATION_CLASSES:
+        # Another model than the one asked for (or an unknown one) did the work: its provenance is wrong.
+        return "provider_failed", outcome.failure
     if report is not None and report.passed:
         return "completed", None
     if outcome.failure is not None:

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from awp_pipelines.model.base import StrictModel
 from awp_pipelines.model.execution import Effort, Rotation, TargetSpec
 from awp_pipelines.model.pathtext import PathText
 from awp_pipelines.validation import validate_doc
 from awp_pipelines.yamlsrc import parse_yaml
+
+# Plain settings for the agent's process (`env:` of a provider or account): never a credential, which has its
+# own variable; names only in the usual shell spelling.
+SettingName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+SETTINGS_HELP = ("Plain settings (never a credential) set in the agent's environment, e.g. IS_SANDBOX: '1' so "
+                 "Claude Code accepts permission_mode bypass as root inside a container.")
 
 ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_http", "command", "simulated"]
 
@@ -28,6 +34,7 @@ class ProviderSpec(StrictModel):
     config_dir_env: str | None = Field(None, description="Variable the CLI reads its config folder from.")
     models: list[str] = Field(default_factory=list, description="Model-name prefixes this provider serves "
                               "(used to infer the provider from a model).")
+    env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP)
 
 
 class AccountSpec(StrictModel):
@@ -37,6 +44,7 @@ class AccountSpec(StrictModel):
     config_dir: PathText | None = Field(None, description="This account's own CLI config folder.")
     base_url: str | None = Field(None, description="Endpoint for this account; overrides the provider's.")
     cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
+    env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP + " Over the provider's.")
 
 
 class AccountBinding(StrictModel):
@@ -48,6 +56,7 @@ class AccountBinding(StrictModel):
     config_dir: str | None = Field(None, description="The account's config folder, user-expanded.")
     base_url: str | None = Field(None, description="The account's endpoint, else the provider's.")
     cooldown_s: int = Field(3600, ge=0, description="Rest after exhaustion when the provider names no reset.")
+    env: dict[str, str] = Field(default_factory=dict, description="The account's plain settings for the agent.")
 
 
 class AliasSpec(StrictModel):
@@ -84,7 +93,7 @@ class Catalog(StrictModel):
         return AccountBinding(name=account, provider=spec.provider, credential_env=spec.credential_env,
                               config_dir=os.path.expanduser(spec.config_dir) if spec.config_dir else None,
                               base_url=spec.base_url or (provider.base_url if provider else None),
-                              cooldown_s=spec.cooldown_s)
+                              cooldown_s=spec.cooldown_s, env=dict(spec.env))
 
     def account_secrets(self, account: str | None) -> dict[str, str]:
         """The account's own credential, for the agent's environment and for redaction: nothing else secret."""

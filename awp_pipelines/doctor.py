@@ -11,15 +11,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import requests
 
 from awp_pipelines.catalog import AccountBinding, Catalog, ProviderSpec
 from awp_pipelines.providers.registry import CLI_ADAPTERS
+from awp_pipelines.providers.sandbox import expected_env, root_refusal
 from awp_pipelines.rotation import Cooldown
+
+if TYPE_CHECKING:
+    from awp_pipelines.plan import PromptPlan
 
 Status = Literal["ok", "warning", "blocking"]
 VERSION_TIMEOUT_S = 30
@@ -47,6 +52,18 @@ class Need:
     provider: str
     accounts: tuple[str, ...] = ()
     required: bool = True
+    permission_mode: str | None = None  # what the packet asks of the agent (root refuses some)
+
+
+def plan_needs(prompts: Iterable[PromptPlan], catalog: Catalog) -> list[Need]:
+    """What the planned prompts need: each primary target (required), each fallback (not)."""
+    needs: list[Need] = []
+    for prompt in prompts:
+        needs.append(Need(prompt.provider, tuple(catalog.accounts_of(prompt.accounts, prompt.provider)),
+                          permission_mode=prompt.permission_mode))
+        needs += [Need(t.provider, tuple(t.accounts or ()), required=False, permission_mode=prompt.permission_mode)
+                  for t in prompt.fallback]
+    return needs
 
 
 def _problem(required: bool) -> Status:
@@ -127,6 +144,22 @@ def check_models(name: str, spec: ProviderSpec, account: AccountBinding | None, 
                  "check the credential" if response.status_code in (401, 403) else "try again later")
 
 
+def root_checks(catalog: Catalog, needs: list[Need], euid: int | None = None) -> list[Check]:
+    """Root + a permission mode the CLI refuses as root (sandbox.py), per provider and account: what to do."""
+    checks: dict[str, Check] = {}
+    for need in needs:
+        spec = catalog.providers.get(need.provider)
+        accounts: list[str | None] = [*catalog.accounts_of(list(need.accounts), need.provider)]
+        for account in accounts or [None]:
+            found = spec and root_refusal(spec.kind, need.permission_mode,
+                                          expected_env(spec, catalog.binding(account)), provider=need.provider,
+                                          account=account, euid=euid)
+            subject = f"{need.provider}:{account}" if account else need.provider
+            if found and (subject not in checks or need.required):
+                checks[subject] = Check(subject, "root", _problem(need.required), found.detail, found.fix)
+    return list(checks.values())
+
+
 def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIMEOUT_S,
              online: bool = False) -> list[Check]:
     """`online`: also ask each HTTP endpoint for its models list with each account's key (network)."""
@@ -172,7 +205,7 @@ def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIM
             checks.append(check_credential(f"{need.provider}:{account}", binding.credential_env, need.required))
             if binding.config_dir:
                 checks.append(check_dir(f"{need.provider}:{account}", binding.config_dir))
-    return checks
+    return checks + root_checks(catalog, needs)
 
 
 def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:

@@ -46,7 +46,8 @@ TRANSPORT_CLASSES: frozenset[str] = frozenset(get_args(TransportClass))
 # A guardrail block is the provider's claim too, though terminal: no retry fixes it.
 REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {"guardrail_blocked"}
 TERMINAL_CLASSES: frozenset[str] = frozenset(get_args(TerminalClass))
-LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (frozenset(get_args(CliConfirmationClass))
+CLI_CONFIRMATION_CLASSES: frozenset[str] = frozenset(get_args(CliConfirmationClass))
+LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (CLI_CONFIRMATION_CLASSES
                                                | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})
 # Not the agent's doing and not fixed by running it again: the run halts and no repair is spent.
 LOCAL_FAULT_CLASSES: frozenset[str] = LOCAL_DETERMINISTIC_CLASSES | {"verifier_timeout"}
@@ -107,23 +108,26 @@ class FailureEnvelope(BaseModel):
         phase: Phase | None = None,
         suggested_max_attempts: int | None = None,
         secrets: Iterable[str] = (),
+        deterministic: bool = False,
     ) -> FailureEnvelope:
-        """The envelope for `failure_class` with Prompt Runner's flags; `secrets` are redacted from `message`."""
+        """The envelope for `failure_class` with Prompt Runner's flags; `secrets` are redacted from `message`.
+        `deterministic`: the CLI refused its own configuration before any request (e.g. a permission mode it
+        refuses as root): the same inputs fail the same way, so nothing retries, resumes or repairs it."""
         if failure_class not in FAILURE_CLASSES:
             raise ValueError(f"unknown failure class {failure_class!r}")
-        transport = failure_class in TRANSPORT_CLASSES
-        remote = failure_class in REMOTE_CLAIM_CLASSES
-        retryable = (transport or (remote and failure_class != "guardrail_blocked")
-                     or failure_class in ("unknown", "interrupted"))
+        transport = failure_class in TRANSPORT_CLASSES and not deterministic
+        remote = failure_class in REMOTE_CLAIM_CLASSES and not deterministic
+        retryable = not deterministic and (transport or (remote and failure_class != "guardrail_blocked")
+                                           or failure_class in ("unknown", "interrupted"))
         return cls(
             failure_class=failure_class,
             retryable=retryable,
             resumeable=transport,
             repairable=retryable,
-            local_deterministic=failure_class in LOCAL_DETERMINISTIC_CLASSES,
+            local_deterministic=deterministic or failure_class in LOCAL_DETERMINISTIC_CLASSES,
             remote_claim=remote,
             severity="error" if retryable else "fatal",
-            phase=phase or _PHASES.get(failure_class, "provider"),
+            phase=phase or ("launch" if deterministic else _PHASES.get(failure_class, "provider")),
             provider_code=provider_code,
             suggested_delay_ms=(suggested_delay_ms if suggested_delay_ms is not None
                                 else _DEFAULT_DELAY_MS.get(failure_class)),

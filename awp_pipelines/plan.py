@@ -82,6 +82,11 @@ class PromptPlan(BaseModel):
     permission_mode: str | None
     allowed_tools: list[str] = Field(default_factory=list, description="Tools the agent may use.")
     max_turns: int | None = None
+    system_prompt: str | None = Field(None, description="Replaces the provider's system prompt.")
+    append_system_prompt: str | None = Field(None, description="Appended to the provider's system prompt.")
+    profile: str | None = Field(None, description="The home profile named (`profile:` or --profile).")
+    cli_confirmation: str | None = Field(None, description="off | warn | require: whether the provider must "
+                                         "report the model it was asked for (confirmation.py); unset: off.")
     account_bindings: dict[str, AccountBinding] = Field(
         default_factory=dict, description="Every account the prompt's chain may use, resolved: variable names "
         "and folders, never a credential's value.")
@@ -217,7 +222,11 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
             sources["provider"] = f"inferred from model '{model}'"
     fallback.extend(expand_fallback(values.get("fallback"), catalog))
     try:
-        bounds = derive_bounds(values.get("timeout"))
+        # Prompt Runner: `timeout`, else `adapter_opts.timeout`.
+        adapter_timeout = (values.get("adapter_opts") or {}).get("timeout")
+        if values.get("timeout") is None and adapter_timeout is not None:
+            sources["timeout"] = f"{sources['adapter_opts']} (adapter_opts.timeout)"
+        bounds = derive_bounds(values["timeout"] if values.get("timeout") is not None else adapter_timeout)
     except ValueError as err:
         raise PacketError(prompt.file, str(err), key="timeout") from None
     repos = packet.repos
@@ -232,7 +241,9 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     primary_account = catalog.first_account(accounts, provider)
     argv = agent_argv(catalog, provider, model=model, effort=effort, permission_mode=values.get("permission_mode"),
                       allowed_tools=allowed_tools, max_turns=values.get("max_turns"),
-                      account=bindings.get(primary_account or ""), cwd=cwd, timeout_ms=bounds.timeout_ms)
+                      account=bindings.get(primary_account or ""), cwd=cwd, timeout_ms=bounds.timeout_ms,
+                      system_prompt=values.get("system_prompt"),
+                      append_system_prompt=values.get("append_system_prompt"))
     return PromptPlan(
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
@@ -240,6 +251,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
         allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
+        system_prompt=values.get("system_prompt"), append_system_prompt=values.get("append_system_prompt"),
+        cli_confirmation=values.get("cli_confirmation"), profile=ctx.overrides.profile or packet.manifest.profile,
         sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
                  if k in sources},
         bounds=bounds, recovery=prompt.recovery, budget=prompt.front.budget,
@@ -253,7 +266,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
 
 def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: str | None,
                permission_mode: str | None, allowed_tools: list[str], max_turns: int | None,
-               account: AccountBinding | None, cwd: str, timeout_ms: int) -> list[str] | None:
+               account: AccountBinding | None, cwd: str, timeout_ms: int, system_prompt: str | None = None,
+               append_system_prompt: str | None = None) -> list[str] | None:
     """What the adapter would run, for the plan: the prompt as a placeholder, secrets masked."""
     from awp_pipelines.providers.base import ProviderRequest
     from awp_pipelines.providers.registry import adapter_for
@@ -265,7 +279,8 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
         adapter = adapter_for(spec, provider)
         request = ProviderRequest(prompt_text="<prompt>", cwd=Path(cwd), timeout_ms=timeout_ms, model=model,
                                   effort=effort, permission_mode=permission_mode, allowed_tools=tuple(allowed_tools),
-                                  max_turns=max_turns, account=account,
+                                  max_turns=max_turns, account=account, system_prompt=system_prompt,
+                                  append_system_prompt=append_system_prompt,
                                   env=catalog.account_secrets(account.name if account else None))
         # CLI and HTTP adapters show their argv; the ProviderAdapter protocol does not promise it.
         show = getattr(adapter, "display_argv", None)

@@ -40,10 +40,15 @@ class Counters:
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_FIELDS, 0))  # usage.TOKEN_FIELDS
     cost_usd: float = 0.0
     cost_reported: bool = False  # the provider said what it cost (else a price table may)
+    reported_model: str | None = None  # the model the provider said its session runs (cli_confirmation)
+    key_source: str | None = None  # where the CLI said its key came from (Claude Code's apiKeySource)
 
     def count(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "message_received":
+        if kind == "session_started":
+            self.reported_model = str(event["model"]) if event.get("model") else self.reported_model
+            self.key_source = str(event["api_key_source"]) if event.get("api_key_source") else self.key_source
+        elif kind == "message_received":
             self.messages += 1
         elif kind == "tool_call_started":
             self.tool_calls += 1

@@ -19,7 +19,7 @@ from awp_pipelines.cli.common import (
     providers_option,
     user_errors,
 )
-from awp_pipelines.doctor import Check, Need, cooldown_checks, diagnose
+from awp_pipelines.doctor import Check, Need, cooldown_checks, diagnose, plan_needs
 from awp_pipelines.plan import PlanContext, build_plan
 
 _STYLE = {"ok": "green", "warning": "yellow", "blocking": "red"}
@@ -29,12 +29,7 @@ def _needs(packet: Path | None, catalog: Catalog) -> list[Need]:
     if packet is None:
         return [Need(name, tuple(a for a, s in catalog.accounts.items() if s.provider == name), required=False)
                 for name in catalog.providers]
-    plan = build_plan(open_packet(packet), PlanContext(catalog=catalog))
-    needs: list[Need] = []
-    for prompt in plan.prompts:
-        needs.append(Need(prompt.provider, tuple(catalog.accounts_of(prompt.accounts, prompt.provider))))
-        needs += [Need(t.provider, tuple(t.accounts or ()), required=False) for t in prompt.fallback]
-    return needs
+    return plan_needs(build_plan(open_packet(packet), PlanContext(catalog=catalog)).prompts, catalog)
 
 
 def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) -> list[Check]:

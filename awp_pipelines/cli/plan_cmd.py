@@ -98,6 +98,8 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
                      f"resume {p.recovery.resume_attempts}"),
         ("budget", p.budget.describe() if p.budget is not None else ""),
+        ("confirm", f"cli_confirmation {p.cli_confirmation}: the model reported must be {p.model}"
+                    if p.cli_confirmation in ("warn", "require") else ""),
         ("verify", "\n".join(i.label for i in p.verify_items) or "none"),
         ("commit", p.commit_message),
         ("cwd", shown_path(p.cwd)),

@@ -229,6 +229,17 @@ def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file:
             raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "
                               "which is not on PATH", key="provider",
                               hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
+    _refuse_root_refusals(prompts, catalog, file)
+
+
+def _refuse_root_refusals(prompts: list[PromptPlan], catalog: Catalog, file: Path) -> None:
+    """Root + a permission mode the CLI refuses as root fails every Attempt the same way: say so first."""
+    from awp_pipelines.doctor import plan_needs, root_checks
+
+    refused = [c for c in root_checks(catalog, plan_needs(prompts, catalog)) if c.status == "blocking"]
+    if refused:
+        first = refused[0]
+        raise PacketError(file, f"{first.subject}: {first.detail}", key="permission_mode", hint=first.fix)
 
 
 @click.command("verify")

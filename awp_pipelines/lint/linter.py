@@ -9,7 +9,7 @@ from awp_pipelines.errors import PacketError
 from awp_pipelines.packet import load_packet
 from awp_pipelines.plan import PlanContext, build_plan
 
-from . import contracts, hygiene, prompts, targets
+from . import contracts, hygiene, prompts, settings, targets
 from .context import LintContext
 from .report import Finding, LintReport, finding
 
@@ -30,6 +30,7 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
         hygiene.lint_prompt(ctx, prompt)
         contracts.lint_prompt(ctx, prompt)
         targets.lint_prompt(ctx, prompt, prompt_plan)
+        settings.lint_prompt(ctx, prompt, prompt_plan)
     prompts.lint_cycles(ctx)
     return LintReport(packet=packet.name, findings=_unique(ctx.findings))
 

@@ -37,6 +37,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unknown_depends_on": ("error", "`depends_on` names a prompt the packet does not have"),
     "dependency_cycle": ("error", "prompts that depend on each other in a cycle"),
     "unknown_phase": ("error", "a prompt's phase is not among the manifest's `phases`"),
+    "unsupported_setting": ("warning", "a Prompt Runner setting the prompt's provider does not honour"),
     "missing_template": ("warning", "a template found neither in the packet nor in the home templates"),
     "profile_missing": ("warning", "the manifest's profile is not on this machine"),
 }

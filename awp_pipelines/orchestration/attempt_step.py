@@ -268,7 +268,7 @@ def _probed(context: AssetExecutionContext, chain: Chain, launch: Launch, state:
         provider, account = _resources_for(context, launch.target)
         catalog = Catalog(providers={provider.name: provider.spec()},
                           accounts={account.name: account.spec()} if account else {})
-        answer = probe(catalog, provider.name, account.name if account else None)
+        answer = probe(catalog, provider.name, account.name if account else None, model=launch.target.model)
         where = launch.target.provider + (f" ({launch.target.account})" if launch.target.account else "")
         if answer.ok:
             notes.append(f"probe of {where}: available ({answer.detail})")

@@ -44,6 +44,8 @@ class ProviderRequest:
     permission_mode: str | None = None  # default | auto | bypass | plan: mapped onto each CLI's own flag
     allowed_tools: tuple[str, ...] = ()
     max_turns: int | None = None
+    system_prompt: str | None = None  # replaces the provider's system prompt (where the provider allows it)
+    append_system_prompt: str | None = None  # appended to it
     idle_timeout_ms: int | None = None  # None: bounds.idle_deadline_ms(timeout_ms)
 
     def __post_init__(self) -> None:
@@ -88,6 +90,8 @@ class ProviderOutcome(BaseModel):
     changed_files: list[str] = Field(default_factory=list,
                                      description="Files the provider reports it changed: `repo:path`, or a "
                                                  "bare path relative to cwd when the request names no repo.")
+    reported_model: str | None = Field(None, description="The model the provider said it ran (its session's "
+                                       "init or response); None when it said none.")
 
     @model_validator(mode="after")
     def _failure_iff_not_ok(self) -> ProviderOutcome:
@@ -97,13 +101,14 @@ class ProviderOutcome(BaseModel):
 
     @classmethod
     def from_sink(cls, sink: EventSink, failure: FailureEnvelope | None, session_id: str | None,
-                  changed_files: list[str] | None = None) -> ProviderOutcome:
-        """The outcome with messages and usage from the sink's counters (the Attempt's totals, resumes included)."""
+                  changed_files: list[str] | None = None, reported_model: str | None = None) -> ProviderOutcome:
+        """The outcome with messages, usage and the reported model from the sink's counters (the Attempt's
+        totals, resumes included)."""
         c = sink.counters
         return cls(ok=failure is None, failure=failure, session_id=session_id, messages=c.messages,
                    usage=ProviderUsage(**c.tokens, cost_usd=c.cost_usd,
                                        cost_reported=c.cost_reported),
-                   changed_files=changed_files or [])
+                   changed_files=changed_files or [], reported_model=reported_model or c.reported_model)
 
 
 @runtime_checkable

@@ -26,6 +26,9 @@ _TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
         r"(?i)econn(refused|reset)|connection (refused|reset|error|closed)|network|socket hang up|"
         r"stream disconnected|fetch failed|timed? ?out|unable to connect|dns")),
 )
+# A CLI refusing its own arguments or settings before it sends any request: no retry changes that.
+_LOCAL_REFUSAL = re.compile(r"(?i)cannot be used with root|unknown (option|argument)|invalid (option|argument)|"
+                            r"unrecognized (option|argument)")
 _BILLING = re.compile(r"(?i)billing|credit balance|insufficient.?(funds|credits)|\b402\b")
 
 
@@ -48,6 +51,11 @@ def class_of_text(text: str, default: FailureClass = "provider_runtime_claim") -
         if pattern.search(text or ""):
             return cls
     return default
+
+
+def local_refusal(text: str) -> bool:
+    """The CLI refused its own configuration (a flag, a permission mode as root): deterministic."""
+    return bool(_LOCAL_REFUSAL.search(text or ""))
 
 
 def _ms_until(when: datetime, now: datetime) -> int:
@@ -120,11 +128,12 @@ def reset_delay_ms(text: str, now: datetime) -> int | None:
 
 
 def envelope(cls: FailureClass, message: str, *, code: str | None = None, delay_ms: int | None = None,
-             now: datetime | None = None) -> FailureEnvelope:
+             now: datetime | None = None, deterministic: bool = False) -> FailureEnvelope:
     """The envelope for `cls`; a rate limit without a stated reset reads one from the text, a billing
     refusal rests the account for a day."""
     if delay_ms is None and cls == "provider_rate_limit":
         delay_ms = reset_delay_ms(message, now or datetime.now(UTC))
         if delay_ms is None and _BILLING.search(message):
             delay_ms = DAY_MS
-    return FailureEnvelope.for_class(cls, message, provider_code=code, suggested_delay_ms=delay_ms)
+    return FailureEnvelope.for_class(cls, message, provider_code=code, suggested_delay_ms=delay_ms,
+                                     deterministic=deterministic)

@@ -149,7 +149,9 @@ class ClaudeCodeAdapter(CliAdapter):
         argv = [self.command, "-p", request.prompt_text, "--output-format", "stream-json", "--verbose",
                 *flag("--model", request.model),
                 *flag("--permission-mode", request.permission_mode, PERMISSION_MODES),
-                *flag("--allowedTools", request.allowed_tools), *flag("--max-turns", request.max_turns)]
+                *flag("--allowedTools", request.allowed_tools), *flag("--max-turns", request.max_turns),
+                *flag("--system-prompt", request.system_prompt),
+                *flag("--append-system-prompt", request.append_system_prompt)]
         if resume and request.session_id:
             argv += [f"--resume={request.session_id}"]
         return argv

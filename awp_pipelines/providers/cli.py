@@ -18,9 +18,10 @@ from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
-from awp_pipelines.providers.classify import class_of_text, envelope
+from awp_pipelines.providers.classify import class_of_text, envelope, local_refusal
 from awp_pipelines.providers.environment import agent_env, credential_var
 from awp_pipelines.providers.process import ProcessResult, run_streaming
+from awp_pipelines.providers.sandbox import configured_env, root_refusal
 from awp_pipelines.redact import redact
 
 PROMPT_PLACEHOLDER = "<prompt>"
@@ -103,8 +104,10 @@ class StreamParser:
             return FailureEnvelope.for_class("protocol_error", "the CLI exited 0 without a final result event"
                                              + (f": {detail}" if detail else ""), provider_code="no_result")
         cls = class_of_text(detail, default="provider_runtime_claim")
+        # Refused before any session started (a flag, a permission mode as root): the same every time.
+        deterministic = self.session_id is None and local_refusal(detail)
         return envelope(cls, f"exit {result.exit_code}: {detail or 'no output'}", code=f"exit_{result.exit_code}",
-                        now=self.now())
+                        now=self.now(), deterministic=deterministic)
 
 
 class CliAdapter:
@@ -132,12 +135,26 @@ class CliAdapter:
     def extra_env(self, request: ProviderRequest) -> dict[str, str]:
         return {}
 
+    def reported_model(self, env: Mapping[str, str], session_id: str | None) -> str | None:
+        """The model the CLI ran, where its events do not say (read after the session); None: unknown."""
+        return None
+
     def prepare(self, request: ProviderRequest, env: dict[str, str]) -> None:
         """Set up what the CLI needs before it starts (e.g. a settings file in the account's config dir)."""
 
     # -- shared --------------------------------------------------------------------------------------------
     def env(self, request: ProviderRequest) -> dict[str, str]:
-        return {**agent_env(self.kind, self.spec, request.account, request.env), **self.extra_env(request)}
+        return {**agent_env(self.kind, self.spec, request.account, request.env),
+                **configured_env(self.spec, request.account), **self.extra_env(request)}
+
+    def refusal(self, request: ProviderRequest, env: Mapping[str, str]) -> FailureEnvelope | None:
+        """A refusal known before the CLI starts (root + a permission mode it refuses): deterministic."""
+        found = root_refusal(self.kind, request.permission_mode, env, provider=self.name,
+                             account=request.account.name if request.account else None)
+        if found is None:
+            return None
+        return FailureEnvelope.for_class("provider_config_claim", f"{found.detail}; {found.fix}",
+                                         provider_code="root_permission_mode", deterministic=True)
 
     def display_argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
         """The argv with the prompt as a placeholder and every secret masked (for plans and events)."""
@@ -168,6 +185,10 @@ class CliAdapter:
         sink.run_started(provider=self.name, kind=self.kind, model=request.model, mode=request.mode,
                          account=request.account.name if request.account else None,
                          attempt_number=request.attempt_number, argv=self.display_argv(request, resume))
+        refused = self.refusal(request, env)
+        if refused is not None:  # the CLI would exit at once, the same way every time: do not start it
+            sink.emit("run_failed", refused.model_dump(), ended="refused")
+            return ProviderOutcome.from_sink(sink, refused, request.session_id)
         parser = self.parser_class(sink)
         with sink.batch():  # the events of each chunk read reach the file together
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
@@ -183,4 +204,4 @@ class CliAdapter:
             sink.emit("run_failed", failure.model_dump(), **ended)
         else:
             sink.run_completed(session_id=session_id, **ended)
-        return ProviderOutcome.from_sink(sink, failure, session_id)
+        return ProviderOutcome.from_sink(sink, failure, session_id, reported_model=self.reported_model(env, session_id))

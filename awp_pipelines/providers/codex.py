@@ -9,8 +9,11 @@ errors is decisive: the session stops at the first one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
+from awp_pipelines import jsonl
 from awp_pipelines.providers.base import ProviderRequest
 from awp_pipelines.providers.classify import class_of_text, envelope
 from awp_pipelines.providers.cli import CliAdapter, StreamParser, flag
@@ -114,3 +117,25 @@ class CodexAdapter(CliAdapter):
 
     def stdin_text(self, request: ProviderRequest) -> str | None:
         return request.prompt_text
+
+    def reported_model(self, env: Mapping[str, str], session_id: str | None) -> str | None:
+        """Codex's JSON events name no model; its own session file (CODEX_HOME/sessions/…/rollout-…-<thread>.jsonl)
+        does, in each turn's `turn_context`: the last one is the model the CLI ran."""
+        home = env.get(self.spec.config_dir_env or "CODEX_HOME") or (
+            str(Path(env["HOME"]) / ".codex") if env.get("HOME") else None)
+        if not home or not session_id:
+            return None
+        model = None
+        for rollout in sorted(Path(home, "sessions").glob(f"*/*/*/rollout-*{session_id}.jsonl")):
+            with rollout.open(encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if '"turn_context"' not in line:  # the file holds the whole conversation: parse little
+                        continue
+                    try:
+                        entry = jsonl.loads(line)
+                    except ValueError:
+                        continue
+                    payload = entry.get("payload") if isinstance(entry, dict) else None
+                    if entry.get("type") == "turn_context" and isinstance(payload, dict) and payload.get("model"):
+                        model = str(payload["model"])
+        return model

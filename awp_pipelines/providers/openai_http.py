@@ -23,6 +23,12 @@ CONNECT_TIMEOUT_S = 10.0
 MAX_ERROR_BODY = 2000
 
 
+def system_messages(request: ProviderRequest) -> list[dict[str, str]]:
+    """`system_prompt` (the endpoint has no system prompt of its own to replace) then `append_system_prompt`."""
+    texts = (request.system_prompt, request.append_system_prompt)
+    return [{"role": "system", "content": text} for text in texts if text]
+
+
 class OpenAIHttpAdapter:
     kind: ClassVar[str] = "openai_http"
 
@@ -53,7 +59,8 @@ class OpenAIHttpAdapter:
                          account=request.account.name if request.account else None,
                          attempt_number=request.attempt_number, argv=self.display_argv(request))
         headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-        body = {"model": model, "messages": [{"role": "user", "content": request.prompt_text}]}
+        body = {"model": model, "messages": [*system_messages(request),
+                                             {"role": "user", "content": request.prompt_text}]}
         read_s = min(request.timeout_ms, request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms)) / 1000
         session_id: str | None = None
         try:

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from collections.abc import Mapping
+from contextlib import closing
+from pathlib import Path
 from typing import Any, ClassVar
 
 from awp_pipelines.providers.base import ProviderRequest
@@ -94,6 +98,30 @@ class OpenCodeAdapter(CliAdapter):
         if resume and request.session_id:
             argv += ["-s", request.session_id]
         return [*argv, request.prompt_text]
+
+    def reported_model(self, env: Mapping[str, str], session_id: str | None) -> str | None:
+        """OpenCode's JSON lines name no model; its own database does, on each assistant message of the
+        session ($XDG_DATA_HOME/opencode/opencode.db, `providerID`/`modelID`): the last is the model it ran."""
+        data = env.get("XDG_DATA_HOME") or (str(Path(env["HOME"]) / ".local" / "share") if env.get("HOME") else None)
+        database = Path(data, "opencode", "opencode.db") if data else None
+        if database is None or not session_id or not database.is_file():
+            return None
+        try:
+            with closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=2)) as db:
+                rows = db.execute("SELECT data FROM message WHERE session_id = ? ORDER BY time_created",
+                                  (session_id,)).fetchall()
+        except sqlite3.Error:
+            return None  # another OpenCode version's layout: no report, which cli_confirmation says
+        model = None
+        for (text,) in rows:
+            try:
+                message = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("role") == "assistant" and message.get("modelID"):
+                provider = message.get("providerID")
+                model = f"{provider}/{message['modelID']}" if provider else str(message["modelID"])
+        return model
 
     def extra_env(self, request: ProviderRequest) -> dict[str, str]:
         base_url = (request.account.base_url if request.account else None) or self.spec.base_url

@@ -91,7 +91,8 @@ class SimulatedProvider:
             sink.run_failed(failure)
         else:
             sink.run_completed(stop_reason="end_turn")
-        return ProviderOutcome.from_sink(sink, failure, session_id, changed)
+        # A simulation plays the model it was asked for: that is the model it confirms.
+        return ProviderOutcome.from_sink(sink, failure, session_id, changed, request.model or DEFAULT_MODEL)
 
 
 def _apply_write(write: SimulatedWrite, request: ProviderRequest) -> tuple[str | None, str]:
