@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
@@ -44,6 +44,12 @@ def runner_alive(value: str) -> bool:
         return True  # another machine's process: not ours to judge
     started = process_start_time(int(pid_text))
     return started is not None and str(started) == start
+
+
+def driven_in_process(runs: Iterable[DagsterRun]) -> bool:
+    """A live `awp run` (or SDK `run`) launched some of these runs: it decides and launches what comes next
+    for their packet run itself, so the recovery sensor must not launch it a second time."""
+    return any(RUNNER in run.tags and runner_alive(run.tags[RUNNER]) for run in runs)
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:

@@ -1,7 +1,8 @@
 """The recovery sensor: under the daemon, what `awp run` does in process. One per packet.
 
 Each tick looks at the packet runs whose runs ended since its cursor (and those still waiting for a
-backoff), asks `next_launches` what comes next, and returns each due launch as a `RunRequest` of one
+backoff), passes over those a live `awp run` drives (it launches their next Attempts itself), asks
+`next_launches` what comes next, and returns each due launch as a `RunRequest` of one
 prompt. The run key is the Attempt's id, so a launch is requested once however often it is computed.
 """
 
@@ -27,6 +28,7 @@ from awp_pipelines.launches import Launch, next_launches
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
+from awp_pipelines.orchestration.reaper import driven_in_process
 
 INTERVAL_S = 5
 _BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
@@ -83,6 +85,8 @@ def recovery_sensor(binding: PacketBinding, job: str) -> SensorDefinition:
         now = time.time()
         for packet_run in sorted(packet_runs):
             history = packet_run_history(instance, packet_run, binding.keys)
+            if driven_in_process(history.runs):
+                continue  # its `awp run` launches what comes next: two drivers made a fallback twice
             outlook = next_launches(prompt_states(binding, history), now)
             for launch in outlook.due:
                 requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job,
