@@ -44,7 +44,6 @@ Severity = Literal["error", "fatal"]
 TRANSPORT_CLASSES: frozenset[str] = frozenset(get_args(TransportClass))
 # A guardrail block is the provider's claim too, though terminal: no retry fixes it.
 REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {"guardrail_blocked"}
-TERMINAL_CLASSES: frozenset[str] = frozenset(get_args(TerminalClass))
 LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (frozenset(get_args(CliConfirmationClass))
                                                | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})
 # Not the agent's doing and not fixed by running it again: the run halts and no repair is spent.
