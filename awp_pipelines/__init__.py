@@ -1,40 +1,12 @@
 """AWP Pipelines: work packets for AI coding agents, compiled into Dagster.
 
-The public SDK (awp_pipelines/api.py) is re-exported here, loaded on first use so that importing a module
-of the package stays light:
+The public SDK is `awp_pipelines.api` (load, lint, plan, run, status, repair, verify):
 
-    import awp_pipelines as awp
-    awp.run("assets/demo", on_progress=lambda event: print(event.line()))
+    from awp_pipelines import api
+    api.run("assets/demo", on_progress=lambda event: print(event.line()))
+
+It is not re-exported here: `lint`, `plan` and `status` are still modules of this package, and a submodule
+import would shadow a function of the same name (docs/architecture.md: the core moves under core/).
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
-
-if TYPE_CHECKING:
-    from awp_pipelines.api import (
-        Overrides,
-        RepairResult,
-        RunResult,
-        Select,
-        lint,
-        load,
-        plan,
-        repair,
-        run,
-        status,
-        verify,
-    )
-
-__all__ = ["Overrides", "RepairResult", "RunResult", "Select", "__version__", "lint", "load", "plan", "repair",
-           "run", "status", "verify"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from awp_pipelines import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'awp_pipelines' has no attribute {name!r}")
