@@ -88,6 +88,17 @@ def make_git_repo() -> Callable[[str | os.PathLike[str]], Path]:
     return make
 
 
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """assets/demo copied to tmp_path (without its state), with a fresh workspace repo made by its setup.sh."""
+    import shutil
+
+    packet = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", packet, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(packet / "setup.sh")], check=True, capture_output=True)
+    return packet
+
+
 @pytest.fixture(scope="session", params=packet_sources(), ids=str)
 def prompt_runner_root(request: pytest.FixtureRequest) -> Path:
     """A folder of the five Prompt Runner-format packets: the project's fixtures, and ../shared/compat too

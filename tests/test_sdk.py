@@ -3,7 +3,6 @@ as the README shows it; and importing it stays light (nothing of Dagster)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    packet = tmp_path / "demo"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", packet, ignore=shutil.ignore_patterns("workspace", ".awp"))
-    subprocess.run(["bash", str(packet / "setup.sh")], check=True, capture_output=True)
-    return packet
+def demo(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def test_load_lint_and_plan_answer_from_the_sdk(demo: Path) -> None:

@@ -4,8 +4,6 @@ stored records, and a repair by hand goes through `api.repair`."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,11 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    packet = tmp_path / "demo"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", packet, ignore=shutil.ignore_patterns("workspace", ".awp"))
-    subprocess.run(["bash", str(packet / "setup.sh")], check=True, capture_output=True)
-    return packet
+def demo(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def test_run_reports_progress_as_values_and_status_reads_the_same_attempts(demo: Path) -> None:
