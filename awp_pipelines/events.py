@@ -245,12 +245,6 @@ class EventSink:
             self.files_changed(name, files, checkpoint.get(name))
 
     # -- reading -------------------------------------------------------------------------------------
-    @property
-    def usage_totals(self) -> dict[str, Any]:
-        c = self.counters
-        return {"input_tokens": c.tokens["input_tokens"], "output_tokens": c.tokens["output_tokens"],
-                "cost_usd": c.cost_usd}
-
     def events(self) -> list[dict[str, Any]]:
         """This attempt's events, as stored."""
         return list(self.iter_events())

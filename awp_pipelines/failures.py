@@ -45,7 +45,6 @@ Severity = Literal["error", "fatal"]
 TRANSPORT_CLASSES: frozenset[str] = frozenset(get_args(TransportClass))
 # A guardrail block is the provider's claim too, though terminal: no retry fixes it.
 REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {"guardrail_blocked"}
-TERMINAL_CLASSES: frozenset[str] = frozenset(get_args(TerminalClass))
 CLI_CONFIRMATION_CLASSES: frozenset[str] = frozenset(get_args(CliConfirmationClass))
 LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (CLI_CONFIRMATION_CLASSES
                                                | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})

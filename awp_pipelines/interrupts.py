@@ -3,7 +3,7 @@
 `awp run` holds a `Stop` for its whole life (`stopping()`). The first signal asks for the stop: the process
 groups of its children (an agent CLI, a verifier command) get SIGTERM, and where the stop may cut in (an
 agent's session, a backoff wait: `cut_in()`) `Interrupted` is raised; elsewhere (verify, commit, storing the
-record) the work goes on to the next point that asks (`requested`, `check()`), so no commit is half made and
+record) the work goes on to the next point that asks (`check()`), so no commit is half made and
 no record half written. The Attempt then ends `interrupted` with its partial work checkpointed, and the runner
 exits 128 + the signal's number. A second signal does not wait: the children's groups get SIGKILL and the
 process exits at once (the next `awp run` reaps what is left, as after a crash).
@@ -57,10 +57,6 @@ class Stop:
     def __init__(self) -> None:
         self.signum: int | None = None
         self._cut_in = 0
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
 
     def check(self) -> None:
         """Raise `Interrupted` when a stop was asked for."""

@@ -92,7 +92,6 @@ class LiveFeed:
         self._accepted = 0
         self._dropped = 0
         self._last_sent: float | None = None
-        self.batches_sent = 0
         # add() runs on the Attempt's thread, poll() may run on a ticker's: one batch at a time, in order.
         self._lock = threading.RLock()
 
@@ -150,7 +149,6 @@ class LiveFeed:
     def _send(self, now: float) -> None:
         batch, self._pending = self._pending[: self.max_lines], self._pending[self.max_lines:]
         self._last_sent = now
-        self.batches_sent += 1
         try:
             listener = self.listener
             if listener is not None:  # the callers checked; a listener that raised is dropped below

@@ -18,8 +18,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from awp_pipelines.packet import Packet
 
 LOCK_SUFFIX = ".lock"
 
@@ -194,3 +198,31 @@ def run_lock(state_root: Path, name: str, what: str = "") -> RunLock:
         raise ValueError(f"lock name {name!r} is not a plain file name")
     return RunLock(state_root / "locks" / f"{name}{LOCK_SUFFIX}", what=what or name)
 
+
+
+def live_holder(state_root: Path, name: str) -> LockInfo | None:
+    """Who holds the lock now (None: free, stale, or unreadable)."""
+    try:
+        info = _read(run_lock(state_root, name).path)
+    except ValueError:
+        return None
+    return info if info is not None and _alive(info) else None
+
+
+@contextlib.contextmanager
+def packet_lock(packet: Packet, state_root: Path) -> Iterator[None]:
+    """One runner per packet (`awp run`, `awp repair`, the SDK's run and repair): two on one work tree would
+    interleave their agents' edits and commits. A second is refused with the holder's pid (a PacketError); a
+    dead holder's lock is reclaimed."""
+    from awp_pipelines.errors import PacketError
+
+    lock = run_lock(state_root, "packet", what=f"packet {packet.name}")
+    try:
+        lock.acquire()
+    except RunLockHeld as err:
+        raise PacketError(packet.manifest_file, str(err), key="lock",
+                          hint="wait for it to finish, or stop that process") from None
+    try:
+        yield
+    finally:
+        lock.release()

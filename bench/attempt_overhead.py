@@ -178,6 +178,7 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
     from awp_pipelines.orchestration.resources import AwpRuntime
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.packet import load_packet
+    from awp_pipelines.progress import AttemptEnded, ProgressEvent
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -186,13 +187,13 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
     marks = [time.perf_counter()]
     walls: list[float] = []
 
-    def on_attempt(line: str) -> None:
-        if " ended " in line:
+    def on_event(event: ProgressEvent) -> None:
+        if isinstance(event, AttemptEnded):
             now = time.perf_counter()
             walls.append(now - marks[-1])
             marks.append(now)
 
-    _, outcomes = run_packet(compiled, instance, ids, RunOptions(), Progress(attempt=on_attempt))
+    _, outcomes = run_packet(compiled, instance, ids, RunOptions(), Progress(event=on_event))
     total = time.perf_counter() - started
     stored = _stored_attempts(instance)
     if len(stored) != len(walls):

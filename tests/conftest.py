@@ -32,6 +32,18 @@ SLOW_ELSEWHERE = {
         "8 processes race for one lock",
     "tests/providers/test_account_store.py::test_cooldown_set_by_one_process_is_honoured_by_another_on_sqlite":
         "a second process imports Dagster",
+    # Large examples and repository-wide greps: each keeps a small or unit variant in the fast loop.
+    "tests/reliability/test_fuzz_inputs.py::test_no_input_ends_in_a_traceback":
+        "400 fuzzed packets (10,000 under CI) through four commands; test_a_few_fuzzed_inputs_… stays fast",
+    "tests/test_redact.py::test_the_prefilter_never_skips_a_text_a_pattern_would_change":
+        "3,000 hypothesis examples; the `_small` variant (200) stays fast",
+    "tests/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
+        "walks every Unicode code point",
+    "tests/test_vocabulary.py::test_no_module_but_tags_spells_an_awp_key": "parses every module of the package",
+    "tests/test_vocabulary.py::test_each_vocabulary_word_is_defined_in_one_module":
+        "parses every module of the package",
+    "tests/test_vocabulary.py::test_a_target_is_where_an_attempt_runs_never_a_repo":
+        "parses every module of the package",
 }
 # Whole modules: the real agent CLIs (Node processes) against local fake APIs.
 SLOW_MODULES = ("test_real_*.py",)
@@ -74,6 +86,17 @@ def make_git_repo() -> Callable[[str | os.PathLike[str]], Path]:
         return repo
 
     return make
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """assets/demo copied to tmp_path (without its state), with a fresh workspace repo made by its setup.sh."""
+    import shutil
+
+    packet = tmp_path / "demo"
+    shutil.copytree(REPO_ROOT / "assets" / "demo", packet, ignore=shutil.ignore_patterns("workspace", ".awp"))
+    subprocess.run(["bash", str(packet / "setup.sh")], check=True, capture_output=True)
+    return packet
 
 
 @pytest.fixture(scope="session", params=packet_sources(), ids=str)

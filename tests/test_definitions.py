@@ -101,9 +101,9 @@ def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root:
                 assert defs.resolve_sensor_def(f"{job}__recovery") is not None
 
 
-# The Dagster layer, and the modules that merge it with the core (CLI, code location, dg registry).
+# The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry).
 DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.definitions", "awp_pipelines.components",
-                 "awp_pipelines.cli")
+                 "awp_pipelines.cli", "awp_pipelines.api")
 
 
 def test_pure_core_imports_nothing_from_dagster() -> None:

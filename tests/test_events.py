@@ -90,7 +90,7 @@ def test_counters_track_messages_tool_calls_tokens_and_cost(sink: EventSink) -> 
     assert (c.messages, c.tool_calls, c.cost_usd) == (2, 2, 0.75)
     assert (c.tokens["input_tokens"], c.tokens["output_tokens"]) == (150, 15)
     sink.usage(input_tokens=1000, output_tokens=99, cost_usd=2.0, cumulative=True)
-    assert sink.usage_totals == {"input_tokens": 1000, "output_tokens": 99, "cost_usd": 2.0}
+    assert (c.tokens["input_tokens"], c.tokens["output_tokens"], c.cost_usd) == (1000, 99, 2.0)
 
 
 def test_reopening_the_file_continues_counters_and_sequence_of_the_same_attempt(tmp_path: Path) -> None:

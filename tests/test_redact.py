@@ -124,12 +124,27 @@ def _reference(text: str) -> str:
     return text
 
 
-@settings(max_examples=3000, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
-def test_the_prefilter_never_skips_a_text_a_pattern_would_change(text: str) -> None:
+_TEXTS = st.lists(st.sampled_from(_PIECES), max_size=14).map("".join)
+
+
+def _redacts_as_every_pattern_would(text: str) -> None:
     assert redact(text) == _reference(text)
     if any(pattern.search(text) for pattern in SECRET_PATTERNS.values()):
         assert _may_hold_pattern(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_TEXTS)
+def test_the_prefilter_never_skips_a_text_a_pattern_would_change(text: str) -> None:
+    """The large run (marked slow in tests/conftest.py)."""
+    _redacts_as_every_pattern_would(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXTS)
+def test_the_prefilter_never_skips_a_text_a_pattern_would_change_small(text: str) -> None:
+    """The same property on fewer examples, for `make test-fast`."""
+    _redacts_as_every_pattern_would(text)
 
 
 def test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor() -> None:

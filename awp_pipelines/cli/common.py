@@ -7,8 +7,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
@@ -17,12 +16,11 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from awp_pipelines.catalog import Catalog, load_catalog
+from awp_pipelines import api
+from awp_pipelines.catalog import Catalog
 from awp_pipelines.errors import PacketError, StorageUnavailable
 from awp_pipelines.ids import check_id
-from awp_pipelines.packet import Packet, load_packet
-from awp_pipelines.runlock import RunLockHeld, run_lock
-from awp_pipelines.selection import Selection, selection_from_flags
+from awp_pipelines.packet import Packet
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -136,19 +134,12 @@ def override_options(func: F) -> F:
     return func
 
 
-def selection_from(ids: tuple[str, ...], from_id: str | None, through_id: str | None, phase: str | None,
-                   remaining: bool, completed: frozenset[str] = frozenset()) -> Selection:
-    return selection_from_flags(ids, from_id, through_id, phase, remaining, completed)
-
-
 def open_packet(path: Path) -> Packet:
-    return load_packet(path)
+    return api.load(path)
 
 
 def open_catalog(file: Path | None) -> Catalog:
-    if file is not None and not file.is_file():
-        raise PacketError(file, "no such providers file", hint="pass an existing providers.yaml")
-    return load_catalog(file)
+    return api.catalog(file)
 
 
 def emit_json(payload: Any) -> None:
@@ -176,19 +167,3 @@ def shown_path(path: str | Path) -> str:
         return str(absolute.relative_to(Path.cwd()))
     except ValueError:
         return str(absolute)
-
-
-@contextmanager
-def packet_lock(packet: Packet, state_root: Path) -> Iterator[None]:
-    """One runner per packet (`awp run`, `awp repair`): two on one work tree would interleave their agents'
-    edits and commits. A second is refused with the holder's pid; a dead holder's lock is reclaimed."""
-    lock = run_lock(state_root, "packet", what=f"packet {packet.name}")
-    try:
-        lock.acquire()
-    except RunLockHeld as err:
-        raise PacketError(packet.manifest_file, str(err), key="lock",
-                          hint="wait for it to finish, or stop that process") from None
-    try:
-        yield
-    finally:
-        lock.release()

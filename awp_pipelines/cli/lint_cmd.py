@@ -8,18 +8,18 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from awp_pipelines import api
 from awp_pipelines.cli.common import (
     emit_json,
     fail_input,
     json_option,
-    open_catalog,
     out,
     packet_argument,
     providers_option,
     user_errors,
 )
 from awp_pipelines.errors import PacketError
-from awp_pipelines.lint import Finding, LintReport, lint_packet
+from awp_pipelines.lint import Finding, LintReport
 
 _STYLE = {"error": "red", "warning": "yellow"}
 
@@ -37,7 +37,7 @@ def lint_command(packet: Path, strict: bool, providers_file: Path | None, as_jso
     Exits 0 when clean (warnings allowed), 1 on errors (or warnings with --strict), 2 when the packet
     does not load at all: then the one error line says which file, line and key.
     """
-    report = lint_packet(packet, open_catalog(providers_file))
+    report = api.lint(packet, providers=providers_file)
     code = report.exit_code(strict)
     if as_json:
         emit_json(report)

@@ -11,22 +11,20 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from awp_pipelines import api
 from awp_pipelines.bounds import human_duration
 from awp_pipelines.cli.common import (
     emit_json,
     json_option,
-    open_catalog,
-    open_packet,
     out,
     override_options,
     packet_argument,
     providers_option,
-    selection_from,
     selection_options,
     shown_path,
     user_errors,
 )
-from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, PromptPlan, build_plan
+from awp_pipelines.plan import Overrides, PacketPlan, PromptPlan
 from awp_pipelines.schema import SCHEMAS, schema_for
 
 
@@ -43,19 +41,9 @@ def plan_command(packet: Path, ids: tuple[str, ...], from_id: str | None, throug
     """Print the fully resolved plan of PACKET: per prompt the provider, model, effort, accounts and
     fallback chain, the bounds derived from `timeout`, recovery budgets, verifier items, commit message,
     targets and cwd. Each value says which layer set it."""
-    loaded = open_packet(packet)
-    completed: frozenset[str] = frozenset()
-    overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
-    ctx = PlanContext(catalog=open_catalog(providers_file), overrides=overrides)
-    if remaining:  # what `awp run --remaining` would run: the prompts not done in the newest packet run
-        from awp_pipelines.orchestration.binding import PacketBinding
-        from awp_pipelines.orchestration.state import standing_at
-        from awp_pipelines.selection import remaining as remaining_of
-
-        binding = PacketBinding.of(loaded, ctx.catalog, ctx)
-        _, statuses = standing_at(binding, None)
-        completed = frozenset(p.id for p in loaded.prompts) - remaining_of(loaded, statuses)
-    result = build_plan(loaded, ctx, selection_from(ids, from_id, through_id, phase, remaining, completed))
+    result = api.plan(packet, api.Select(ids, from_id, through_id, phase, remaining),
+                      overrides=Overrides(provider=provider, model=model, effort=effort, profile=profile),
+                      providers=providers_file)
     if as_json:
         emit_json(result)
     else:

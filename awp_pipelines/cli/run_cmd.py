@@ -4,44 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from awp_pipelines.attempts import Usage, total_usage
-from awp_pipelines.catalog import Catalog
+from awp_pipelines import api
+from awp_pipelines.attempts import Usage
 from awp_pipelines.cli.common import (
     console,
     emit_json,
     json_option,
-    open_catalog,
-    open_packet,
     out,
     override_options,
     packet_argument,
-    packet_lock,
     packet_run_id,
     providers_option,
-    selection_from,
     selection_options,
     user_errors,
 )
 from awp_pipelines.cli.plan_cmd import print_plan
-from awp_pipelines.errors import PacketError
-from awp_pipelines.interrupts import stopping
-from awp_pipelines.launches import Launch
-from awp_pipelines.lint import refuse_secrets
-from awp_pipelines.plan import Overrides, PlanContext, PromptPlan, build_plan
-from awp_pipelines.redact import Redactor
-from awp_pipelines.selection import ended_explanation, nothing_selected, unmet_upstream, upstream_refusal
-from awp_pipelines.selection import remaining as remaining_of
-from awp_pipelines.verifiers.context import VerifyContext
-from awp_pipelines.verifiers.engine import run_contract
-
-if TYPE_CHECKING:
-    from dagster import DagsterInstance
-
-    from awp_pipelines.packet import Packet
+from awp_pipelines.plan import Overrides
+from awp_pipelines.progress import LaunchDecided, ProgressEvent, RunPlanned
 
 _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
           "blocked": "yellow", "cancelled": "yellow"}
@@ -80,70 +62,34 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
     Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
     """
-    from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.resources import AwpRuntime
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, RunStopped, run_packet
-    from awp_pipelines.orchestration.state import standing_at
+    from awp_pipelines.orchestration.runner import RunStopped
 
-    loaded = open_packet(packet)
-    catalog = open_catalog(providers_file)
-    context = PlanContext(catalog=catalog, overrides=Overrides(provider=provider, model=model, effort=effort,
-                                                               profile=profile))
-    binding = PacketBinding.of(loaded, catalog, context)
-    # --remaining continues the packet run it reads (the newest, or --packet-run): its completed prompts are
-    # the upstream of the remaining ones. A new packet run has nothing completed.
-    continuing = remaining or packet_run is not None
-    packet_run, statuses = standing_at(binding, instance_dir, packet_run) if continuing else (None, {})
-    if remaining and packet_run is None:
-        raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance yet",
-                          key="selection", hint=f"`awp run {loaded.root}` starts one")
-    selection = selection_from(ids, from_id, through_id, phase, remaining,
-                               frozenset(p.id for p in loaded.prompts) - remaining_of(loaded, statuses))
-    chosen = [p.id for p in selection.apply(loaded)]
-    if not chosen:
-        refusal = nothing_selected(loaded, selection, packet_run, statuses)
-        if not (remaining and statuses):
-            raise refusal
-        console.print(f"awp run: {refusal.message}; {refusal.hint}", highlight=False, markup=False)
-        sys.exit(0)  # nothing remains: the packet run is done
-    unmet = {} if ignore_deps else unmet_upstream(loaded, chosen, statuses)
-    if unmet:
-        raise upstream_refusal(loaded, unmet, packet_run)
-    # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
-    stuck = ended_explanation(chosen, statuses, packet_run, loaded) if packet_run and not ignore_deps else None
-    plan = build_plan(loaded, context, selection)
-    _refuse_unknown_providers(plan.prompts, catalog, loaded.manifest_file, executables=not dry_run)
-    refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
+    select = api.Select(ids, from_id, through_id, phase, remaining, ignore_deps)
+    overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
     if dry_run:
+        plan = api.plan(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
+                        packet_run=packet_run, preflight=True)
         emit_json(plan) if as_json else print_plan(plan)
         return
-    runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=not no_commit,
-                         simulate_overlay=str(simulate_overlay.resolve()) if simulate_overlay else None)
-    compiled = packet_assets(loaded, catalog, runtime, plan_context=context)
-    selected = [p.id for p in plan.prompts]
-    names = {p.id: p.name for p in plan.prompts}
-    printer = _Printer(selected, names, quiet=as_json)
-    # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
-    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
-        instance = open_instance(loaded.root, instance_dir)
-        try:
-            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose, ignore_deps=ignore_deps)
-            ran, outcomes = run_packet(compiled, instance, selected, options,
-                                       Progress(attempt=printer.attempt, launch=printer.launch))
-            usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
-        except RunStopped as stopped:
-            console.print(f"awp run: {stopped}", highlight=False, markup=False)
-            sys.exit(stopped.exit_code)
-        finally:
-            instance.dispose()
-    ok = bool(outcomes) and all(o.completed for o in outcomes)
-    packet_usage = total_usage(usages.values())
+    printer = _Printer(quiet=as_json)
+    try:
+        # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
+        result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
+                         packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
+                         state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose,
+                         on_progress=printer.event)
+    except RunStopped as stopped:
+        console.print(f"awp run: {stopped}", highlight=False, markup=False)
+        sys.exit(stopped.exit_code)
+    outcomes = result.outcomes
+    if not outcomes and result.explanation:  # --remaining: nothing remains, the packet run is done
+        console.print(f"awp run: {result.explanation}", highlight=False, markup=False)
+        sys.exit(0)
     if as_json:
-        emit_json({"packet": loaded.name, "packet_run": ran, "ok": ok, "usage": packet_usage.model_dump(),
-                   "prompts": [{**o.__dict__, "usage": usages[o.prompt].model_dump()} for o in outcomes],
-                   **({"explanation": stuck} if stuck and not ok else {})})
+        emit_json({"packet": result.packet, "packet_run": result.packet_run, "ok": result.ok,
+                   "usage": result.total_usage.model_dump(),
+                   "prompts": [{**o.__dict__, "usage": result.usage[o.prompt].model_dump()} for o in outcomes],
+                   **({"explanation": result.explanation} if result.explanation and not result.ok else {})})
     else:
         for o in outcomes:
             # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
@@ -155,91 +101,43 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
             last = f"; last Attempt {o.result}" if o.result not in (o.state, "not_run", "blocked_by_dependency") else ""
             out.print(f"  {o.prompt} {o.name}: [{style}]{o.state}[/{style}]{attempt}{last}{detail}", highlight=False)
         finished = sum(o.completed for o in outcomes)
-        out.print(f"{loaded.name}: {finished}/{len(selected)} prompts done (packet run {ran})"
-                  f" · {_usage_line(packet_usage)}")
-        if stuck and not ok:
-            console.print(f"awp run: {stuck}", highlight=False, markup=False)
-    if stop.signum is not None:  # it came after the last Attempt: everything is stored
-        console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
-        sys.exit(128 + stop.signum)
-    sys.exit(0 if ok else 1)
+        out.print(f"{result.packet}: {finished}/{len(outcomes)} prompts done (packet run {result.packet_run})"
+                  f" · {_usage_line(result.total_usage)}")
+        if result.explanation and not result.ok:
+            console.print(f"awp run: {result.explanation}", highlight=False, markup=False)
+    if result.stopped_by is not None:  # it came after the last Attempt: everything is stored
+        console.print(f"awp run: {RunStopped(result.packet_run, result.stopped_by)}", highlight=False, markup=False)
+        sys.exit(128 + result.stopped_by)
+    sys.exit(0 if result.ok else 1)
 
 
 class _Printer:
-    """Progress lines as Attempts start and end, and each recovery decision."""
+    """Progress lines as Attempts start and end, and each recovery decision, headed by their prompt."""
 
-    def __init__(self, selected: list[str], names: dict[str, str], quiet: bool) -> None:
-        self.selected, self.names, self.quiet = selected, names, quiet
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.names: dict[str, str] = {}  # the selected prompts, in order: id → name
+
+    def event(self, event: ProgressEvent) -> None:
+        if isinstance(event, RunPlanned):
+            self.names = dict(event.prompts)
+        elif self.quiet:
+            return
+        elif isinstance(event, LaunchDecided):
+            console.print(f"{self._head(event.prompt)} → {event.mode}: {event.reason}", highlight=False, markup=False)
+        else:
+            console.print(f"{self._head(event.prompt)}: {event.line()}", highlight=False, markup=False)
 
     def _head(self, prompt: str) -> str:
-        index = self.selected.index(prompt) + 1 if prompt in self.selected else "?"
-        return f"[{index}/{len(self.selected)}] {prompt} {self.names.get(prompt, '')}"
-
-    def attempt(self, line: str) -> None:
-        """`Attempt <packet run>.<prompt>.a<n> …` from the compute, headed by its prompt."""
-        if self.quiet:
-            return
-        attempt = line.split(" ", 2)[1] if line.count(" ") >= 2 else ""
-        agent_run = attempt.rsplit(".a", 1)[0]
-        prompt = next((p for p in self.selected if agent_run.endswith(f".{p}")), None)
-        head = f"{self._head(prompt)}: " if prompt else ""
-        console.print(f"{head}{line}", highlight=False, markup=False)
-
-    def launch(self, launch: Launch) -> None:
-        if not self.quiet:
-            console.print(f"{self._head(launch.prompt)} → {launch.mode}: {launch.reason}", highlight=False,
-                          markup=False)
-
-
-def _agent_run_usage(instance: DagsterInstance, packet: Packet, packet_run: str, prompt: str) -> Usage:
-    """Telemetry summed over every Attempt of the prompt's AgentRun, read from the stored records."""
-    from awp_pipelines.orchestration.state import agent_run_records
-
-    return total_usage(r.usage for r in agent_run_records(instance, packet, packet_run, prompt))
+        order = list(self.names)
+        index = order.index(prompt) + 1 if prompt in order else "?"
+        return f"[{index}/{len(order)}] {prompt} {self.names.get(prompt, '')}"
 
 
 def _usage_line(usage: Usage) -> str:
     cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f} ({usage.cost_source})"
     return (f"tokens in {usage.input_tokens} (+{usage.cached_input_tokens} cached) / out {usage.output_tokens}"
             f" · {cost}")
-
-
-def _refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path,
-                              executables: bool = True) -> None:
-    """Refuse before any run starts, not halfway through the packet."""
-    import shutil
-
-    from awp_pipelines.doctor import executable_of, install_fix
-    from awp_pipelines.providers.registry import CLI_ADAPTERS, adapter_for
-
-    for p in prompts:
-        if p.provider not in catalog.providers:
-            raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
-                              hint=f"known providers: {', '.join(catalog.providers)}; or pass --provider")
-        spec = catalog.providers[p.provider]
-        try:
-            adapter_for(spec)
-        except PacketError as err:
-            raise PacketError(file, f"prompt {p.id}: {err.message}", key="provider", hint=err.hint) from None
-        # A `probe: true` primary with a fallback is checked when chosen, and passed over if it is missing.
-        probed = p.probe and bool(p.fallback)
-        executable = executable_of(spec) if executables and spec.kind in CLI_ADAPTERS and not probed else None
-        if executable and shutil.which(executable) is None:
-            # A missing agent CLI would fail every Attempt as launch_failed: say so before any run starts.
-            raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "
-                              "which is not on PATH", key="provider",
-                              hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
-    _refuse_root_refusals(prompts, catalog, file)
-
-
-def _refuse_root_refusals(prompts: list[PromptPlan], catalog: Catalog, file: Path) -> None:
-    """Root + a permission mode the CLI refuses as root fails every Attempt the same way: say so first."""
-    from awp_pipelines.doctor import plan_needs, root_checks
-
-    refused = [c for c in root_checks(catalog, plan_needs(prompts, catalog)) if c.status == "blocking"]
-    if refused:
-        first = refused[0]
-        raise PacketError(file, f"{first.subject}: {first.detail}", key="permission_mode", hint=first.fix)
 
 
 @click.command("verify")
@@ -250,16 +148,7 @@ def _refuse_root_refusals(prompts: list[PromptPlan], catalog: Catalog, file: Pat
 def verify_command(packet: Path, ids: tuple[str, ...], as_json: bool) -> None:
     """Check the `verify:` contracts of PACKET's prompts (all, or the given ids) against the repos as they
     are now. No provider runs. Exits 0 when every contract passes, 1 when one fails, 3 on a verifier fault."""
-    loaded = open_packet(packet)
-    prompts = selection_from(ids, None, None, None, False).apply(loaded)
-    repos = {n: r.path for n, r in loaded.repos.items()}
-    reports = []
-    redactor = Redactor.for_catalog(open_catalog(None))  # a verifier prints what it sees: an echoed key
-    for prompt in prompts:
-        if prompt.front.verify is None or prompt.front.verify.is_empty():
-            continue
-        ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id)
-        reports.append(redactor.model(run_contract(prompt.front.verify, ctx)))
+    reports = api.verify(packet, ids)
     if as_json:
         emit_json([r.model_dump(mode="json") for r in reports])
     else:

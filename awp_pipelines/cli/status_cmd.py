@@ -10,16 +10,8 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from awp_pipelines.cli.common import (
-    emit_json,
-    json_option,
-    open_catalog,
-    open_packet,
-    out,
-    providers_option,
-    user_errors,
-)
-from awp_pipelines.errors import PacketError
+from awp_pipelines import api
+from awp_pipelines.cli.common import emit_json, json_option, out, providers_option, user_errors
 from awp_pipelines.status import AttemptSummary, StatusReport
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
@@ -45,20 +37,7 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
-    from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.status_read import status_report
-
-    loaded = open_packet(packet)
-    binding = PacketBinding.of(loaded, open_catalog(providers_file))
-    instance = hold_connections(open_instance(loaded.root, instance_dir))
-    try:
-        report = status_report(instance, binding, packet_run)
-    finally:
-        instance.dispose()
-    if packet_run and report.totals.runs == 0:
-        raise PacketError(loaded.manifest_file, f"no runs of packet run '{packet_run}' in this instance",
-                          hint="`awp status` without --packet-run shows the newest")
+    report = api.status(packet, packet_run=packet_run, instance=instance_dir, providers=providers_file)
     if as_json:
         emit_json(report)
     else:

@@ -20,10 +20,7 @@ from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.rotation import (
     AccountUsage,
     Availability,
-    Choice,
     Cooldown,
-    Rotation,
-    choose_account,
     cooldown_for,
 )
 
@@ -57,9 +54,6 @@ class AccountStore:
     def set_cooldown(self, cooldown: Cooldown) -> None:
         self._storage.set_cursor_values({_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
 
-    def clear_cooldown(self, account: str) -> None:
-        self._storage.set_cursor_values({_COOLDOWN + account: "{}"})
-
     def record_failure(self, account: str, failure: FailureEnvelope, default_s: int,
                        at_ms: int | None = None) -> Cooldown | None:
         """Rest the account if the failure says it is exhausted; returns the cooldown stored."""
@@ -74,12 +68,6 @@ class AccountStore:
                            last_used_ms=now_ms() if at_ms is None else at_ms)
         self._storage.set_cursor_values({_USAGE + account: new.model_dump_json()})
         return new
-
-    def choose(self, accounts: list[str], rotation: Rotation, attempt_number: int = 1,
-               at_ms: int | None = None) -> Choice:
-        facts = self.availability(accounts, at_ms)
-        return choose_account(accounts, rotation, now_ms=facts.now_ms, cooldowns=facts.cooldowns, usage=facts.usage,
-                              attempt_number=attempt_number)
 
     def _read(self, prefix: str, accounts: Iterable[str], model: type[M]) -> list[M]:
         keys = {prefix + a for a in accounts}

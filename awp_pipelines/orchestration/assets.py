@@ -79,8 +79,10 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}")
     providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
     accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
-    resources = {RUNTIME_KEY: canonical(runtime or AwpRuntime()), **catalog_resources(catalog, providers, accounts)}
-    return CompiledPacket(binding, assets, job, recovery_sensor(binding, job_name(packet)), resources)
+    runtime = canonical(runtime or AwpRuntime())
+    resources = {RUNTIME_KEY: runtime, **catalog_resources(catalog, providers, accounts)}
+    sensor = recovery_sensor(binding, job_name(packet), runtime.state_root(packet.root))
+    return CompiledPacket(binding, assets, job, sensor, resources)
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,

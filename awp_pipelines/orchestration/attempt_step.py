@@ -17,7 +17,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
-from awp_pipelines import interrupts, tags
+from awp_pipelines import interrupts, progress, tags
 from awp_pipelines.agent_run import AgentRunStatus, agent_run_status
 from awp_pipelines.attempts import (
     AttemptIdentity,
@@ -63,6 +63,7 @@ from awp_pipelines.packet import Prompt
 from awp_pipelines.plan import PromptPlan, WorkRepo
 from awp_pipelines.policy import Chain, Target, past_unavailable
 from awp_pipelines.probe import probe
+from awp_pipelines.progress import AttemptEnded, AttemptNote, AttemptStarted, ProgressEvent
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
@@ -196,8 +197,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor)
-    context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
-                     + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
+    _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
+                                  target.account, launch.reason))
     step_key = context.get_step_execution_context().step.key
     with (tree_lease(context.instance, repo_pools(packet)[prompt.id], context.run.run_id, step_key,
                      on_wait=context.log.info),
@@ -211,12 +212,18 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         _mark_started(context, binding, prompt.id, identity, launch, target, account)
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
-    context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    _said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False))
     return record, sink.transcript_markdown(), earlier, after
+
+
+def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:
+    """Into the run's log, and to an in-process listener (`awp run`, the SDK) as the value itself."""
+    context.log.info(event.line())
+    progress.emit(event)
 
 
 def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
@@ -281,7 +288,7 @@ def _probed(context: AssetExecutionContext, chain: Chain, launch: Launch, state:
             break
         launch = replace(launch, target=nxt.target)
     for note in notes:
-        context.log.info(f"Attempt {launch.number} of {launch.prompt}: {note}")
+        _said(context, AttemptNote(launch.prompt, launch.number, note))
     return replace(launch, reason="; ".join([launch.reason, *notes])) if notes else launch
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
@@ -21,7 +21,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from awp_pipelines import tags
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.runlock import process_start_time
+from awp_pipelines.runlock import live_holder, process_start_time
 from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 
 RUNNER = tags.RUNNER
@@ -44,6 +44,17 @@ def runner_alive(value: str) -> bool:
         return True  # another machine's process: not ours to judge
     started = process_start_time(int(pid_text))
     return started is not None and str(started) == start
+
+
+def driven_in_process(runs: Iterable[DagsterRun], state_root: Path) -> bool:
+    """An `awp run` (or SDK `run`) that launched some of these runs still drives them, holding the packet's
+    lock: it decides and launches what comes next for their packet run itself, so the recovery sensor must not
+    launch it a second time. A process that ran them and lives on without the lock (a notebook) drives nothing."""
+    holder = live_holder(state_root, "packet")
+    if holder is None:
+        return False
+    runner = f"{holder.host}:{holder.pid}:{holder.start_time or 0}"
+    return any(run.tags.get(RUNNER) == runner for run in runs)
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:

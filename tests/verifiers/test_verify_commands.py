@@ -65,7 +65,8 @@ def test_timeout_is_a_verifier_timeout_and_kills_the_command(ws: Workspace) -> N
     ws.script("bin/slow", "echo started\nsleep 30 &\nsleep 30")
     started = time.monotonic()
     item = ws.item({"commands": [{"exec": "bin/slow", "timeout_ms": 300}]})
-    assert time.monotonic() - started < 5
+    # Far above 0.3 s on any load, far below the 30 s a background child holding the pipe would cost.
+    assert time.monotonic() - started < 25
     assert item.fault == "verifier_timeout" and not item.passed and item.exit_code is None
     assert item.details == ["verifier_timeout: killed after 300 ms", "started"]
 

@@ -1,0 +1,296 @@
+"""The public SDK: what the `awp` commands do, as typed Python functions.
+
+    from awp_pipelines import api
+    result = api.run("assets/demo", on_progress=lambda event: print(event.line()))
+    print(result.ok, api.status("assets/demo").state)
+
+The CLI is a shell over these functions: it parses flags, calls one of them and prints what it returns.
+Bad input raises `PacketError` (file, line, key, hint), as the CLI's exit code 2 says it. Nothing here
+imports Dagster until a function that needs an instance is called, so `load`, `lint`, `plan` and `verify`
+stay light.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from awp_pipelines.agent_run import AgentRunStatus
+from awp_pipelines.attempts import AttemptRecord, Usage, total_usage
+from awp_pipelines.catalog import Catalog, load_catalog
+from awp_pipelines.errors import PacketError
+from awp_pipelines.lint import LintReport, lint_packet, refuse_secrets
+from awp_pipelines.packet import Packet, load_packet, normalize_id
+from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, build_plan
+from awp_pipelines.preflight import refuse_unknown_providers
+from awp_pipelines.progress import Listener, RunPlanned
+from awp_pipelines.redact import Redactor
+from awp_pipelines.runlock import packet_lock
+from awp_pipelines.selection import (
+    ended_explanation,
+    nothing_selected,
+    selection_from_flags,
+    unmet_upstream,
+    upstream_refusal,
+)
+from awp_pipelines.selection import remaining as remaining_of
+from awp_pipelines.status import StatusReport
+from awp_pipelines.verifiers.context import VerifyContext
+from awp_pipelines.verifiers.engine import run_contract
+from awp_pipelines.verifiers.report import VerifierReport
+
+if TYPE_CHECKING:
+    from awp_pipelines.orchestration.runner import PromptOutcome
+
+__all__ = ["Overrides", "RepairResult", "RunResult", "Select", "lint", "load", "plan", "repair", "run", "status",
+           "verify"]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Select:
+    """Which prompts: explicit ids, a --from/--through range, a phase, or those not completed yet."""
+
+    ids: Sequence[str] = ()
+    from_id: str | None = None
+    through: str | None = None
+    phase: str | None = None
+    remaining: bool = False  # the prompts not yet completed in the newest packet run (or `packet_run`)
+    ignore_deps: bool = False  # run them even where an upstream prompt is not completed in the packet run
+
+
+@dataclass
+class RunResult:
+    """What a run ended with: each selected prompt's outcome and usage, and the packet run to continue."""
+
+    packet: str
+    packet_run: str
+    outcomes: list[PromptOutcome]
+    usage: dict[str, Usage] = field(default_factory=dict)  # prompt id → summed over its AgentRun's Attempts
+    stopped_by: int | None = None  # the signal that came after the last Attempt, if one did
+    explanation: str | None = None  # why nothing ran, or why what is unfinished cannot go on
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outcomes) and all(o.completed for o in self.outcomes)
+
+    @property
+    def total_usage(self) -> Usage:
+        return total_usage(self.usage.values())
+
+
+@dataclass
+class RepairResult:
+    """The repair Attempt's record, and its AgentRun's state after it."""
+
+    packet: str
+    packet_run: str
+    prompt: str
+    record: AttemptRecord
+    state: str
+    reason: str
+    ok: bool  # the repair is the record and it completed the prompt
+
+
+def load(packet: PathLike | Packet) -> Packet:
+    """The packet folder (packet.yaml or Prompt Runner's prompt_runner_packet.md), parsed and validated."""
+    return packet if isinstance(packet, Packet) else load_packet(Path(packet))
+
+
+def catalog(providers: PathLike | None = None) -> Catalog:
+    """providers.yaml (`providers`), else ./resources/providers.yaml, else the built-ins."""
+    if providers is not None and not Path(providers).is_file():
+        raise PacketError(Path(providers), "no such providers file", hint="pass an existing providers.yaml")
+    return load_catalog(Path(providers) if providers is not None else None)
+
+
+def lint(packet: PathLike, *, providers: PathLike | None = None) -> LintReport:
+    """Authoring hazards, without running anything. A packet that does not load is a report whose `invalid`
+    finding says where (no exception)."""
+    return lint_packet(Path(packet), catalog(providers))
+
+
+def plan(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
+         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
+         preflight: bool = False) -> PacketPlan:
+    """The fully resolved plan of the selected prompts, each value with the layer that set it. `instance`
+    is where `remaining` looks for completed prompts. `preflight` refuses what `run` would refuse
+    (an unknown provider, a secret in the packet) before anything starts."""
+    return _planned(packet, select, overrides, providers, instance, preflight, executables=False,
+                    packet_run=packet_run).plan
+
+
+def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
+        providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
+        recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
+        simulate_overlay: PathLike | None = None, verbose: bool = False,
+        on_progress: Listener | None = None) -> RunResult:
+    """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
+    with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
+    one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
+
+    One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
+    `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
+    from awp_pipelines.interrupts import stopping
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.state import agent_run_records
+
+    chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run)
+    loaded, found, planned, context = chosen.packet, chosen.catalog, chosen.plan, chosen.context
+    if chosen.nothing_left is not None:  # --remaining found the packet run done: nothing to run, not an error
+        return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
+    runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=commit,
+                         simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
+    compiled = packet_assets(loaded, found, runtime, plan_context=context)
+    selected = [p.id for p in planned.prompts]
+    if on_progress is not None:
+        on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts)))
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
+        dagster = open_instance(loaded.root, _path(instance))
+        try:
+            options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps)
+            ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
+            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, loaded, ran, o.prompt))
+                     for o in outcomes}
+        finally:
+            dagster.dispose()
+    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck)
+
+
+def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
+           providers: PathLike | None = None) -> StatusReport:
+    """The packet's newest packet run (or `packet_run`) as stored: each prompt's state, every Attempt, the
+    last verifier report and the totals (the schema of `awp schema status`)."""
+    from awp_pipelines.orchestration.binding import PacketBinding
+    from awp_pipelines.orchestration.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.status_read import status_report
+
+    loaded = load(packet)
+    binding = PacketBinding.of(loaded, catalog(providers))
+    dagster = hold_connections(open_instance(loaded.root, _path(instance)))
+    try:
+        report = status_report(dagster, binding, packet_run)
+    finally:
+        dagster.dispose()
+    if packet_run and report.totals.runs == 0:
+        raise PacketError(loaded.manifest_file, f"no runs of packet run '{packet_run}' in this instance",
+                          hint="`awp status` without --packet-run shows the newest")
+    return report
+
+
+def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, packet_run: str | None = None,
+           instance: PathLike | None = None, commit: bool = True, providers: PathLike | None = None,
+           on_progress: Listener | None = None) -> RepairResult:
+    """One repair Attempt of `prompt` in its latest packet run (or `packet_run`): its prompt carries the
+    last Attempt's unmet items and the `note`. Nothing runs after it. A signal raises `Interrupted`."""
+    from awp_pipelines.interrupts import stopping
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.manual import agent_run_now, note_tags, plan_repair
+    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.runner import Progress, RunOptions, execute_launch, recover_from_dead_runners
+    from awp_pipelines.orchestration.state import agent_run_records
+
+    loaded = load(packet)
+    pid = normalize_id(prompt)
+    if all(p.id != pid for p in loaded.prompts):
+        raise PacketError(loaded.root, f"no prompt {pid} in packet {loaded.name}",
+                          hint="ids: " + ", ".join(p.id for p in loaded.prompts))
+    found = catalog(providers)
+    runtime = AwpRuntime(commit=commit)
+    compiled = packet_assets(loaded, found, runtime, plan_context=PlanContext(catalog=found))
+    # As `run`: one runner per packet, a dead runner's runs ended first, and a signal stops in order.
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping():
+        dagster = open_instance(loaded.root, _path(instance))
+        try:
+            recover_from_dead_runners(compiled, dagster)
+            run_id, launch = plan_repair(dagster, compiled.binding, pid, packet_run, note)
+            execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
+                           Progress(event=on_progress))
+            record = agent_run_records(dagster, loaded, run_id, pid)[-1]
+            now = agent_run_now(dagster, compiled.binding, run_id, pid)
+        finally:
+            dagster.dispose()
+    ok = record.identity.number == launch.number and record.completed
+    return RepairResult(loaded.name, run_id, pid, record, now.state, now.reason or "", ok)
+
+
+def verify(packet: PathLike | Packet, ids: Sequence[str] = ()) -> list[VerifierReport]:
+    """The `verify:` contracts of the prompts (all, or `ids`) against the repos as they are now; no provider
+    runs. Reports are redacted: a verifier prints what it sees, an echoed key included."""
+    loaded = load(packet)
+    repos = {n: r.path for n, r in loaded.repos.items()}
+    redactor = Redactor.for_catalog(catalog())
+    reports = []
+    for prompt in selection_from_flags(tuple(ids), None, None, None, False).apply(loaded):
+        if prompt.front.verify is None or prompt.front.verify.is_empty():
+            continue
+        ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id)
+        reports.append(redactor.model(run_contract(prompt.front.verify, ctx)))
+    return reports
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """A selection resolved against the packet run it continues, and its plan."""
+
+    packet: Packet
+    catalog: Catalog
+    context: PlanContext
+    select: Select
+    plan: PacketPlan
+    packet_run: str | None  # the packet run continued (--remaining reads the newest), None for a new one
+    nothing_left: str | None = None  # --remaining with nothing left: what to run instead
+    stuck: str | None = None  # a resume where nothing can go on: why, and what to do
+
+
+def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
+             providers: PathLike | None, instance: PathLike | None, preflight: bool, executables: bool,
+             packet_run: str | None = None) -> _Chosen:
+    loaded = load(packet)
+    found = catalog(providers)
+    chosen = select if isinstance(select, Select) else Select(ids=tuple(select))
+    context = PlanContext(catalog=found, overrides=overrides or Overrides())
+    # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
+    # the upstream of the remaining ones. A new packet run has nothing completed.
+    statuses: dict[str, AgentRunStatus] = {}
+    if chosen.remaining or packet_run is not None:
+        from awp_pipelines.orchestration.binding import PacketBinding
+        from awp_pipelines.orchestration.state import standing_at
+
+        packet_run, statuses = standing_at(PacketBinding.of(loaded, found, context), _path(instance), packet_run)
+        if chosen.remaining and packet_run is None:
+            raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
+                              "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
+    selection = selection_from_flags(tuple(chosen.ids), chosen.from_id, chosen.through, chosen.phase,
+                                     chosen.remaining, frozenset(p.id for p in loaded.prompts)
+                                     - remaining_of(loaded, statuses))
+    ids = [p.id for p in selection.apply(loaded)]
+    if not preflight:  # a plan shows what is selected; only a run refuses
+        return _Chosen(loaded, found, context, chosen, build_plan(loaded, context, selection), packet_run)
+    if not ids:
+        refusal = nothing_selected(loaded, selection, packet_run, statuses)
+        if not (chosen.remaining and statuses):
+            raise refusal
+        empty = build_plan(loaded, context, selection)
+        return _Chosen(loaded, found, context, chosen, empty, packet_run, f"{refusal.message}; {refusal.hint}")
+    unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
+    if unmet:
+        raise upstream_refusal(loaded, unmet, packet_run)
+    # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
+    stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
+    planned = build_plan(loaded, context, selection)
+    refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
+    refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
+    return _Chosen(loaded, found, context, chosen, planned, packet_run, None, stuck)
+
+
+def _path(value: PathLike | None) -> Path | None:
+    return Path(value) if value is not None else None
