@@ -38,6 +38,8 @@ _PROMPT_RUNNER_ENV = {
     ENV_FILE: "PROMPT_RUNNER_AGENT_CONTROL_FILE", ENV_PROGRESS: "PROMPT_RUNNER_AGENT_CONTROL_PROGRESS_FILE",
     ENV_TOKEN: "PROMPT_RUNNER_AGENT_CONTROL_TOKEN", ENV_RUN: "PROMPT_RUNNER_RUN_ID",
     ENV_PROMPT: "PROMPT_RUNNER_PROMPT_ID", ENV_ITERATION: "PROMPT_RUNNER_PROMPT_ITERATION"}
+# Every variable of the control channel, under both names: the agent's environment lets exactly these through.
+ENV_NAMES: tuple[str, ...] = (*_PROMPT_RUNNER_ENV, *_PROMPT_RUNNER_ENV.values())
 
 Action = Literal["continue", "repeat", "finish", "blocked"]
 ACTIONS: tuple[str, ...] = ("continue", "repeat", "finish", "blocked")

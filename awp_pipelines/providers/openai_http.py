@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import requests
 
-from awp_pipelines.bounds import idle_deadline_ms
+from awp_pipelines.bounds import stream_idle_ms
 from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
@@ -54,7 +54,7 @@ class OpenAIHttpAdapter:
                          attempt_number=request.attempt_number, argv=self.display_argv(request))
         headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         body = {"model": model, "messages": [{"role": "user", "content": request.prompt_text}]}
-        read_s = min(request.timeout_ms, request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms)) / 1000
+        read_s = min(request.timeout_ms, request.idle_timeout_ms or stream_idle_ms(request.timeout_ms)) / 1000
         session_id: str | None = None
         try:
             response = requests.post(self.url(request), json=body, headers=headers,
