@@ -28,6 +28,12 @@ class Bounds(BaseModel):
                                  "every resume (never re-arms).")
     source: str = Field(description="Why: 'default (unset)', 'unbounded', 'clamped to 7 days' or 'timeout'.")
 
+    def describe(self) -> str:
+        """What `awp plan` prints: the bounds the runner enforces, from these very fields."""
+        return (f"{human_duration(self.timeout_ms)} ({self.source}): the Attempt's deadline "
+                f"{human_duration(self.run_deadline_ms)}, its resumes included; "
+                f"idle {human_duration(self.idle_timeout_ms)} (no event for that long ends a session)")
+
 
 def parse_timeout_ms(value: int | str | None) -> tuple[int, str]:
     """Returns (milliseconds, reason). Raises ValueError for text that is no duration."""
