@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines import orphans
+from awp_pipelines.agent_files import control_folder
 from awp_pipelines.bounds import human_duration
 from awp_pipelines.budget import Spend
 from awp_pipelines.committer import CommitError, CommitResult, commit_targets
@@ -206,7 +207,7 @@ def control_setup(config: AgentControlConfig, state_root: Path, identity: Attemp
     """The agent-control setup of an Attempt of an agent-controlled packet; files under the state folder."""
     if not config.enabled:
         return None
-    folder = state_root / "control" / identity.packet_run / identity.prompt / identity.attempt_id
+    folder = control_folder(state_root, identity.packet_run, identity.prompt, identity.attempt_id)
     return ControlSetup(config, folder, iteration_of(earlier_modes, identity.mode), previous)
 
 

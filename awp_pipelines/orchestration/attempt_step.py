@@ -18,6 +18,7 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
 from awp_pipelines import interrupts, tags
+from awp_pipelines.agent_files import events_file as agent_events_file
 from awp_pipelines.attempts import (
     AttemptIdentity,
     AttemptRecord,
@@ -150,8 +151,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                            account=account.name if account else None,
                            model=launch.target.model or provider.default_model or plan.model,
                            effort=launch.target.effort, reason=launch.reason)
-    events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
-                   / f"{identity.attempt_id}.jsonl")
+    events_file = agent_events_file(runtime.state_root(packet.root), packet_run, prompt.id, identity.attempt_id)
     secrets = account.secrets() if account else {}
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
