@@ -2,6 +2,8 @@
 
 One request per session: no tools, no native continuation. The status decides the class; `Retry-After`
 becomes the suggested delay; a body that is not the expected JSON is a protocol error.
+
+Agent control: not available (the model runs no commands); the iteration's default action applies.
 """
 
 from __future__ import annotations
