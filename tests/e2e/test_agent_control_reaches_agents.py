@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, git_log
-
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
+from e2e_support import awp, git_log, stored_records
 
 # Iteration 1 reports progress and asks to repeat; iteration 2 writes final.txt and asks to finish. Each step
 # notes what it saw, so a refusal ("... is not set") is on record too.
@@ -66,12 +62,7 @@ def test_a_command_agent_repeats_then_finishes_through_awp_agent_control(
     log = (notes / "log.txt").read_text() if (notes / "log.txt").exists() else ""
     assert result.exit_code == 0, result.output + log
     [outcome] = json.loads(result.stdout)["prompts"]
-    instance = open_instance(packet)
-    try:
-        records = [r.model_dump(mode="json") for r in
-                   agent_run_records(instance, load_packet(packet), outcome["attempt"].split(".")[0], "01")]
-    finally:
-        instance.dispose()
+    records = stored_records(packet, outcome["attempt"].split(".")[0])
     assert "is not set" not in log, log
     assert [r["identity"]["mode"] for r in records] == ["iterate", "iterate"]
     assert [(r["control"]["iteration"], r["control"]["outcome"], r["control"]["source"]) for r in records] == \
