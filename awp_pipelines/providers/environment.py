@@ -45,9 +45,15 @@ PASSTHROUGH_ENV: dict[str, tuple[str, ...]] = {
     "gemini": ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"),
     "opencode": ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE"),
 }
-# The CLI's own login (no account configured) lives in the operator's HOME: only its config dir is handed
-# over, under the variable the CLI reads, never the HOME around it.
-LOGIN_DIRS: dict[str, str] = {"claude_code": "~/.claude", "codex": "~/.codex"}
+# The CLI's own login (no account configured) lives in the operator's HOME: only where the CLI keeps it is
+# handed over, under the variable the CLI reads (variable, its value, the folder that shows a login is there),
+# never HOME itself, which the agent's tools (git, ssh, gh) would search for credentials.
+LOGIN_DIRS: dict[str, tuple[str, str, str]] = {
+    "claude_code": ("CLAUDE_CONFIG_DIR", "~/.claude", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex", "~/.codex"),
+    "gemini": ("GEMINI_CLI_HOME", "~", "~/.gemini"),  # Gemini looks for `.gemini` in this folder
+    "opencode": ("XDG_DATA_HOME", "~/.local/share", "~/.local/share/opencode"),
+}
 # The mark of an agent process (orphans.py): its packet, its work trees, its Attempt. Never secret.
 AGENT_MARK: tuple[str, ...] = ("AWP_AGENT_PACKET", "AWP_AGENT_TREES", "AWP_AGENT_ATTEMPT")
 # What the Attempt hands the agent on purpose, besides BASE_ENV: its control channel and its mark.
@@ -65,6 +71,11 @@ def forbidden(name: str) -> bool:
 def credential_var(spec: ProviderSpec, account: AccountBinding | None) -> str | None:
     """The variable the CLI reads its credential from: the provider's, else the account's own name."""
     return spec.credential_env or (account.credential_env if account else None)
+
+
+def _under(text: str, environ: Mapping[str, str]) -> str:
+    """`~` as the operator's HOME (the environment's, not the agent's)."""
+    return text.replace("~", environ.get("HOME", "~"), 1) if text.startswith("~") else text
 
 
 def scoped_home(homes: Path, account: str | None, provider: str) -> Path:
@@ -110,11 +121,10 @@ def agent_env(kind: str, spec: ProviderSpec, account: AccountBinding | None, req
         for maybe in names:
             if maybe and environ.get(maybe):
                 env[maybe] = environ[maybe]
-        login = LOGIN_DIRS.get(kind)
-        if home is not None and login and spec.config_dir_env and spec.config_dir_env not in env:
-            folder = Path(login.replace("~", environ.get("HOME", "~"), 1))
-            if folder.is_dir():
-                env[spec.config_dir_env] = str(folder)
+        if home is not None and kind in LOGIN_DIRS and LOGIN_DIRS[kind][0] not in env:
+            variable, folder, marker = LOGIN_DIRS[kind]
+            if Path(_under(marker, environ)).is_dir():
+                env[variable] = _under(folder, environ)
     else:
         value = request_env.get(account.credential_env or "") or environ.get(account.credential_env or "")
         if target and value:

@@ -129,6 +129,13 @@ def test_without_an_account_the_cli_login_dir_is_handed_over_not_the_home_around
     (operator_home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(operator_home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    env = agent_env("claude_code", KIND_SPECS["claude_code"], None, {}, home=tmp_path / "homes" / "claude-login")
-    assert env["HOME"] == str(tmp_path / "homes" / "claude-login")
+    (operator_home / ".gemini").mkdir()
+    for name in ("CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "homes" / "login"
+    env = agent_env("claude_code", KIND_SPECS["claude_code"], None, {}, home=home)
+    assert env["HOME"] == str(home)
     assert env["CLAUDE_CONFIG_DIR"] == str(operator_home / ".claude")
+    assert agent_env("gemini", KIND_SPECS["gemini"], None, {}, home=home)["GEMINI_CLI_HOME"] == str(operator_home)
+    assert "CODEX_HOME" not in agent_env("codex", KIND_SPECS["codex"], None, {}, home=home)  # no login there
+    assert "XDG_DATA_HOME" not in agent_env("opencode", KIND_SPECS["opencode"], None, {}, home=home)
