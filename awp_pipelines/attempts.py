@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -441,15 +441,15 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
     return saved
 
 
-def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink, budget: int,
-                     clock: Callable[[], float] = time.monotonic) -> tuple[ProviderOutcome, int]:
+def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,
+                     budget: int) -> tuple[ProviderOutcome, int]:
     """Recoverable transport failures resume the same provider session, up to `resume_attempts`. The deadline
     (`request.timeout_ms`) is the Attempt's: each resume gets what is left of it, and none starts once it passed."""
-    started = clock()
+    started = time.monotonic()
     outcome = adapter.run(request, sink)
     resumes = 0
     while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
-        left_ms = request.timeout_ms - int((clock() - started) * 1000)
+        left_ms = request.timeout_ms - int((time.monotonic() - started) * 1000)
         if left_ms <= 0:
             failure = FailureEnvelope.for_class(
                 "transport_timeout", f"the Attempt's deadline ({human_duration(request.timeout_ms)}, from `timeout`) "
