@@ -18,6 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines import orphans
+from awp_pipelines.agent_files import control_folder
+from awp_pipelines.bounds import human_duration
 from awp_pipelines.budget import Spend
 from awp_pipelines.catalog import AccountBinding
 from awp_pipelines.cleantree import DirtyTree, ensure_clean
@@ -43,7 +45,7 @@ from awp_pipelines.policy import AttemptFact
 from awp_pipelines.prices import PriceTable, load_prices
 from awp_pipelines.provenance import AgentProvenance, credential_source, provenance
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
-from awp_pipelines.providers.environment import BASE_ENV
+from awp_pipelines.providers.environment import awp_shim, scoped_home
 from awp_pipelines.redact import Redactor, redact
 from awp_pipelines.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.verifiers.context import VerifyContext
@@ -220,7 +222,7 @@ def control_setup(config: AgentControlConfig, state_root: Path, identity: Attemp
     """The agent-control setup of an Attempt of an agent-controlled packet; files under the state folder."""
     if not config.enabled:
         return None
-    folder = state_root / "control" / identity.packet_run / identity.prompt / identity.attempt_id
+    folder = control_folder(state_root, identity.packet_run, identity.prompt, identity.attempt_id)
     return ControlSetup(config, folder, iteration_of(earlier_modes, identity.mode), previous)
 
 
@@ -241,16 +243,20 @@ class AttemptSpec:
     # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
     # account's credential is known. The account's own `secret_env` values are always added.
     redactor: Redactor | None = None
+    # The state folder: the agent gets HOME=<it>/homes/<account> and `awp` from <it>/bin on its PATH. None (bare
+    # engine tests): the operator's HOME, and the shim beside the control files when there are any.
+    agent_root: Path | None = None
 
     def boundary_redactor(self) -> Redactor:
         return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
 
 
-def agent_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Built from scratch: no git push credentials, nothing secret but the account's own credential."""
-    env = {k: os.environ[k] for k in BASE_ENV if k in os.environ}
-    env.update(extra or {})
-    return env
+def agent_places(spec: AttemptSpec) -> tuple[Path | None, Path | None]:
+    """(scoped HOME, folder of the `awp` shim) of the Attempt's agent."""
+    if spec.agent_root is not None:
+        return (scoped_home(spec.agent_root / "homes", spec.target.account, spec.target.provider),
+                awp_shim(spec.agent_root / "bin"))
+    return None, awp_shim(spec.control.folder / "bin") if spec.control is not None else None
 
 
 def repair_instructions(last: AttemptRecord, note: str | None = None) -> str | None:
@@ -305,13 +311,16 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                                 if handle and spec.control else "")
     sink.prompt_sent(text)  # first in the transcript: what the agent was asked
     fault_pause("before_agent")
+    home, tools = agent_places(spec)
     request = ProviderRequest(
         prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
         default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
-        env=agent_environment({**(spec.secret_env or {}), **(handle.env() if handle else {}),
-                               **orphans.marker(spec.packet.root, targets.values(), spec.identity.attempt_id)}),
-        model=spec.target.model, effort=spec.target.effort,
-        timeout_ms=spec.plan.bounds.timeout_ms, attempt_number=spec.identity.number, mode=spec.identity.mode,
+        # What the Attempt hands its agent; the one builder (providers/environment.agent_env) adds the rest.
+        env={**(spec.secret_env or {}), **(handle.env() if handle else {}),
+             **orphans.marker(spec.packet.root, targets.values(), spec.identity.attempt_id)},
+        home=home, tools=tools, model=spec.target.model, effort=spec.target.effort,
+        timeout_ms=spec.plan.bounds.run_deadline_ms, idle_timeout_ms=spec.plan.bounds.idle_timeout_ms,
+        attempt_number=spec.identity.number, mode=spec.identity.mode,
         session_id=None, simulate=spec.simulate,
         account=_account(spec),
         permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
@@ -483,13 +492,24 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
 
 def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,
                      budget: int) -> tuple[ProviderOutcome, int]:
-    """Recoverable transport failures resume the same provider session, up to `resume_attempts`."""
+    """Recoverable transport failures resume the same provider session, up to `resume_attempts`. The deadline
+    (`request.timeout_ms`) is the Attempt's: each resume gets what is left of it, and none starts once it passed."""
+    started = time.monotonic()
     outcome = adapter.run(request, sink)
     resumes = 0
     while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
+        left_ms = request.timeout_ms - int((time.monotonic() - started) * 1000)
+        if left_ms <= 0:
+            failure = FailureEnvelope.for_class(
+                "transport_timeout", f"the Attempt's deadline ({human_duration(request.timeout_ms)}, from `timeout`) "
+                f"passed after {resumes} resume(s); not resumed again (last: {outcome.failure.message[:200]})",
+                provider_code="deadline")
+            sink.run_failed(failure)
+            return ProviderOutcome.from_sink(sink, failure, outcome.session_id), resumes
         resumes += 1
         sink.resume_started(outcome.session_id)
-        resumed = replace(request, session_id=outcome.session_id, prompt_text="Continue", mode="resume")
+        resumed = replace(request, session_id=outcome.session_id, prompt_text="Continue", mode="resume",
+                          timeout_ms=left_ms)
         outcome = adapter.resume(resumed, sink)
     return outcome, resumes
 

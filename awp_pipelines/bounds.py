@@ -22,9 +22,17 @@ class Bounds(BaseModel):
     timeout_ms: int = Field(description="The resolved `timeout`; unset means seven days.")
     transport_timeout_ms: int = Field(description="Transport timeout = timeout.")
     stream_timeout_ms: int = Field(description="Stream timeout = timeout.")
-    idle_timeout_ms: int = Field(description="Idle queue bound = max(120 s, timeout + 30 s).")
-    run_deadline_ms: int = Field(description="The Attempt's hard deadline = timeout (never re-arms).")
+    idle_timeout_ms: int = Field(description="Stream idle bound (no event for this long ends the session) = "
+                                 "max(120 s, timeout + 30 s).")
+    run_deadline_ms: int = Field(description="The Attempt's hard deadline = timeout, across its session and "
+                                 "every resume (never re-arms).")
     source: str = Field(description="Why: 'default (unset)', 'unbounded', 'clamped to 7 days' or 'timeout'.")
+
+    def describe(self) -> str:
+        """What `awp plan` prints: the bounds the runner enforces, from these very fields."""
+        return (f"{human_duration(self.timeout_ms)} ({self.source}): the Attempt's deadline "
+                f"{human_duration(self.run_deadline_ms)}, its resumes included; "
+                f"idle {human_duration(self.idle_timeout_ms)} (no event for that long ends a session)")
 
 
 def parse_timeout_ms(value: int | str | None) -> tuple[int, str]:
@@ -57,7 +65,7 @@ def parse_timeout_ms(value: int | str | None) -> tuple[int, str]:
 def derive_bounds(value: int | str | None) -> Bounds:
     ms, source = parse_timeout_ms(value)
     return Bounds(timeout_ms=ms, transport_timeout_ms=ms, stream_timeout_ms=ms,
-                  idle_timeout_ms=max(120_000, ms + 30_000), run_deadline_ms=ms, source=source)
+                  idle_timeout_ms=stream_idle_ms(ms), run_deadline_ms=ms, source=source)
 
 
 def human_duration(ms: int) -> str:
@@ -70,11 +78,8 @@ def human_duration(ms: int) -> str:
     return "".join(parts) or f"{ms}ms"
 
 
-# Agents stay silent while a tool runs (a build, a test suite), so silence is allowed for a long while;
-# but a CLI that hangs on an exhausted quota (OpenCode) must not hold an Attempt for the whole timeout.
-IDLE_CAP_MS = 20 * 60 * 1000
+def stream_idle_ms(timeout_ms: int) -> int:
+    """No event for this long ends a session: max(120 s, timeout + 30 s), as Prompt Runner derives it. An agent
+    quiet through a long build is never killed for its silence before the Attempt's deadline."""
+    return max(120_000, timeout_ms + 30_000)
 
-
-def idle_deadline_ms(timeout_ms: int) -> int:
-    """No event for this long ends the session: the timeout, capped at 20 minutes."""
-    return min(timeout_ms, IDLE_CAP_MS)

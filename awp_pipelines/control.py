@@ -38,6 +38,8 @@ _PROMPT_RUNNER_ENV = {
     ENV_FILE: "PROMPT_RUNNER_AGENT_CONTROL_FILE", ENV_PROGRESS: "PROMPT_RUNNER_AGENT_CONTROL_PROGRESS_FILE",
     ENV_TOKEN: "PROMPT_RUNNER_AGENT_CONTROL_TOKEN", ENV_RUN: "PROMPT_RUNNER_RUN_ID",
     ENV_PROMPT: "PROMPT_RUNNER_PROMPT_ID", ENV_ITERATION: "PROMPT_RUNNER_PROMPT_ITERATION"}
+# Every variable of the control channel, under both names: the agent's environment lets exactly these through.
+ENV_NAMES: tuple[str, ...] = (*_PROMPT_RUNNER_ENV, *_PROMPT_RUNNER_ENV.values())
 
 Action = Literal["continue", "repeat", "finish", "blocked"]
 ACTIONS: tuple[str, ...] = ("continue", "repeat", "finish", "blocked")
@@ -201,15 +203,36 @@ def _mismatch(request: ControlRequest, handle: ControlHandle) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """An agent's latest progress record, as shown; `stale` when it was written for another iteration (or
+    with another token) than the one it is read for: reported as such, never dropped."""
+
+    text: str
+    iteration: int
+    stale: bool
+
+    def shown(self) -> str:
+        return f"(stale: written for iteration {self.iteration}) {self.text}" if self.stale else self.text
+
+
+def read_progress(path: Path, iteration: int, token: str | None = None) -> Progress | None:
+    """The record at `path` (None when there is none, or it is unreadable), checked against the iteration
+    (and the token, when the reader holds it)."""
+    try:
+        record = ProgressRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ValidationError):
+        return None
+    stale = record.iteration != iteration or (
+        token is not None and not hmac.compare_digest(record.token.encode(), token.encode()))
+    text = " ".join(x for x in (record.cursor, record.unit, record.summary) if x)[:200]
+    return Progress(text, record.iteration, stale)
+
+
 def _progress(handle: ControlHandle) -> str:
     """The latest progress summary of this iteration; a record of another iteration (or token) is stale."""
-    try:
-        record = ProgressRecord.model_validate_json(handle.progress_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ValidationError):
-        return ""
-    if record.iteration != handle.iteration or not hmac.compare_digest(record.token.encode(), handle.token.encode()):
-        return ""
-    return " ".join(x for x in (record.cursor, record.unit, record.summary) if x)[:200]
+    progress = read_progress(handle.progress_path, handle.iteration, handle.token)
+    return progress.shown() if progress is not None else ""
 
 
 def control_section(handle: ControlHandle, config: AgentControlConfig, previous: Directive | None) -> str:

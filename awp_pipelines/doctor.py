@@ -2,8 +2,9 @@
 
 Checks each provider the packet may use (primary and fallback): the CLI is on PATH and answers
 `--version`; each account's credential variable is set (its value is never read out); config dirs are
-writable; HTTP providers have an endpoint. Each problem names its fix. A problem on a provider the
-packet needs blocks it; one on a provider it only falls back to is a warning.
+writable or creatable; HTTP providers have an endpoint. Each problem names its fix. A problem on a provider
+the packet needs blocks it; one on a provider it only falls back to is a warning. Doctor only looks: it writes
+nothing, and a CLI asked for its version gets a throwaway HOME, so whatever it writes on start is not the user's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -90,8 +92,11 @@ def check_cli(name: str, spec: ProviderSpec, required: bool, timeout_s: float = 
         return Check(name, "cli", _problem(required), f"{executable} not found on PATH",
                      install_fix(name, spec, executable))
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL)
+        with tempfile.TemporaryDirectory(prefix="awp-doctor-") as home:
+            env = {**os.environ, "HOME": home, **{f"XDG_{k}_HOME": os.path.join(home, k.lower())
+                                                  for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
+            done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired) as err:
         return Check(name, "cli", _problem(required), f"{path} --version failed: {err}",
                      f"reinstall {executable}")
@@ -115,14 +120,19 @@ def check_credential(subject: str, variable: str | None, required: bool, login_d
 
 
 def check_dir(subject: str, folder: str) -> Check:
+    """Writable, or creatable where it is missing: checked without writing anything (doctor only looks)."""
     path = Path(folder).expanduser()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        return Check(subject, "config dir", "blocking", f"{path}: {err}", f"create {path} or change config_dir")
-    if not os.access(path, os.W_OK):
-        return Check(subject, "config dir", "blocking", f"{path} is not writable", f"chmod u+w {path}")
-    return Check(subject, "config dir", "ok", f"{path} writable")
+    if path.exists():
+        if not path.is_dir():
+            return Check(subject, "config dir", "blocking", f"{path} is not a folder", f"move {path} aside")
+        if not os.access(path, os.W_OK | os.X_OK):
+            return Check(subject, "config dir", "blocking", f"{path} is not writable", f"chmod u+w {path}")
+        return Check(subject, "config dir", "ok", f"{path} writable")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return Check(subject, "config dir", "blocking", f"{path} is missing and {parent} is not writable",
+                     f"create {path} or change config_dir")
+    return Check(subject, "config dir", "ok", f"{path} missing; the first Attempt creates it (in {parent})")
 
 
 def check_models(name: str, spec: ProviderSpec, account: AccountBinding | None, timeout_s: float) -> Check:

@@ -5,13 +5,16 @@ The JSON Schema of `StatusReport` ships as awp_pipelines/schemas/status.schema.j
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awp_pipelines.agent_files import control_folder
 from awp_pipelines.agent_run import AgentRunState, PacketRunState
 from awp_pipelines.attempts import AttemptRecord
+from awp_pipelines.control import iteration_of, read_progress
 from awp_pipelines.verifiers.report import VerifierReport
 
 # A prompt of the packet: its AgentRun's state (agent_run.py), or not part of the packet run at all.
@@ -55,6 +58,9 @@ class AttemptSummary(_Out):
     commits: list[str] = Field(default_factory=list, description="`repo@sha` of each commit it made.")
     adopted: bool = Field(False, description="Its record was written by whoever adopted it: it committed, then its "
                           "process died before the record.")
+    progress: str = Field("", description="The agent's latest `awp agent-control progress` report: live while "
+                          "the Attempt runs, else its iteration's last; '(stale: …)' when written for another "
+                          "iteration.")
 
     @classmethod
     def of(cls, record: AttemptRecord) -> AttemptSummary:
@@ -65,7 +71,8 @@ class AttemptSummary(_Out):
                    started_at=record.started_at, duration_s=record.duration_s,
                    tokens_in=record.usage.input_tokens, tokens_out=record.usage.output_tokens,
                    cost_usd=record.usage.cost_usd, dagster_run=ident.dagster_run,
-                   commits=[f"{c.repo}@{c.sha}" for c in record.commits if c.sha], adopted=record.adopted)
+                   commits=[f"{c.repo}@{c.sha}" for c in record.commits if c.sha], adopted=record.adopted,
+                   progress=record.control.progress if record.control else "")
 
 
 class PromptStatus(_Out):
@@ -132,7 +139,10 @@ class CurrentAttempt(_Out):
     mode: str = Field(description="run, retry, fallback, repair, …")
     target: str = Field(description="provider/account/model.")
     dagster_run: str | None = Field(None, description="The Dagster run it executes in.")
-    minutes_quiet: float | None = Field(None, description="Minutes since its run stored its latest event.")
+    minutes_quiet: float | None = Field(None, description="Minutes since its latest activity: its run's latest "
+                                        "stored event, or its agent's latest event or progress on disk.")
+    progress: str = Field("", description="Its agent's latest progress report ('(stale: …)' when written for "
+                          "another iteration).")
 
 
 class RepoActivity(_Out):
@@ -196,3 +206,19 @@ def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
     commits = ask("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
     return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
                         new_commits=len(commits.split()) if commits is not None else None)
+
+
+def with_live_progress(attempts: Sequence[AttemptSummary], state_root: Path, packet_run: str,
+                       prompt: str) -> list[AttemptSummary]:
+    """The AgentRun's Attempts, each running one with its agent's latest progress record (a record written for
+    another iteration than the Attempt's is shown as stale, not dropped)."""
+    shown: list[AttemptSummary] = []
+    for i, summary in enumerate(attempts):
+        if summary.result == "running":
+            iteration = iteration_of([a.mode for a in attempts[:i]], summary.mode)
+            folder = control_folder(state_root, packet_run, prompt, summary.attempt)
+            progress = read_progress(folder / "progress.json", iteration)
+            if progress is not None:
+                summary = summary.model_copy(update={"progress": progress.shown()})
+        shown.append(summary)
+    return shown

@@ -19,6 +19,19 @@ def awp(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
+def stored_records(packet: Path, packet_run: str, prompt: str = "01") -> list[dict]:
+    """The AgentRun's Attempt records as stored in the packet's embedded instance, oldest first, as JSON."""
+    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.state import agent_run_records
+    from awp_pipelines.packet import load_packet
+
+    instance = open_instance(packet)
+    try:
+        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), packet_run, prompt)]
+    finally:
+        instance.dispose()
+
+
 def git_log(repo: Path) -> list[str]:
     """Full commit messages, newest first."""
     out = subprocess.run(["git", "-C", str(repo), "log", "--format=%B%x00"], check=True, capture_output=True,

@@ -61,7 +61,10 @@ def test_progress_is_replaced_atomically_and_a_record_of_another_iteration_is_st
     assert [p.name for p in tmp_path.iterdir()] == ["progress.json"]  # no temporary file left behind
     data = json.loads(handle.progress_path.read_text())
     handle.progress_path.write_text(json.dumps({**data, "iteration": 7}))
-    assert read_directive(handle, CONFIG).progress == ""
+    # Reported as stale, not dropped: the reader sees it exists and whose it is.
+    assert read_directive(handle, CONFIG).progress == "(stale: written for iteration 7) 2/3 second"
+    handle.progress_path.write_text(json.dumps({**data, "token": "another-token-" + "x" * 20}))
+    assert read_directive(handle, CONFIG).progress.startswith("(stale: written for iteration 1)")
 
 
 def test_outside_a_session_the_command_says_so() -> None:

@@ -12,7 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from awp_pipelines import api
-from awp_pipelines.bounds import human_duration
 from awp_pipelines.cli.common import (
     emit_json,
     json_option,
@@ -82,7 +81,7 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("accounts", ", ".join(p.accounts)),
         ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),
         ("set by", ", ".join(f"{key}←{layer}" for key, layer in p.sources.items())),
-        ("bounds", f"{human_duration(p.bounds.timeout_ms)} ({p.bounds.source})"),
+        ("bounds", p.bounds.describe()),
         ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
                      f"resume {p.recovery.resume_attempts}"),
         ("budget", p.budget.describe() if p.budget is not None else ""),

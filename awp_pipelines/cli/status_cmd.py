@@ -77,7 +77,8 @@ def _attempt_line(a: AttemptSummary) -> str:
     facts = [f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
              f"{a.tokens_in:,}/{a.tokens_out:,} tokens" if a.tokens_in or a.tokens_out else "",
              f"${a.cost_usd:.4f}" if a.cost_usd is not None else "",
-             f"run {a.dagster_run[:8]}" if a.dagster_run else ""]
+             f"run {a.dagster_run[:8]}" if a.dagster_run else "",
+             f"progress: {escape(a.progress)}" if a.progress else ""]
     reason = f" — {escape(a.reason)}" if a.reason else ""
     return (f"#{a.number} {a.mode} on {escape(target)}: [{style}]{result}[/{style}] · "
             + " · ".join(f for f in facts if f) + reason)

@@ -88,6 +88,8 @@ def render(r: WatchReading) -> Group:
         quiet = f" · quiet {c.minutes_quiet:.1f} min" if c.minutes_quiet is not None else ""
         parts.append(Text(f"▶ {c.prompt} {c.name}: {c.attempt} ({c.mode}) on {c.target} · "
                           f"run {(c.dagster_run or '')[:8]}{quiet}"))
+        if c.progress:
+            parts.append(Text(f"  progress: {c.progress}"))
     if r.pending:
         parts.append(Text(f"due: {', '.join(r.pending)}"))
     for repo in r.repos:

@@ -18,6 +18,7 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
 
 from awp_pipelines import interrupts, progress, tags
+from awp_pipelines.agent_files import events_file as agent_events_file
 from awp_pipelines.agent_run import AgentRunStatus, agent_run_status
 from awp_pipelines.attempts import (
     AttemptIdentity,
@@ -178,8 +179,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                            account=account.name if account else None,
                            model=launch.target.model or provider.default_model or plan.model,
                            effort=launch.target.effort, reason=launch.reason)
-    events_file = (runtime.state_root(packet.root) / "events" / packet_run / prompt.id
-                   / f"{identity.attempt_id}.jsonl")
+    events_file = agent_events_file(runtime.state_root(packet.root), packet_run, prompt.id, identity.attempt_id)
     secrets = account.secrets() if account else {}
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
@@ -196,7 +196,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          redactor=redactor)
+                          redactor=redactor, agent_root=runtime.state_root(packet.root))
     _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                                   target.account, launch.reason))
     step_key = context.get_step_execution_context().step.key

@@ -3,6 +3,8 @@ Attempt records in its runs' own events (orchestration/history.py). Nothing scan
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
@@ -14,7 +16,7 @@ from awp_pipelines.orchestration.history import (
     agent_run_truth,
     packet_run_history,
 )
-from awp_pipelines.status import PromptStatus, StatusReport, totals_of
+from awp_pipelines.status import PromptStatus, StatusReport, totals_of, with_live_progress
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
 
@@ -28,7 +30,10 @@ def newest_packet_run(instance: DagsterInstance, packet: str) -> str | None:
     return None
 
 
-def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None) -> StatusReport:
+def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None,
+                  state_root: Path | None = None) -> StatusReport:
+    """`state_root`: where the Attempts write their control files (default `<packet>/.awp`): a running
+    Attempt's live progress is read from there."""
     packet = binding.packet
     packet_run = packet_run or newest_packet_run(instance, packet.name)
     if packet_run is None:
@@ -40,17 +45,19 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
     state, reason = packet_run_state(statuses)
     finished = history.finished_runs()
     adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
-    prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name)
+    root = state_root or packet.root / ".awp"
+    prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root)
                for p in packet.prompts]
     return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
                         totals=totals_of(prompts, len(history.runs)))
 
 
 def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentRunStatus | None,
-                   completed: set[int], prompt: str, name: str) -> PromptStatus:
+                   completed: set[int], prompt: str, name: str, state_root: Path) -> PromptStatus:
     agent_run_id = tags.agent_run_id(history.packet_run, prompt)
     agent_run = history.agent_runs.get(prompt, AgentRunHistory())
-    attempts = agent_run.summaries(agent_run_id, finished, committed=completed)
+    attempts = with_live_progress(agent_run.summaries(agent_run_id, finished, committed=completed), state_root,
+                                  history.packet_run, prompt)
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",
                         reason=status.reason if status else "not part of this packet run",

@@ -5,23 +5,34 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus
 
 from awp_pipelines import tags
+from awp_pipelines.agent_files import last_activity
 from awp_pipelines.agent_run import packet_run_state
 from awp_pipelines.launches import next_launches
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
-from awp_pipelines.status import CurrentAttempt, WatchReading, liveness, repo_activity
+from awp_pipelines.status import (
+    AttemptSummary,
+    CurrentAttempt,
+    WatchReading,
+    liveness,
+    repo_activity,
+    with_live_progress,
+)
 
 
 def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,
-                  timeout_min: float, now: float | None = None) -> WatchReading:
+                  timeout_min: float, now: float | None = None, state_root: Path | None = None) -> WatchReading:
+    """`state_root`: where the Attempts write their event and control files (default `<packet>/.awp`)."""
     now = time.time() if now is None else now
     packet = binding.packet
+    state_root = state_root or packet.root / ".awp"
     at = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
     packet_run = packet_run or newest_packet_run(instance, packet.name)
     if packet_run is None:
@@ -36,6 +47,17 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     dead = [run for run in unfinished if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
     unfinished = [run for run in unfinished if run not in dead]
     last_event = {run.run_id: _latest_event_time(instance, run.run_id) for run in unfinished}
+    running: list[tuple[str, AttemptSummary]] = []
+    for state in states.values():
+        agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())
+        summaries = agent_run.summaries(tags.agent_run_id(packet_run, state.prompt), finished)
+        running += [(state.prompt, s) for s in with_live_progress(summaries, state_root, packet_run, state.prompt)
+                    if s.result == "running"]
+    for prompt, summary in running:  # the agent's own files: activity however little reached the run's log
+        seen = last_activity(state_root, packet_run, prompt, summary.attempt)
+        run_id = summary.dagster_run or ""
+        if seen is not None and run_id in last_event:
+            last_event[run_id] = max(last_event[run_id] or seen, seen)
     started = {run.run_id for run in unfinished if run.status == DagsterRunStatus.STARTED}
     quiet = {run_id: now - at for run_id, at in last_event.items() if at is not None and run_id in started}
     ends = list(history.ended_at.values())
@@ -46,17 +68,13 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
         violations.append("not_running")
         details += [f"run {run.run_id[:8]}: its awp run process ({run.tags[RUNNER]}) is gone" for run in dead]
     current = []
-    for state in states.values():
-        agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())
-        for summary in agent_run.summaries(tags.agent_run_id(packet_run, state.prompt), finished):
-            if summary.result == "running":
-                run_quiet = quiet.get(summary.dagster_run or "")
-                current.append(CurrentAttempt(
-                    prompt=state.prompt, name=packet.prompt(state.prompt).name, attempt=summary.attempt,
-                    mode=summary.mode, target="/".join(p for p in (summary.provider, summary.account, summary.model)
-                                                       if p),
-                    dagster_run=summary.dagster_run,
-                    minutes_quiet=round(run_quiet / 60, 1) if run_quiet is not None else None))
+    for prompt, summary in running:
+        run_quiet = quiet.get(summary.dagster_run or "")
+        current.append(CurrentAttempt(
+            prompt=prompt, name=packet.prompt(prompt).name, attempt=summary.attempt, mode=summary.mode,
+            target="/".join(p for p in (summary.provider, summary.account, summary.model) if p),
+            dagster_run=summary.dagster_run, progress=summary.progress,
+            minutes_quiet=round(run_quiet / 60, 1) if run_quiet is not None else None))
     completed = sum(s.state == "completed" for s in statuses.values())
     repos = [repo_activity(name, str(repo.path), packet_run) for name, repo in packet.repos.items()]
     overall, reason = packet_run_state(statuses)

@@ -30,7 +30,7 @@ class ProviderRequest:
 
     prompt_text: str
     cwd: Path
-    timeout_ms: int  # the single bound (bounds.py); the adapter enforces it itself
+    timeout_ms: int  # this session's deadline: what is left of the Attempt's (bounds.py); the adapter enforces it
     repos: Mapping[str, Path] = field(default_factory=dict)
     default_repo: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -46,7 +46,9 @@ class ProviderRequest:
     max_turns: int | None = None
     system_prompt: str | None = None  # replaces the provider's system prompt (where the provider allows it)
     append_system_prompt: str | None = None  # appended to it
-    idle_timeout_ms: int | None = None  # None: bounds.idle_deadline_ms(timeout_ms)
+    idle_timeout_ms: int | None = None  # the plan's stream idle bound; None: bounds.stream_idle_ms(timeout_ms)
+    home: Path | None = None  # the agent's scoped HOME (environment.scoped_home); None: the operator's
+    tools: Path | None = None  # put first on the agent's PATH: the folder of the `awp` shim (environment.awp_shim)
 
     def __post_init__(self) -> None:
         if self.attempt_number < 1:

@@ -4,6 +4,10 @@ Events (reference/agent-clis.md): system/init, assistant, user (tool results), r
 api_retry, result. Exit 0 with `is_error: true` happens (#79500), so the verdict comes from the events. A
 429, 529 or 401 shows first as the CLI's own `api_retry` events, which it would repeat silently for
 minutes: the parser stops the session on the first one and classifies it.
+
+Agent control: the agent's Bash tool inherits the session's environment (environment.agent_env): the
+control channel and an `awp` first on PATH, so `awp agent-control repeat|finish|…` works when the packet
+allows Bash (`allowed_tools: [Bash]`, or a permission mode that runs it).
 """
 
 from __future__ import annotations

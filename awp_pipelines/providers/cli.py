@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from awp_pipelines import jsonl
-from awp_pipelines.bounds import idle_deadline_ms
+from awp_pipelines.bounds import stream_idle_ms
 from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
@@ -144,7 +144,8 @@ class CliAdapter:
 
     # -- shared --------------------------------------------------------------------------------------------
     def env(self, request: ProviderRequest) -> dict[str, str]:
-        return {**agent_env(self.kind, self.spec, request.account, request.env),
+        return {**agent_env(self.kind, self.spec, request.account, request.env, home=request.home,
+                            tools=request.tools),
                 **configured_env(self.spec, request.account), **self.extra_env(request)}
 
     def refusal(self, request: ProviderRequest, env: Mapping[str, str]) -> FailureEnvelope | None:
@@ -182,9 +183,12 @@ class CliAdapter:
         env = self.env(request)
         self.prepare(request, env)
         argv = self.argv(request, resume)
+        idle_ms = request.idle_timeout_ms or stream_idle_ms(request.timeout_ms)
+        # The bounds this session enforces, on record: what is left of the Attempt's deadline, and the idle bound.
         sink.run_started(provider=self.name, kind=self.kind, model=request.model, mode=request.mode,
                          account=request.account.name if request.account else None,
-                         attempt_number=request.attempt_number, argv=self.display_argv(request, resume))
+                         attempt_number=request.attempt_number, argv=self.display_argv(request, resume),
+                         deadline_ms=request.timeout_ms, idle_ms=idle_ms)
         refused = self.refusal(request, env)
         if refused is not None:  # the CLI would exit at once, the same way every time: do not start it
             sink.emit("run_failed", refused.model_dump(), ended="refused")
@@ -192,8 +196,7 @@ class CliAdapter:
         parser = self.parser_class(sink)
         with sink.batch():  # the events of each chunk read reach the file together
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
-                                   deadline_ms=request.timeout_ms,
-                                   idle_ms=request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms),
+                                   deadline_ms=request.timeout_ms, idle_ms=idle_ms,
                                    stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr,
                                    on_chunk=sink.flush)
         failure = parser.finish(result)

@@ -3,8 +3,12 @@
 Events (reference/agent-clis.md): thread.started, turn.started, item.started|updated|completed,
 turn.completed (usage, no cost), turn.failed, error. `turn.failed` can come with exit 0, and offline
 Codex prints `error` events ("Reconnecting... 2/5") and then waits for the network forever: those
-errors are notices, and the idle deadline ends the wait. A rate limit or an auth refusal in those
+errors are notices, and the Attempt's deadline ends the wait. A rate limit or an auth refusal in those
 errors is decisive: the session stops at the first one.
+
+Agent control: its shell tool inherits the session's environment (environment.agent_env): the control
+channel and an `awp` first on PATH. The control files live in the packet's state folder, outside the work
+tree: Codex's workspace-write sandbox may refuse to write them, so steer under a mode that allows it.
 """
 
 from __future__ import annotations

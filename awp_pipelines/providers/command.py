@@ -2,6 +2,9 @@
 
 Each stdout line becomes a streamed message fragment; the exit code is all the verdict there is (0 is
 ok), with stderr's tail classified for a failure. The same deadlines and process-group kill apply.
+
+Agent control: the executable gets the control channel in its environment and an `awp` first on its PATH
+(environment.agent_env), so it can run `awp agent-control repeat|finish|…` itself.
 """
 
 from __future__ import annotations

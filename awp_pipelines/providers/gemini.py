@@ -5,6 +5,9 @@ Exit codes say a little: 41 auth, 42 input, 44 sandbox, 52 config, 53 turn limit
 A `TerminalQuotaError` is an exhausted quota, a `RetryableQuotaError` a short rate limit. Its own
 silent retries ("Attempt 1 failed with status 429") show only on stderr: a 429 or 401 there ends the
 session at once, a 5xx at the second.
+
+Agent control: its shell tool inherits the session's environment (environment.agent_env): the control
+channel and an `awp` first on PATH.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 One request per session: no tools, no native continuation. The status decides the class; `Retry-After`
 becomes the suggested delay; a body that is not the expected JSON is a protocol error.
+
+Agent control: not available (the model runs no commands); the iteration's default action applies.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, ClassVar
 
 import requests
 
-from awp_pipelines.bounds import idle_deadline_ms
+from awp_pipelines.bounds import stream_idle_ms
 from awp_pipelines.catalog import ProviderSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.failures import FailureEnvelope
@@ -61,7 +63,7 @@ class OpenAIHttpAdapter:
         headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         body = {"model": model, "messages": [*system_messages(request),
                                              {"role": "user", "content": request.prompt_text}]}
-        read_s = min(request.timeout_ms, request.idle_timeout_ms or idle_deadline_ms(request.timeout_ms)) / 1000
+        read_s = min(request.timeout_ms, request.idle_timeout_ms or stream_idle_ms(request.timeout_ms)) / 1000
         session_id: str | None = None
         try:
             response = requests.post(self.url(request), json=body, headers=headers,

@@ -4,7 +4,10 @@ Events: JSON lines {type, timestamp, sessionID, part}: step_start, text, reasoni
 step_finish (cost and tokens), error. On a 429 or an exhausted quota OpenCode retries in silence, for
 ever (#8203): stdout says nothing. The adapter asks for its error log on stderr (`--print-logs
 --log-level ERROR`), where each failed try shows as a "stream error"; a rate limit or auth refusal there
-ends the session at once, an overload at the second. Otherwise the idle deadline ends the wait.
+ends the session at once, an overload at the second. Otherwise the Attempt's deadline ends the wait.
+
+Agent control: its bash tool inherits the session's environment (environment.agent_env): the control
+channel and an `awp` first on PATH.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 `attempts[n-1]` drives Attempt n (run, retry, fallback or repair alike); `resume` drives a session resume.
 A step emits its messages, applies its file writes, then ends ok or with its error as a FailureEnvelope.
 It only produces events and file side effects; the verifier still decides completion.
+
+Agent control: a step's `control:` makes the request `awp agent-control` would, from the session's
+environment (request.env carries the control channel).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Spend caps, cancellation and agent control under a real dagster-daemon and webserver (the embedded
 SQLite instance): the recovery sensor asks the same `next_launches` as `awp run`, so the cap stops it
-there too and it launches the iterations the agent asks for; a run terminated from the UI ends its
-Attempt user_cancelled and its AgentRun cancelled. One deployment serves the module's tests."""
+there too and it launches the iterations the agent asks for (the simulated agent's, and a `command` agent's
+own `awp agent-control` calls); a run terminated from the UI ends its Attempt user_cancelled and its AgentRun
+cancelled. One deployment serves the module's tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from deployment import Deployment, all_finished, deployment, make_project
 from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
 
 pytestmark = pytest.mark.slow
+STEERING_AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "steering.sh"
 
 
 def _packet(root: Path, name: str, manifest: dict, front: dict) -> Path:
@@ -45,8 +47,15 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
                       {"verify": {"files_exist": ["step.txt"]}, "simulate": {"attempts": [
                           {"writes": [{"path": "step.txt", "text": "1"}], "control": {"action": "repeat"}},
                           {"writes": [{"path": "step.txt", "text": "2"}], "control": {"action": "repeat"}}, final]}})
-    project = make_project(tmp_path / "project", {"capped": capped, "slow": slow, "steered": steered})
-    for name in ("capped", "slow", "steered"):
+    shelled = _packet(tmp_path / "src" / "shelled", "shelled",
+                      {"provider": "agent", "model": "m", "timeout": "2m",
+                       "agent_control": {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}}},
+                      {"verify": {"files_exist": ["step.txt"]}})
+    providers = yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(STEERING_AGENT),
+                                                        "models": ["m"]}}})
+    project = make_project(tmp_path / "project", {"capped": capped, "slow": slow, "steered": steered,
+                                                  "shelled": shelled}, providers)
+    for name in ("capped", "slow", "steered", "shelled"):
         repo = project / "assets" / name / "workspace"
         subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
         subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
@@ -112,3 +121,20 @@ def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_t
         assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
             [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
         assert all(r["result"] == "completed" for r in records)
+
+
+def test_a_command_agent_steers_its_iterations_under_the_daemon(running: Deployment) -> None:
+    """Its `awp agent-control repeat`, then `finish`, from its own shell in a run worker: the sensor launches
+    the second iteration, and the finish ends the AgentRun."""
+    first = running.launch_job("packet__shelled")
+    running.wait_until(lambda i: len(_runs(i, "shelled")) >= 2 and all_finished(i, _runs(i, "shelled")), 300,
+                       "two iterations")
+    time.sleep(3 * 5)  # three sensor ticks: the finish ended it
+    with running.instance() as instance:
+        runs = _runs(instance, "shelled")
+        records = _records(instance, runs)
+    log = running.project / "assets" / "shelled" / ".awp" / "homes" / "agent-login" / "control.log"
+    assert runs[0].run_id == first and len(runs) == 2, log.read_text() if log.exists() else "no control.log"
+    assert [(r["identity"]["mode"], r["control"]["outcome"], r["control"]["source"]) for r in records] == \
+        [("iterate", "repeat", "request"), ("iterate", "finish", "request")]
+    assert records[0]["control"]["progress"] == "first pass done"

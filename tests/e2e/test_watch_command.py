@@ -51,14 +51,14 @@ def test_watch_reports_not_running_when_due_work_has_no_run(tmp_path: Path) -> N
     assert code == 0 and reading["violations"] == []
 
 
-def test_watch_reports_progress_stale_for_a_started_run_quiet_past_the_timeout(tmp_path: Path) -> None:
-    demo, packet_run = _demo_without_recovery(tmp_path)
+def _quiet_started_run(demo: Path, packet_run: str) -> str:
+    """A repair run of 02 that started, stored its attempt_started marker ten minutes ago, and stored nothing
+    since."""
     packet = load_packet(demo)
     key = prompt_key(packet, "02")
     instance = open_instance(demo)
     run_id = str(uuid.uuid4())
     try:
-        # A repair run that started, stored its attempt_started marker ten minutes ago, and went quiet.
         instance.add_run(DagsterRun(job_name="packet__demo", run_id=run_id, status=DagsterRunStatus.STARTED,
                                     tags={"awp/packet": "demo", "awp/packet_run": packet_run},
                                     asset_selection=frozenset({key})))
@@ -72,6 +72,12 @@ def test_watch_reports_progress_stale_for_a_started_run_quiet_past_the_timeout(t
                 step_key="demo__02_write_changelog", event_specific_data=AssetObservationData(marker))))
     finally:
         instance.dispose()
+    return run_id
+
+
+def test_watch_reports_progress_stale_for_a_started_run_quiet_past_the_timeout(tmp_path: Path) -> None:
+    demo, packet_run = _demo_without_recovery(tmp_path)
+    run_id = _quiet_started_run(demo, packet_run)
     code, reading = _watch(demo, "--progress-timeout", "5")
     assert code == 1 and reading["violations"] == ["progress_stale"]
     [current] = reading["current"]
@@ -80,6 +86,41 @@ def test_watch_reports_progress_stale_for_a_started_run_quiet_past_the_timeout(t
     assert 9.5 <= current["minutes_quiet"] <= 11
     code, reading = _watch(demo, "--progress-timeout", "20")
     assert code == 0 and reading["violations"] == [] and reading["state"] == "running"
+
+
+
+def test_an_agent_whose_events_reach_its_file_but_not_the_runs_log_is_live_and_its_progress_shows(
+        tmp_path: Path) -> None:
+    """The live feed forwards at most 1000 lines of an Attempt to the run's log; the agent's own event file
+    keeps growing. Liveness comes from that file, and the agent's progress record shows in watch and status;
+    one written for another iteration is shown stale, not dropped."""
+    demo, packet_run = _demo_without_recovery(tmp_path)
+    run_id = _quiet_started_run(demo, packet_run)
+    attempt = f"{packet_run}.02.a2"
+    events = demo / ".awp" / "events" / packet_run / "02" / f"{attempt}.jsonl"
+    events.parent.mkdir(parents=True, exist_ok=True)
+    events.write_text('{"type": "message_received", "text": "still building"}\n')  # written just now
+    control = demo / ".awp" / "control" / packet_run / "02" / attempt
+    control.mkdir(parents=True)
+    record = {"token": "t" * 32, "iteration": 1, "cursor": "3/5", "unit": "", "summary": "tests pass",
+              "updated_at": "2026-01-01T00:00:00+00:00"}
+    (control / "progress.json").write_text(json.dumps(record))
+    code, reading = _watch(demo, "--progress-timeout", "5")
+    assert code == 0 and reading["violations"] == [], reading["details"]
+    [current] = reading["current"]
+    assert current["dagster_run"] == run_id and current["minutes_quiet"] < 1
+    assert current["progress"] == "3/5 tests pass"
+    status = json.loads(awp("status", demo, "--json").output)
+    [running] = [a for p in status["prompts"] for a in p["attempts"] if a["result"] == "running"]
+    assert running["progress"] == "3/5 tests pass"
+    (control / "progress.json").write_text(json.dumps({**record, "iteration": 7}))
+    [current] = _watch(demo, "--progress-timeout", "5")[1]["current"]
+    assert current["progress"] == "(stale: written for iteration 7) 3/5 tests pass"
+    # Without the agent's files the same run is quiet for ten minutes: stale.
+    events.unlink()
+    (control / "progress.json").unlink()
+    code, reading = _watch(demo, "--progress-timeout", "5")
+    assert code == 1 and reading["violations"] == ["progress_stale"]
 
 
 def test_liveness_rules() -> None:

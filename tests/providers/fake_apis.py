@@ -3,7 +3,10 @@
 a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via GOOGLE_GEMINI_BASE_URL).
 
 `scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
-with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload.
+with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload. "agent_control"
+(Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
+and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
+result is back it ends its turn.
 """
 
 from __future__ import annotations
@@ -50,6 +53,44 @@ def _gemini_sse(model: str) -> bytes:
              "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 8, "totalTokenCount": 28},
              "modelVersion": model}
     return f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+
+
+STEER = {
+    1: "echo 1 > step.txt && awp agent-control progress --summary 'first pass done' && "
+       "awp agent-control repeat --reason 'one more pass'",
+    2: "echo 2 > step.txt && echo done > final.txt && awp agent-control finish --reason 'all done'",
+}
+
+
+def _tool_use_sse(model: str, command: str) -> bytes:
+    """One assistant turn that calls the Bash tool with `command`."""
+    tool = {"type": "tool_use", "id": "toolu_fake_1", "name": "Bash", "input": {}}
+    arguments = json.dumps({"command": command, "description": "Steer the next iteration"})
+    return _sse_events([
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_fake_tool", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": tool}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 30}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def _steering(body: dict, model: str) -> bytes | None:
+    """The agent_control scenario's answer to the main conversation (the request that offers tools): a Bash
+    call until the tool's result is back, then the plain reply. None for the CLI's side requests."""
+    messages = body.get("messages") or []
+    if not body.get("tools") or not messages:
+        return None
+    last = messages[-1].get("content")
+    if isinstance(last, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
+        return None
+    iteration = 1 if "iteration 1 of at most" in json.dumps(messages) else 2
+    return _tool_use_sse(model, STEER[iteration])
 
 
 def _sse(model: str) -> bytes:
@@ -100,7 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/v1/messages/count_tokens"):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
-            payload = _responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model)
+            steering = _steering(body, model) if scenario == "agent_control" else None
+            payload = steering or (_responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("content-length", str(len(payload)))

@@ -139,3 +139,37 @@ def test_online_asks_each_accounts_endpoint_and_names_the_refused_key_without_pr
     assert endpoints["router:router-b"]["status"] == "blocking" and "401" in endpoints["router:router-b"]["detail"]
     assert endpoints["router:router-b"]["fix"] == "check the credential"
     assert result.exit_code == 1 and SECRET not in result.output
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+def test_doctor_writes_nothing_a_missing_config_dir_is_reported_creatable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Doctor only looks: no config dir, no instance, nothing under HOME (it used to create the account's
+    config dir while checking it)."""
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("AWP_DAGSTER_HOME", raising=False)
+    packet, providers = _setup(tmp_path, str(FAKES / "claude"))
+    before = _files(tmp_path)
+    code, report, output = _doctor(packet, providers)
+    assert code == 0, output
+    assert _files(tmp_path) == before
+    [folder] = [c for c in report["checks"] if c["what"] == "config dir"]
+    assert folder["status"] == "ok" and "missing; the first Attempt creates it" in folder["detail"]
+    [storage] = [c for c in report["checks"] if c["what"] == "storage"]
+    assert storage["status"] == "ok" and "no instance yet" in storage["detail"]
+
+
+def test_a_config_dir_that_cannot_be_created_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.doctor import check_dir
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert check_dir("p:a", str(blocker)).status == "blocking"
+    assert check_dir("p:a", str(blocker / "below")).status == "blocking"
+    assert not (blocker / "below").exists()

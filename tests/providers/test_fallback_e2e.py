@@ -12,12 +12,8 @@ import pytest
 import yaml
 from provider_helpers import FAKES
 
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from e2e_support import awp, git_log  # noqa: E402
+from e2e_support import awp, git_log, stored_records  # noqa: E402
 
 KEY_A = "sk-ant-e2e-account-a-scenario-ratelimit-0123456789"
 KEY_B = "sk-ant-e2e-account-b-scenario-success-0123456789"
@@ -58,12 +54,7 @@ def test_rate_limited_first_account_falls_back_to_the_second_and_completes(
     # Summed over the AgentRun's two Attempts (the rate-limited one reported nothing) and the packet run.
     assert outcome["usage"]["cost_usd"] == 0.0123 and outcome["usage"]["cached_input_tokens"] == 4000
     assert report["usage"] == outcome["usage"]
-    instance = open_instance(packet)
-    try:
-        records = [r.model_dump(mode="json") for r in
-                   agent_run_records(instance, load_packet(packet), report["packet_run"], "01")]
-    finally:
-        instance.dispose()
+    records = stored_records(packet, report["packet_run"])
     assert [r["target"]["account"] for r in records] == ["claude-a", "claude-b"]
     assert [r["identity"]["mode"] for r in records] == ["run", "fallback"]
     first, second = records

@@ -28,6 +28,20 @@ def claude() -> Path:
     return real_cli("claude")
 
 
+def _providers_file(tmp: Path, claude: Path, accounts: dict[str, tuple[str, str]]) -> Path:
+    """providers.yaml for the real CLI: each account `name → (credential variable, base_url)`."""
+    import yaml
+
+    file = tmp / "providers.yaml"
+    file.write_text(yaml.safe_dump({
+        "providers": {"claude": {"kind": "claude_code", "command": str(claude),
+                                 "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
+                                 "models": ["claude"]}},
+        "accounts": {name: {"provider": "claude", "credential_env": var, "base_url": url,
+                            "config_dir": str(tmp / f"cfg-{name}")} for name, (var, url) in accounts.items()}}))
+    return file
+
+
 def _run(tmp: Path, claude: Path, url: str, monkeypatch: pytest.MonkeyPatch, timeout_ms: int = 90_000):  # type: ignore[no-untyped-def]
     # Quiet the CLI's own side traffic (telemetry, update checks): passed through by the env allowlist.
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
@@ -100,15 +114,8 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
     (packet / "prompts").mkdir()
     (packet / "prompts" / "01_hello.prompt.md").write_text("---\nid: '01'\nname: Hello\n---\n# Hello\n\nSay hello.\n")
     with fake_api("429") as limited, fake_api("success") as fine:
-        providers = tmp_path / "providers.yaml"
-        providers.write_text(yaml.safe_dump({
-            "providers": {"claude": {"kind": "claude_code", "command": str(claude),
-                                     "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
-                                     "models": ["claude"]}},
-            "accounts": {"a": {"provider": "claude", "credential_env": "AWP_REAL_A_KEY", "base_url": limited.url,
-                               "config_dir": str(tmp_path / "cfg-a")},
-                         "b": {"provider": "claude", "credential_env": "AWP_REAL_B_KEY", "base_url": fine.url,
-                               "config_dir": str(tmp_path / "cfg-b")}}}))
+        providers = _providers_file(tmp_path, claude, {"a": ("AWP_REAL_A_KEY", limited.url),
+                                                       "b": ("AWP_REAL_B_KEY", fine.url)})
         started = time.monotonic()
         result = awp("run", packet, "--providers", providers, "--json")
         seconds = time.monotonic() - started
@@ -128,3 +135,49 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
     assert "falling back" in records[1]["target"]["reason"]
     assert {key for _, key, _ in limited.requests} == {KEY + "-a"}  # each account's own credential only
     assert {key for _, key, _ in fine.requests} == {KEY + "-b"}
+
+
+def test_real_claude_steers_its_iterations_with_awp_agent_control_through_its_bash_tool(
+        tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch,
+        make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    """The real CLI's own Bash tool runs `awp agent-control repeat`, then `finish`: the control channel and an
+    `awp` on its PATH reached it (before, they were stripped from every CLI agent's environment)."""
+    import json
+    import shutil
+
+    import yaml
+    from e2e_support import awp, stored_records
+
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    monkeypatch.setenv("DISABLE_AUTOUPDATER", "1")
+    monkeypatch.setenv("AWP_REAL_STEER_KEY", KEY)
+    # No `awp` on the operator's PATH: the agent finds it only through the Attempt's shim.
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                               if not (Path(p) / "awp").exists()))
+    assert shutil.which("awp") is None
+    packet = tmp_path / "pkt"
+    make_git_repo(packet / "workspace")
+    (packet / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "realsteer", "provider": "claude", "model": "claude-haiku-4-5", "timeout": "3m",
+        "accounts": ["a"], "allowed_tools": ["Bash"],
+        "agent_control": {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]},
+                          "max_iterations": 4},
+        "repos": {"work": {"path": "./workspace", "default": True}}}))
+    (packet / "prompts").mkdir()
+    (packet / "prompts" / "01_steer.prompt.md").write_text(
+        "---\nid: '01'\nname: Steer\nverify:\n  files_exist: [step.txt]\n---\n# Steer\n\nDo one pass.\n")
+    with fake_api("agent_control") as server:
+        providers = _providers_file(tmp_path, claude, {"a": ("AWP_REAL_STEER_KEY", server.url)})
+        result = awp("run", packet, "--providers", providers, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    records = stored_records(packet, report["packet_run"])
+    events = "".join(Path(r["events_file"]).read_text() for r in records)
+    assert [(r["identity"]["mode"], r["control"]["iteration"], r["control"]["outcome"], r["control"]["source"])
+            for r in records] == [("iterate", 1, "repeat", "request"), ("iterate", 2, "finish", "request")], events
+    assert records[0]["control"]["progress"] == "first pass done"
+    # The finish gate: the finish stood because completion_verify passed.
+    assert records[1]["control"]["reason"] == "all done" and (packet / "workspace" / "final.txt").exists()
+    [outcome] = report["prompts"]
+    assert outcome["state"] == "completed"
+    assert KEY not in events
