@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.verifiers.report import VerifierReport
 
-PromptState = Literal["completed", "running", "waiting", "failed", "not_started"]
-RunState = Literal["completed", "running", "failed", "not_started"]
+PromptState = Literal["completed", "running", "waiting", "failed", "stopped", "not_started"]
+RunState = Literal["completed", "running", "failed", "stopped", "not_started"]
 
 
 class _Out(BaseModel):
@@ -63,7 +63,8 @@ class PromptStatus(_Out):
     state: PromptState = Field(description="completed: its last Attempt completed; running: an Attempt's run "
                                "is unfinished; waiting: an unfinished run holds it but no Attempt runs yet "
                                "(queued, or waiting for upstream prompts); failed: its last Attempt did not "
-                               "complete and nothing will run it; not_started.")
+                               "complete and nothing will run it; stopped: the user stopped the packet run "
+                               "before it completed, and resuming it goes on with it; not_started.")
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
@@ -82,6 +83,15 @@ class Totals(_Out):
     cost_usd: float | None = Field(None, description="Sum of reported costs; null when none reported one.")
 
 
+class StopInfo(_Out):
+    """The user's stop standing on the packet run (stops.py)."""
+
+    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), or ui_cancel (a run cancelled in the UI).")
+    at: str = Field(description="ISO 8601 time of the stop.")
+    reason: str = Field("", description="What was stopped.")
+    resumable: int = Field(0, description="Prompts of the packet run that resuming it goes on with.")
+
+
 class StatusReport(_Out):
     """`awp status --json`: one packet run of one packet, read from the Dagster instance."""
 
@@ -89,7 +99,9 @@ class StatusReport(_Out):
     packet_run: str | None = Field(description="The packet run shown: the newest, or --packet-run; null "
                                    "when the instance holds none for this packet.")
     state: RunState = Field(description="completed when every prompt that ran completed; running while a run "
-                            "is unfinished; failed when one did not complete; not_started.")
+                            "is unfinished; stopped when the user stopped it before it completed (nothing "
+                            "launches until resumed); failed when one did not complete; not_started.")
+    stop: StopInfo | None = Field(None, description="The user's stop, while it stands (state `stopped`).")
     prompts: list[PromptStatus] = Field(default_factory=list, description="Every prompt, in packet order.")
     totals: Totals = Field(default_factory=Totals, description="Over the packet run.")
 
@@ -111,7 +123,19 @@ def run_state(prompts: Iterable[PromptStatus]) -> RunState:
         return "not_started"
     if states & {"running", "waiting"}:
         return "running"
+    if "stopped" in states:
+        return "stopped"
     return "failed" if "failed" in states else "completed"
+
+
+def stopped_view(prompts: list[PromptStatus], scope: Iterable[str]) -> tuple[list[PromptStatus], int]:
+    """Under a standing stop, the unfinished prompts of the packet run's scope read `stopped`, not failed:
+    resuming goes on with them. Returns the prompts and how many are resumable."""
+    wanted = set(scope)
+    out = [p.model_copy(update={"state": "stopped"}) if p.prompt in wanted and p.state in ("failed", "not_started",
+                                                                                         "waiting") else p
+           for p in prompts]
+    return out, sum(p.state == "stopped" for p in out)
 
 
 def prompt_state(attempts: list[AttemptSummary]) -> PromptState:

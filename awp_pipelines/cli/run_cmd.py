@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -130,8 +131,9 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         finished = sum(o.completed for o in outcomes)
         out.print(f"{loaded.name}: {finished}/{len(selected)} prompts completed (packet run {ran})"
                   f" · {_usage_line(packet_usage)}")
-    if stop.signum is not None:  # it came after the last Attempt: everything is stored
-        console.print(f"awp run: {RunStopped(ran, stop.signum)}", highlight=False, markup=False)
+    if stop.signum is not None:  # it came after the last Attempt: everything is stored, nothing was cut
+        console.print(f"awp run: stopped by {signal.Signals(stop.signum).name} after its last Attempt ended: "
+                      f"packet run {ran} is stored whole", highlight=False, markup=False)
         sys.exit(128 + stop.signum)
     sys.exit(0 if ok else 1)
 

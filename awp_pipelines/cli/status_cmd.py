@@ -14,7 +14,8 @@ from awp_pipelines.cli.common import emit_json, json_option, open_packet, out, u
 from awp_pipelines.errors import PacketError
 from awp_pipelines.status import AttemptSummary, StatusReport
 
-_STYLE = {"completed": "green", "running": "cyan", "waiting": "cyan", "failed": "red", "not_started": "dim"}
+_STYLE = {"completed": "green", "running": "cyan", "waiting": "cyan", "failed": "red", "stopped": "yellow",
+          "not_started": "dim"}
 
 
 def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,8 +58,14 @@ def print_status(report: StatusReport) -> None:
         return
     t = report.totals
     style = _STYLE[report.state]
-    out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}] · "
+    state: str = report.state
+    if report.stop is not None:
+        state += f" (resumable: {report.stop.resumable} prompt{'s' if report.stop.resumable != 1 else ''})"
+    out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{state}[/{style}] · "
               f"{t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+    if report.stop is not None:
+        out.print(f"  {escape(report.stop.reason or report.stop.by)} ({report.stop.by}, {report.stop.at}); "
+                  f"resume: awp resume {report.packet} --packet-run {report.packet_run}", highlight=False)
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
         out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]", highlight=False)

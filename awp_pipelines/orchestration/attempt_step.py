@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
+from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import (
@@ -54,6 +55,7 @@ from awp_pipelines.orchestration.resources import (
     account_key,
     provider_key,
 )
+from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.orphans import end_orphans
 from awp_pipelines.packet import Prompt
@@ -63,6 +65,7 @@ from awp_pipelines.probe import probe
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
+from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
@@ -107,6 +110,21 @@ def signal_stop() -> AbstractContextManager[object]:
     return stop.handling() if stop is not None else nullcontext()
 
 
+def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
+    """A packet run the user stopped: the sensor's launch (requested before the stop) starts no Attempt;
+    a launch by hand carrying the packet run (the UI, `awp run --packet-run`) resumes it."""
+    stops = StopStore(context.instance)
+    marker = stops.marker(packet_run)
+    if marker is None:
+        return
+    if SENSOR_NAME_TAG in context.run.tags:
+        raise Failure(description=f"packet run {packet_run} was {marker.line()}: no Attempt starts until the "
+                      "user resumes it (`awp resume`, `awp run --packet-run`, or a launch from the UI)",
+                      allow_retries=False)
+    stops.resume(packet_run)
+    context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
+
+
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
                   packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
     """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
@@ -138,6 +156,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     packet = binding.packet
     plan = binding.plans[prompt.id]
     packet_run = packet_run_of(context, binding)
+    _honour_stop(context, packet_run)
     _warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
     launch = _probed(context, binding.chains[prompt.id], launch, state)
@@ -185,6 +204,10 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
+    failure = record.failure or record.provider_failure
+    if failure is not None and failure.failure_class == "user_cancelled":  # terminated from the UI: a stop
+        what = f"run {context.run.run_id[:8]} was terminated during Attempt {identity.attempt_id}"
+        StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what))
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})

@@ -3,13 +3,24 @@ Attempt records in its runs' own events (orchestration/history.py). Nothing scan
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
 from awp_pipelines.orchestration.history import AgentRunHistory, PacketRunHistory, packet_run_history
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.packet import Packet
-from awp_pipelines.status import PromptStatus, StatusReport, prompt_state, run_state, totals_of
+from awp_pipelines.status import (
+    PromptStatus,
+    StatusReport,
+    StopInfo,
+    prompt_state,
+    run_state,
+    stopped_view,
+    totals_of,
+)
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
 
@@ -33,8 +44,14 @@ def status_report(instance: DagsterInstance, packet: Packet, packet_run: str | N
     history = packet_run_history(instance, packet_run, keys)
     busy, finished = history.busy(keys), history.finished_runs()
     prompts = [_prompt_status(history, busy, finished, p.id, p.name) for p in packet.prompts]
+    marker, stop = StopStore(instance).marker(packet_run), None
+    if marker is not None and not busy:
+        prompts, resumable = stopped_view(prompts, history.scope(packet, keys))
+        stop = StopInfo(by=marker.by, at=datetime.fromtimestamp(marker.at, UTC).isoformat(), reason=marker.reason,
+                        resumable=resumable)
     return StatusReport(packet=packet.name, packet_run=packet_run, state=run_state(prompts), prompts=prompts,
-                        totals=totals_of(prompts, len(history.runs)))
+                        totals=totals_of(prompts, len(history.runs)), stop=stop if run_state(prompts) == "stopped"
+                        else None)
 
 
 def _prompt_status(history: PacketRunHistory, busy: set[str], finished: set[str], prompt: str,
