@@ -10,6 +10,7 @@ sensor may see a run cancelled before the resume only after it.
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +24,10 @@ class StopMarker:
     at: float
     by: StoppedBy
     reason: str
+
+    @classmethod
+    def from_signal(cls, signum: int, at: float, reason: str) -> StopMarker:
+        return cls(at, "SIGTERM" if signum == signal.SIGTERM else "SIGINT", reason)
 
     def line(self) -> str:
         return f"stopped by {self.by}: {self.reason}" if self.reason else f"stopped by {self.by}"

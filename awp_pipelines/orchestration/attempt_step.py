@@ -110,6 +110,18 @@ def signal_stop() -> AbstractContextManager[object]:
     return stop.handling() if stop is not None else nullcontext()
 
 
+def _store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptRecord) -> None:
+    """An Attempt the user stopped (terminated from the UI; a signal to `awp run`) stops its packet run, stored
+    before its run ends: a sensor tick that sees the run ended already sees the stop."""
+    failure = record.failure or record.provider_failure
+    stop = interrupts.current()
+    what = f"run {context.run.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
+    if failure is not None and failure.failure_class == "user_cancelled":
+        StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what))
+    elif stop is not None and stop.signum is not None:
+        StopStore(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(), what))
+
+
 def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
     """A packet run the user stopped: the sensor's launch (requested before the stop) starts no Attempt;
     a launch by hand carrying the packet run (the UI, `awp run --packet-run`) resumes it."""
@@ -204,10 +216,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
     context.log.info(f"Attempt {identity.attempt_id} ended {record.result}")
-    failure = record.failure or record.provider_failure
-    if failure is not None and failure.failure_class == "user_cancelled":  # terminated from the UI: a stop
-        what = f"run {context.run.run_id[:8]} was terminated during Attempt {identity.attempt_id}"
-        StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what))
+    _store_stop(context, packet_run, record)
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})

@@ -143,9 +143,8 @@ def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run:
     """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
     With the database down neither is possible: the outage's own message follows from the caller."""
     try:
-        StopStore(instance).stop(packet_run, StopMarker(
-            time.time(), "SIGTERM" if err.signum == signal.SIGTERM else "SIGINT",
-            f"awp run (pid {os.getpid()}) was stopped"))
+        StopStore(instance).stop(packet_run, StopMarker.from_signal(
+            err.signum, time.time(), f"awp run (pid {os.getpid()}) was stopped"))
         history = packet_run_history(instance, packet_run, compiled.binding.keys)
     except Exception as failed:
         if storage_failure(failed) is None:
