@@ -42,8 +42,8 @@ def _interrupted(wip: dict[str, str]) -> AttemptRecord:
                                  packet_run="pr-1", prompt="01", mode="run"),
         target=AttemptTarget(provider="simulated", provider_kind="simulated", model="m",
                              reason="primary target of the plan"),
-        role="coder", prompt_name="First", workspace={"app": "/w"}, cwd="/w", checkpoint={"app": "abc"}, started_at="2026-11-30T00:00:00+00:00",
-        ended_at="2026-11-30T00:00:01+00:00", duration_s=1.0, result="provider_failed", wip=wip,
+        role="coder", prompt_name="First", workspace={"app": "/w"}, cwd="/w", checkpoint={"app": "abc"},
+        started_at="2026-11-30T00:00:00+00:00", ended_at="2026-11-30T00:00:01+00:00", duration_s=1.0, result="provider_failed", wip=wip,
         failure=FailureEnvelope.for_class("interrupted", "stopped by SIGINT"))
 
 
