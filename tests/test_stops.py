@@ -43,7 +43,8 @@ def _interrupted(wip: dict[str, str]) -> AttemptRecord:
         target=AttemptTarget(provider="simulated", provider_kind="simulated", model="m",
                              reason="primary target of the plan"),
         role="coder", prompt_name="First", workspace={"app": "/w"}, cwd="/w", checkpoint={"app": "abc"},
-        started_at="2026-11-30T00:00:00+00:00", ended_at="2026-11-30T00:00:01+00:00", duration_s=1.0, result="provider_failed", wip=wip,
+        started_at="2026-11-30T00:00:00+00:00", ended_at="2026-11-30T00:00:01+00:00", duration_s=1.0,
+        result="provider_failed", wip=wip,
         failure=FailureEnvelope.for_class("interrupted", "stopped by SIGINT"))
 
 
