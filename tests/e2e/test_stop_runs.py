@@ -4,6 +4,7 @@ Real Dagster runs of the demo packet on a real instance; the sensor evaluated as
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -74,3 +75,27 @@ def test_a_run_cancelled_by_the_user_stops_its_packet_run(tmp_path: Path) -> Non
         assert tick.run_requests == []
         marker = StopStore(instance).marker(packet_run)
         assert marker is not None and marker.by == "ui_cancel" and queued.run_id[:8] in marker.reason
+
+
+def test_awp_resume_lifts_the_stop_and_goes_on_with_the_packet_run(tmp_path: Path) -> None:
+    from e2e_support import awp
+
+    from awp_pipelines.orchestration.instance import open_instance
+
+    packet = _demo(tmp_path).packet
+    first = awp("run", packet.root, "--no-recovery", "--json")
+    assert first.exit_code == 1, first.output
+    packet_run = json.loads(first.output)["packet_run"]
+    instance = open_instance(packet.root)
+    try:
+        StopStore(instance).stop(packet_run, StopMarker.from_signal(signal.SIGTERM, 1.0, "awp run was stopped"))
+    finally:
+        instance.dispose()
+    status = awp("status", packet.root)
+    assert f"packet run {packet_run} · stopped (resumable: 2 prompts)" in status.output, status.output
+    lifted = awp("resume", packet.root, "--lift-only")
+    assert lifted.exit_code == 0 and f"packet run {packet_run} resumed (it was stopped by SIGTERM" in lifted.output
+    assert "· failed ·" in awp("status", packet.root).output  # no stop: what the Attempts left
+    resumed = awp("resume", packet.root, "--packet-run", packet_run)
+    assert resumed.exit_code == 0, resumed.output
+    assert f"3/3 prompts completed (packet run {packet_run})" in resumed.output
