@@ -23,6 +23,7 @@ from awp_pipelines.lifecycle import Cause, cause_of
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.policy import AttemptFact, Chain, Verdict, decide
 from awp_pipelines.rotation import Availability
+from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import Mode
 
 AgentRunState = Literal["planned", "queued", "active", "waiting", "interrupted", "stopped", "completed",
@@ -31,15 +32,6 @@ AgentRunState = Literal["planned", "queued", "active", "waiting", "interrupted",
 PacketRunState = Literal["not_started", "running", "interrupted", "stopped", "completed", "blocked", "failed"]
 ENDED: frozenset[str] = frozenset({"completed", "cancelled", "failed", "blocked", "budget_exhausted"})
 UNFINISHED_BY_HAND: frozenset[str] = frozenset({"interrupted", "stopped"})  # a resume continues them
-
-
-@dataclass(frozen=True)
-class StopMarker:
-    """The user stopped the packet run (Ctrl-C, SIGTERM, a UI cancel): nothing launches until resumed."""
-
-    at: str  # ISO time
-    by: str  # who: `awp run (pid …)`, `ui`, …
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,8 +132,6 @@ def agent_run_status(state: PromptState, upstream: Mapping[str, AgentRunStatus] 
         return AgentRunStatus("blocked", verdict.reason, "human_wait")
     if verdict.status == "budget_exhausted":
         return AgentRunStatus("budget_exhausted", verdict.reason, "policy_denial")
-    if verdict.status == "cancelled":
-        return AgentRunStatus("cancelled", verdict.reason, "cancellation")
     if verdict.terminal:
         return AgentRunStatus("failed", verdict.reason, cause_of(last.failure_class))
     if stopped is not None:

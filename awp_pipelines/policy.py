@@ -178,8 +178,11 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
                            status="repairing")
         return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
     cls = last.failure_class or "unknown"
-    if cls == "user_cancelled":  # a person stopped it: no retry, no repair
-        return Verdict("fail", f"attempt {last.number} was cancelled", status="cancelled")
+    if cls == "user_cancelled":
+        # A person stopped it (the UI's Terminate): a stop of the packet run, stored beside it, holds every
+        # launch until the person resumes it; then the AgentRun goes on, no retry budget spent.
+        return Verdict("retry", f"attempt {last.number} was cancelled by a person: it goes on once the packet run "
+                       "is resumed", status="retry_scheduled")
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)

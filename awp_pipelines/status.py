@@ -99,6 +99,15 @@ class Totals(_Out):
     cost_usd: float | None = Field(None, description="Sum of reported costs; null when none reported one.")
 
 
+class StopInfo(_Out):
+    """The user's stop standing on the packet run (stops.py)."""
+
+    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), or ui_cancel (a run cancelled in the UI).")
+    at: str = Field(description="ISO 8601 time of the stop.")
+    reason: str = Field("", description="What was stopped.")
+    resumable: int = Field(0, description="Prompts of the packet run that resuming it goes on with.")
+
+
 class StatusReport(_Out):
     """`awp status --json`: one packet run of one packet, read from the Dagster instance."""
 
@@ -110,6 +119,7 @@ class StatusReport(_Out):
                             "when all completed; blocked when those that did not complete are blocked; failed; "
                             "not_started when the instance holds no packet run.")
     reason: str = Field("", description="Why, in words (e.g. `resumable: 2 prompts`).")
+    stop: StopInfo | None = Field(None, description="The user's stop, while it stands (state `stopped`).")
     prompts: list[PromptStatus] = Field(default_factory=list, description="Every prompt, in packet order.")
     totals: Totals = Field(default_factory=Totals, description="Over the packet run.")
 

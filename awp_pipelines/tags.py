@@ -66,6 +66,7 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 # Keys of the instance's key-value store: + <account>.
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
+STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
 # already: these are also the decision function's actions that launch (`policy.Action`).

@@ -15,7 +15,7 @@ from awp_pipelines.policy import AttemptFact, chain_of, interrupted_fact
 
 CHAIN = chain_of("simulated", "m", None, [], [])
 RECOVERY = RecoveryConfig.model_validate({"retry": {"jitter": False}})
-STOP = StopMarker(at="2026-12-01T00:00:00+00:00", by="awp run (pid 7)", reason="SIGINT")
+STOP = StopMarker(at=1_796_083_200.0, by="SIGINT", reason="Attempt pr-1.01.a1 was running")
 
 
 def _fact(number: int, result: str = "completed", directive: str | None = None, reason: str = "",
@@ -91,7 +91,7 @@ def test_a_stopped_packet_run_launches_nothing_until_resumed() -> None:
     states = _linear((_fact(1),), cut, ())
     statuses = agent_run_states(states, STOP)
     assert _words(states, STOP) == {"01": "completed", "02": "stopped", "03": "planned"}
-    assert "stopped by awp run (pid 7) (SIGINT); resumable" in statuses["02"].reason
+    assert "stopped by SIGINT (Attempt pr-1.01.a1 was running); resumable" in statuses["02"].reason
     assert next_launches(states, 10_000.0, STOP).idle
     assert packet_run_state(statuses) == ("stopped", "resumable: 2 prompts")
     fresh = _linear((_fact(1),), ())  # a prompt not started yet is stopped too, once its upstream completed

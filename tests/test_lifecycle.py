@@ -39,8 +39,9 @@ def test_an_agent_run_ends_completed_failed_cancelled_or_budget_exhausted() -> N
     assert _status(_fact(1, "completed")).state == "completed"
     failed = _status(_fact(1, "verifier_fault", "verifier_fault"))
     assert (failed.state, failed.cause) == ("failed", "workspace_failure")
+    # A person's cancel stops the packet run (a stop marker, stops.py): the AgentRun waits for a resume.
     cancelled = _status(_fact(1, "provider_failed", "user_cancelled"))
-    assert (cancelled.state, cancelled.cause) == ("cancelled", "cancellation")
+    assert (cancelled.state, cancelled.cause) == ("waiting", "cancellation")
     broke = Budget(packet=BudgetConfig(max_cost_usd=0.05), packet_spent=Spend(0.06))
     exhausted = _status(_fact(1, "verification_failed"), budget=broke)
     assert (exhausted.state, exhausted.cause) == ("budget_exhausted", "policy_denial")

@@ -13,6 +13,7 @@ from awp_pipelines.cli import (
     lint_cmd,
     plan_cmd,
     repair_cmd,
+    resume_cmd,
     run_cmd,
     status_cmd,
     watching_cmd,
@@ -30,8 +31,8 @@ def cli() -> None:
     """
 
 
-for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, status_cmd, watching_cmd, control_cmd, authoring_cmd,
-               blame_cmd, doctor_cmd):
+for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
+               authoring_cmd, blame_cmd, doctor_cmd):
     module.register(cli)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -106,7 +107,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         if result.explanation and not result.ok:
             console.print(f"awp run: {result.explanation}", highlight=False, markup=False)
     if result.stopped_by is not None:  # it came after the last Attempt: everything is stored
-        console.print(f"awp run: {RunStopped(result.packet_run, result.stopped_by)}", highlight=False, markup=False)
+        console.print(f"awp run: stopped by {signal.Signals(result.stopped_by).name} after its last Attempt ended: "
+                      f"packet run {result.packet_run} is stored whole", highlight=False, markup=False)
         sys.exit(128 + result.stopped_by)
     sys.exit(0 if result.ok else 1)
 

@@ -53,6 +53,9 @@ def print_status(report: StatusReport) -> None:
     why = f" ({escape(report.reason)})" if report.reason else ""
     out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}]{why} "
               f"· {t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+    if report.stop is not None:
+        out.print(f"  {escape(report.stop.reason or report.stop.by)} ({report.stop.by}, {report.stop.at}); "
+                  f"resume: awp resume {report.packet} --packet-run {report.packet_run}", highlight=False)
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
         reason = f" — {escape(prompt.reason)}" if prompt.reason else ""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
+from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from awp_pipelines import interrupts, progress, tags
 from awp_pipelines.agent_files import events_file as agent_events_file
@@ -58,6 +59,7 @@ from awp_pipelines.orchestration.resources import (
     account_key,
     provider_key,
 )
+from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.orphans import end_orphans
 from awp_pipelines.packet import Prompt
@@ -68,6 +70,7 @@ from awp_pipelines.progress import AttemptEnded, AttemptNote, AttemptStarted, Pr
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.status import AttemptSummary
+from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
@@ -110,6 +113,33 @@ def signal_stop() -> AbstractContextManager[object]:
     (a termination from the UI) cancels the Attempt (`cancel_on`)."""
     stop = interrupts.current()
     return stop.handling() if stop is not None else nullcontext()
+
+
+def _store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptRecord) -> None:
+    """An Attempt the user stopped (terminated from the UI; a signal to `awp run`) stops its packet run, stored
+    before its run ends: a sensor tick that sees the run ended already sees the stop."""
+    failure = record.failure or record.provider_failure
+    stop = interrupts.current()
+    what = f"run {context.run.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
+    if failure is not None and failure.failure_class == "user_cancelled":
+        StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what))
+    elif stop is not None and stop.signum is not None:
+        StopStore(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(), what))
+
+
+def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
+    """A packet run the user stopped: the sensor's launch (requested before the stop) starts no Attempt;
+    a launch by hand carrying the packet run (the UI, `awp run --packet-run`) resumes it."""
+    stops = StopStore(context.instance)
+    marker = stops.marker(packet_run)
+    if marker is None:
+        return
+    if SENSOR_NAME_TAG in context.run.tags:
+        raise Failure(description=f"packet run {packet_run} was {marker.line()}: no Attempt starts until the "
+                      "user resumes it (`awp resume`, `awp run --packet-run`, or a launch from the UI)",
+                      allow_retries=False)
+    stops.resume(packet_run)
+    context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
@@ -167,6 +197,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     packet = binding.packet
     plan = binding.plans[prompt.id]
     packet_run = packet_run_of(context, binding)
+    _honour_stop(context, packet_run)
     _warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
     launch = _probed(context, binding.chains[prompt.id], launch, state)
@@ -213,10 +244,13 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
                                  cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
     _said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
+    _store_stop(context, packet_run, record)
     if account is not None:
         _account_after(context, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
-    after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False))
+    # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
+    after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
+                             stopped=StopStore(context.instance).marker(packet_run))
     return record, sink.transcript_markdown(), earlier, after
 
 

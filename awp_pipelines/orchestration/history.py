@@ -20,15 +20,17 @@ from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.sqlalchemy_compat import db_select
 
 from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus, PromptState, StopMarker, agent_run_states
+from awp_pipelines.agent_run import AgentRunStatus, PromptState, agent_run_states
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.budget import Budget, Spend, total
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.packet import Packet
 from awp_pipelines.policy import AttemptFact, Target, adopted_fact, interrupted_fact
 from awp_pipelines.rotation import Availability
 from awp_pipelines.status import AttemptSummary
+from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import agent_run_id, attempt_id
 from awp_pipelines.workspace import commit_of_attempt
 
@@ -140,7 +142,8 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
-    return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability)
+    return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability,
+                            StopStore(instance).marker(packet_run))
 
 
 AttemptEvent = tuple[str, AssetKey, dict[str, object]]  # run id, asset key, metadata as plain values

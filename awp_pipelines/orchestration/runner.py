@@ -45,9 +45,12 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
+from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.progress import LaunchDecided, Listener, listening
+from awp_pipelines.stops import StopMarker
 
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
 REPOSITORY_TAG = {".dagster/repository": "__repository__@awp_pipelines"}
@@ -99,14 +102,29 @@ class Progress:
 
 
 class RunStopped(Exception):
-    """`awp run` was stopped by a signal (interrupts.py): the Attempt it was running is recorded; the packet
-    run goes on with `awp run --packet-run`."""
+    """`awp run` was stopped by a signal (interrupts.py): the packet run is stopped (a stop marker stands on
+    it, so the recovery sensor launches nothing for it) and goes on with `awp run --packet-run` or `awp
+    resume`. The message says exactly what was running: `stopped` lists the Attempts the signal ended."""
 
-    def __init__(self, packet_run: str, signum: int) -> None:
+    def __init__(self, packet_run: str, signum: int, stopped: list[AttemptRecord] | None = None) -> None:
         self.packet_run = packet_run
         self.exit_code = 128 + signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}: an Attempt it was running is recorded, its "
-                         f"partial work checkpointed; continue with --packet-run {packet_run}")
+        super().__init__(stop_message(packet_run, signal.Signals(signum).name, stopped))
+
+
+def stop_message(packet_run: str, signal_name: str, stopped: list[AttemptRecord] | None) -> str:
+    """What the stop did, and no more: an Attempt is said recorded only when its record is stored, and
+    checkpointed only when it left partial work. `stopped` None: the database could not say."""
+    if stopped is None:
+        done = "the instance's database did not answer, so what was running is not known"
+    elif stopped:
+        done = "; ".join(f"Attempt {r.identity.attempt_id} was running: recorded {r.result}"
+                         + (f", its partial work checkpointed ({', '.join(sorted(r.wip))})" if r.wip
+                            else ", it had changed nothing") for r in stopped)
+    else:
+        done = "no Attempt was running"
+    return (f"stopped by {signal_name}: {done}. Packet run {packet_run} is stopped: nothing launches for it "
+            f"until you resume it with --packet-run {packet_run} (or `awp resume`)")
 
 
 def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
@@ -115,16 +133,42 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     when the instance's database fails (an outage): the packet run stops there, its runs ended and their slots
     freed as far as the database allows, and goes on with `--packet-run`."""
     packet_run = options.packet_run or new_packet_run_id()
+    keep_log_mirrors_out_of_the_terminal_group()
     try:
+        if options.packet_run:
+            StopStore(instance).resume(packet_run)  # the user's own launch of it: a stop of it is lifted
         return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
     except Interrupted as err:
-        raise RunStopped(packet_run, err.signum) from None
+        raise RunStopped(packet_run, err.signum, _store_stop(compiled, instance, packet_run, err)) from None
     except Exception as err:
         failure = storage_failure(err)
         if failure is None:
             raise
         raise StorageUnavailable(f"packet run {packet_run} stopped: the Dagster instance's database failed "
                                  f"({failure}); continue it with --packet-run {packet_run} once it is back") from err
+
+
+def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str,
+                err: Interrupted) -> list[AttemptRecord] | None:
+    """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
+    With the database down neither is possible: the outage's own message follows from the caller."""
+    try:
+        StopStore(instance).stop(packet_run, StopMarker.from_signal(
+            err.signum, time.time(), f"awp run (pid {os.getpid()}) was stopped"))
+        history = packet_run_history(instance, packet_run, compiled.binding.keys)
+    except Exception as failed:
+        if storage_failure(failed) is None:
+            raise
+        return None
+    mine = runner_tag()[tags.RUNNER]
+    runs = {r.run_id for r in history.runs if r.tags.get(tags.RUNNER) == mine}
+    return [r for h in history.agent_runs.values() for r in h.records
+            if r.identity.dagster_run in runs and _failure_class(r) == "interrupted"]
+
+
+def _failure_class(record: AttemptRecord) -> str | None:
+    failure = record.failure or record.provider_failure
+    return failure.failure_class if failure else None
 
 
 def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,

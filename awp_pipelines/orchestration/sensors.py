@@ -4,6 +4,8 @@ Each tick looks at the packet runs whose runs ended since its cursor (and those 
 backoff), passes over those a live `awp run` drives (it launches their next Attempts itself), asks
 `next_launches` what comes next, and returns each due launch as a `RunRequest` of one
 prompt. The run key is the Attempt's id, so a launch is requested once however often it is computed.
+A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
+the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dagster import (
+    DagsterRun,
+    DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
     RunsFilter,
@@ -31,6 +35,8 @@ from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
 from awp_pipelines.orchestration.reaper import driven_in_process
+from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.stops import StopMarker
 
 INTERVAL_S = 5
 _BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
@@ -40,16 +46,25 @@ _BATCH = 200  # finished runs read per tick; the cursor carries on from the last
 class RecoveryCursor:
     after: float = 0.0  # update time of the last finished run looked at
     waiting: set[str] = field(default_factory=set)  # packet runs with a launch waiting for its backoff
+    stopped: set[str] = field(default_factory=set)  # packet runs the user stopped: looked at again once resumed
 
     @classmethod
     def parse(cls, text: str | None) -> RecoveryCursor:
         if not text:
             return cls()
         data = json.loads(text)
-        return cls(float(data.get("after", 0.0)), set(data.get("waiting", [])))
+        return cls(float(data.get("after", 0.0)), set(data.get("waiting", [])), set(data.get("stopped", [])))
 
     def dump(self) -> str:
-        return json.dumps({"after": self.after, "waiting": sorted(self.waiting)})
+        return json.dumps({"after": self.after, "waiting": sorted(self.waiting), "stopped": sorted(self.stopped)})
+
+
+def cancel_marker(run: DagsterRun, ended_at: float) -> StopMarker | None:
+    """A run cancelled by the user (the UI's Terminate, GraphQL) stops its packet run. Nothing of AWP's own
+    cancels a run (a signal to `awp run` fails its run), so a CANCELED run is always the user's act."""
+    if run.status != DagsterRunStatus.CANCELED:
+        return None
+    return StopMarker(ended_at, "ui_cancel", f"run {run.run_id[:8]} was cancelled")
 
 
 def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launch) -> dict[str, str]:
@@ -78,15 +93,23 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
             RunsFilter(tags={tags.PACKET: packet.name}, statuses=list(FINISHED),
                        updated_after=datetime.fromtimestamp(cursor.after, UTC)),
             limit=_BATCH, order_by="update_timestamp", ascending=True)
-        packet_runs = set(cursor.waiting)
+        packet_runs = set(cursor.waiting) | cursor.stopped
         after = cursor.after
+        stops = StopStore(instance)
         for record in finished:
             after = max(after, record.update_timestamp.timestamp())
-            if tags.PACKET_RUN in record.dagster_run.tags:
-                packet_runs.add(record.dagster_run.tags[tags.PACKET_RUN])
-        requests, waiting = [], set()
+            packet_run = record.dagster_run.tags.get(tags.PACKET_RUN)
+            if packet_run:
+                packet_runs.add(packet_run)
+                marker = cancel_marker(record.dagster_run, (record.end_time or record.update_timestamp.timestamp()))
+                if marker is not None:
+                    stops.stop(packet_run, marker)
+        requests, waiting, stopped = [], set(), set()
         now = time.time()
         for packet_run in sorted(packet_runs):
+            if stops.state(packet_run).stopped:
+                stopped.add(packet_run)  # the user's stop is a decision: nothing launches until a resume
+                continue
             history = packet_run_history(instance, packet_run, binding.keys)
             if driven_in_process(history.runs, state_root):
                 waiting.add(packet_run)  # looked at again once its `awp run` has let go
@@ -99,6 +122,6 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
                                            tags=launch_tags(binding, history, launch)))
             if outlook.waiting:
                 waiting.add(packet_run)
-        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, waiting).dump())
+        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, waiting, stopped).dump())
 
     return _recover

@@ -3,12 +3,13 @@ Attempt records in its runs' own events (orchestration/history.py). Nothing scan
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus, packet_run_state
+from awp_pipelines.agent_run import AgentRunStatus, packet_run_state, resumable_prompts
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     AgentRunHistory,
@@ -16,7 +17,7 @@ from awp_pipelines.orchestration.history import (
     agent_run_truth,
     packet_run_history,
 )
-from awp_pipelines.status import PromptStatus, StatusReport, totals_of, with_live_progress
+from awp_pipelines.status import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
 
@@ -48,8 +49,12 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
     root = state_root or packet.root / ".awp"
     prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root)
                for p in packet.prompts]
+    marker = history.stopped
+    stop = None if marker is None or state != "stopped" else StopInfo(
+        by=marker.by, at=datetime.fromtimestamp(marker.at, UTC).isoformat(), reason=marker.reason,
+        resumable=len(resumable_prompts(statuses)))
     return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
-                        totals=totals_of(prompts, len(history.runs)))
+                        totals=totals_of(prompts, len(history.runs)), stop=stop)
 
 
 def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentRunStatus | None,

@@ -1,8 +1,8 @@
 """Spend caps, cancellation and agent control under a real dagster-daemon and webserver (the embedded
 SQLite instance): the recovery sensor asks the same `next_launches` as `awp run`, so the cap stops it
 there too and it launches the iterations the agent asks for (the simulated agent's, and a `command` agent's
-own `awp agent-control` calls); a run terminated from the UI ends its Attempt user_cancelled and its AgentRun
-cancelled. One deployment serves the module's tests."""
+own `awp agent-control` calls); a run terminated from the UI ends its Attempt user_cancelled and stops its
+packet run (nothing more launches until a resume). One deployment serves the module's tests."""
 
 from __future__ import annotations
 

@@ -241,7 +241,7 @@ def test_an_attempt_killed_after_its_commit_is_adopted_with_a_record(tmp_path: P
     assert record.evidence == {"app": f"{record.commits[0].sha} (AWP-Attempt: {packet_run}.01.a1)"}
 
 
-def test_ctrl_c_leaves_the_agent_run_interrupted_and_resumable_then_resume_completes(tmp_path: Path,
+def test_ctrl_c_stops_the_packet_run_resumable_and_launches_nothing_then_resume_completes(tmp_path: Path,
                                                                                        make_git_repo) -> None:
     slow = {"messages": ["writing a.txt"], "delay_ms": 8000, "writes": [{"path": "a.txt", "text": "a\n"}]}
     packet = write_packet(tmp_path / "crash", make_git_repo, {"simulate": {"attempts": [slow, SLOW]}})
@@ -254,9 +254,10 @@ def test_ctrl_c_leaves_the_agent_run_interrupted_and_resumable_then_resume_compl
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
-    status = assert_one_truth(packet, packet_run, {"01": "interrupted", "02": "planned"}, "interrupted",
-                              [("01", "retry")])
+    # The user's stop is a decision: stopped, resumable, and the sensor launches nothing until a resume.
+    status = assert_one_truth(packet, packet_run, {"01": "stopped", "02": "planned"}, "stopped", [])
     assert status["reason"] == "resumable: 2 prompts"  # not failed: each still has budget
+    assert (status["stop"]["by"], status["stop"]["resumable"]) == ("SIGINT", 2)
     resumed = subprocess.run([str(Path(os.sys.executable).parent / "awp"), "run", str(packet), "--packet-run",
                               packet_run, "--json"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

@@ -8,6 +8,7 @@ The agent is a real process (a `command` provider running a shell script in its 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from reliability.crash import (
+    AWP,
     Seen,
     Watch,
     agent_packet,
@@ -72,7 +74,15 @@ def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
     assert proc.returncode == 128 + sig, stderr
-    assert f"stopped by {sig.name}" in stderr and f"--packet-run {packet_run}" in stderr
+    # Exact about what was running, and no traceback of Dagster's (its orphan watcher printed two).
+    assert f"stopped by {sig.name}: Attempt {packet_run}.01.a1 was running: recorded provider_failed, its partial " \
+        "work checkpointed (app)" in stderr and f"--packet-run {packet_run}" in stderr, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    status = subprocess.run([AWP, "status", str(packet), "--json"], capture_output=True, text=True, timeout=120)
+    report = json.loads(status.stdout)
+    assert (report["state"], report["stop"]["by"], report["stop"]["resumable"]) == ("stopped", sig.name, 2)
+    assert [p["state"] for p in report["prompts"]] == ["stopped", "planned"]  # not failed: 01 goes on, then 02
+    assert report["prompts"][1]["reason"] == "held: upstream 01 stopped"
     [agent] = agent_pids(ledger)
     assert not group_alive(agent)  # the agent's process group went with the stop
 

@@ -1,0 +1,40 @@
+"""The user's stops of packet runs (stops.py), kept in the instance's key-value table like the accounts'
+cooldowns: every process on the instance (daemon, webserver's runs, `awp run`) sees the same ones."""
+
+from __future__ import annotations
+
+import time
+
+from dagster import DagsterInstance
+
+from awp_pipelines import tags
+from awp_pipelines.stops import StopMarker, StopState
+
+
+class StopStore:
+    def __init__(self, instance: DagsterInstance) -> None:
+        self._storage = instance.run_storage
+
+    def state(self, packet_run: str) -> StopState:
+        key = tags.STOP_KEY + packet_run
+        return StopState.parse(self._storage.get_cursor_values({key}).get(key))
+
+    def marker(self, packet_run: str) -> StopMarker | None:
+        return self.state(packet_run).marker
+
+    def stop(self, packet_run: str, marker: StopMarker) -> StopState:
+        """Store the stop (unless a resume came after it); returns what stands now."""
+        old = self.state(packet_run)
+        new = old.stop(marker)
+        if new != old:
+            self._write(packet_run, new)
+        return new
+
+    def resume(self, packet_run: str, at: float | None = None) -> StopMarker | None:
+        """Lift the stop: the user launched the packet run again. Returns the stop it lifted, if any."""
+        old = self.state(packet_run)
+        self._write(packet_run, old.resume(time.time() if at is None else at))
+        return old.marker
+
+    def _write(self, packet_run: str, state: StopState) -> None:
+        self._storage.set_cursor_values({tags.STOP_KEY + packet_run: state.dump()})
