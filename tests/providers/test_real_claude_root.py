@@ -104,3 +104,47 @@ def test_real_claude_as_root_with_is_sandbox_on_the_account_runs(
     [outcome] = json.loads(run.stdout)["prompts"]
     assert outcome["result"] == "completed"
     assert any(key == KEY for _, key, _ in server.requests)
+
+
+def test_real_claude_as_a_non_root_user_accepts_bypass_without_is_sandbox(tmp_path: Path, claude: Path) -> None:
+    """What root_refusal assumes of a non-root user, on the real CLI run as `nobody` (runuser)."""
+    import shutil
+    import tempfile
+
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+    binary = claude.parent.parent / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+    if not Path(runuser).exists() or not binary.exists():
+        pytest.skip("needs runuser and the linux-x64 Claude Code binary")
+    shared = Path(tempfile.mkdtemp(prefix="awp-nobody-"))  # pytest's tmp is 0700: nobody could not enter it
+    try:
+        shared.chmod(0o755)
+        try:
+            os.link(binary, shared / "claude")  # /root is 0700 too; a hard link costs nothing
+        except OSError:
+            pytest.skip("cannot link the Claude Code binary next to a folder nobody can reach")
+        for name in ("work", "cfg"):
+            (shared / name).mkdir(mode=0o777)
+            (shared / name).chmod(0o777)
+        wrapper = shared / "claude-as-nobody"
+        wrapper.write_text(f'#!/bin/sh\nexec {runuser} -u nobody -- {shared / "claude"} "$@"\n')
+        wrapper.chmod(0o755)
+
+        class AsNobody(ClaudeCodeAdapter):  # AWP runs as root here; the agent does not
+            def refusal(self, request, env):  # type: ignore[no-untyped-def]
+                return None
+
+        with fake_api("success") as server:
+            account = AccountBinding(name="box", provider="claude", credential_env="AWP_ROOT_KEY",
+                                     config_dir=str(shared / "cfg"), base_url=server.url)
+            request = ProviderRequest(prompt_text="Say hello.", cwd=shared / "work", timeout_ms=90_000,
+                                      model="claude-haiku-4-5", account=account, permission_mode="bypass",
+                                      env={"PATH": os.environ["PATH"], "HOME": str(shared), "AWP_ROOT_KEY": KEY})
+            adapter = AsNobody(ProviderSpec(kind="claude_code", command=str(wrapper),
+                                            credential_env="ANTHROPIC_API_KEY", config_dir_env="CLAUDE_CONFIG_DIR"))
+            s = sink(tmp_path, (KEY,))
+            outcome = adapter.run(request, s)
+        assert outcome.ok, (outcome.failure, s.events()[-4:])
+        [init] = [e for e in s.events() if e["type"] == "session_started"][:1]
+        assert init["permission_mode"] == "bypassPermissions"
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
