@@ -84,6 +84,17 @@ def _started(instance: DagsterInstance, run_id: str) -> bool:
                for e in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_OBSERVATION))
 
 
+
+def _steered_to_the_end(running: Deployment, packet: str, iterations: int) -> tuple[str, list, list[dict]]:
+    """Launch the packet's job and wait for its iterations to finish: (first run id, its runs, their records)."""
+    first = running.launch_job(f"packet__{packet}")
+    running.wait_until(lambda i: len(_runs(i, packet)) >= iterations and all_finished(i, _runs(i, packet)), 300,
+                       f"{iterations} iterations")
+    time.sleep(3 * 5)  # three sensor ticks: the finish ended it, nothing more may be launched
+    with running.instance() as instance:
+        runs = _runs(instance, packet)
+        return first, runs, _records(instance, runs)
+
 def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_the_attempt(
         running: Deployment) -> None:
     capped = running.launch_job("packet__capped")
@@ -108,31 +119,19 @@ def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_th
 
 def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_through_the_sensor(
         running: Deployment) -> None:
-    first = running.launch_job("packet__steered")
-    running.wait_until(lambda i: len(_runs(i, "steered")) >= 3 and all_finished(i, _runs(i, "steered")), 300,
-                       "three iterations")
-    time.sleep(3 * 5)  # three sensor ticks: the finish ended it
-    with running.instance() as instance:
-        runs = _runs(instance, "steered")
-        assert runs[0].run_id == first and len(runs) == 3
-        assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
-        assert all(r.tags["dagster/sensor_name"] == "packet__steered__recovery" for r in runs[1:])
-        records = _records(instance, runs)
-        assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
-            [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
-        assert all(r["result"] == "completed" for r in records)
+    first, runs, records = _steered_to_the_end(running, "steered", 3)
+    assert runs[0].run_id == first and len(runs) == 3
+    assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
+    assert all(r.tags["dagster/sensor_name"] == "packet__steered__recovery" for r in runs[1:])
+    assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
+        [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
+    assert all(r["result"] == "completed" for r in records)
 
 
 def test_a_command_agent_steers_its_iterations_under_the_daemon(running: Deployment) -> None:
     """Its `awp agent-control repeat`, then `finish`, from its own shell in a run worker: the sensor launches
     the second iteration, and the finish ends the AgentRun."""
-    first = running.launch_job("packet__shelled")
-    running.wait_until(lambda i: len(_runs(i, "shelled")) >= 2 and all_finished(i, _runs(i, "shelled")), 300,
-                       "two iterations")
-    time.sleep(3 * 5)  # three sensor ticks: the finish ended it
-    with running.instance() as instance:
-        runs = _runs(instance, "shelled")
-        records = _records(instance, runs)
+    first, runs, records = _steered_to_the_end(running, "shelled", 2)
     log = running.project / "assets" / "shelled" / ".awp" / "homes" / "agent-login" / "control.log"
     assert runs[0].run_id == first and len(runs) == 2, log.read_text() if log.exists() else "no control.log"
     assert [(r["identity"]["mode"], r["control"]["outcome"], r["control"]["source"]) for r in records] == \
