@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from awp_pipelines.attempts import Usage, total_usage
-from awp_pipelines.catalog import Catalog
+from awp_pipelines.catalog import Catalog, default_catalog_file
 from awp_pipelines.cli.common import (
     console,
     emit_json,
@@ -55,6 +55,9 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
               "their budgets, Attempts count on from stored history (default: a new packet run).")
 @click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
+@click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run up to N prompts at once: those with no dependency path between them, on disjoint work "
+              "trees, one Attempt per account (default 8, as under the daemon; 1: one prompt at a time).")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
               "Postgres, is honoured). Default: <packet>/.awp/dagster (SQLite).")
@@ -68,7 +71,7 @@ _STYLE = {"completed": "green", "verification_failed": "yellow", "blocked_by_dep
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
                 effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
-                packet_run: str | None, no_recovery: bool, verbose: bool,
+                packet_run: str | None, no_recovery: bool, verbose: bool, parallel: int | None,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -77,6 +80,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     """
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource
     from awp_pipelines.orchestration.resources import AwpRuntime
     from awp_pipelines.orchestration.runner import Progress, RunOptions, RunStopped, run_packet
     from awp_pipelines.orchestration.state import completed_prompts
@@ -95,7 +99,13 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         return
     runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=not no_commit,
                          simulate_overlay=str(simulate_overlay.resolve()) if simulate_overlay else None)
-    compiled = packet_assets(loaded, catalog, runtime, plan_context=context)
+    width = parallel or DEFAULT_PARALLEL
+    compiled = packet_assets(loaded, catalog, runtime, plan_context=context, parallel=width)
+    # What a step process of a parallel run needs to build this same job again (it is spawned).
+    catalog_file = providers_file or default_catalog_file()
+    source = JobSource(str(loaded.root), str(catalog_file.resolve()) if catalog_file else None,
+                       {"provider": provider, "model": model, "effort": effort, "profile": profile},
+                       runtime.model_dump(), width) if width > 1 else None
     selected = [p.id for p in plan.prompts]
     names = {p.id: p.name for p in plan.prompts}
     printer = _Printer(selected, names, quiet=as_json)
@@ -103,7 +113,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
         instance = open_instance(loaded.root, instance_dir)
         try:
-            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose)
+            options = RunOptions(packet_run, recover=not no_recovery, verbose=verbose, parallel=source)
             ran, outcomes = run_packet(compiled, instance, selected, options,
                                        Progress(attempt=printer.attempt, launch=printer.launch))
             usages = {o.prompt: _agent_run_usage(instance, loaded, ran, o.prompt) for o in outcomes}
