@@ -1,0 +1,60 @@
+"""8 independent prompts on 8 repos, each agent taking 5 s (the simulated provider's delay), under `awp run` in
+process, against one such prompt alone, measured back to back in this run. Goal: wall ≤ 1.5× (Prompt Runner
+runs them one after another: 8×).
+
+    .venv/bin/python bench/dag_parallel.py [--prompts 8] [--delay-ms 5000] [--json]
+
+Each run is a fresh `awp run` process on a fresh packet and instance; the wall time includes its start."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from dag_packets import write_dag_packet  # noqa: E402
+
+GOAL = 1.5
+
+
+def timed_run(folder: Path, prompts: int, delay_ms: int) -> float:
+    packet = write_dag_packet(folder / "packet", {f"{i + 1:02d}": f"r{i + 1}" for i in range(prompts)}, delay_ms)
+    awp = str(Path(sys.executable).parent / "awp")
+    start = time.perf_counter()
+    done = subprocess.run([awp, "run", str(packet), "--instance", str(folder / "instance")], capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"awp run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--delay-ms", type=int, default=5000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="awp-bench-dag-") as tmp:
+        one = timed_run(Path(tmp) / "one", 1, args.delay_ms)
+        many = timed_run(Path(tmp) / "many", args.prompts, args.delay_ms)
+    ratio = many / one
+    figures = {"prompts": args.prompts, "delay_s": args.delay_ms / 1000, "one_s": round(one, 2),
+               "all_s": round(many, 2), "ratio": round(ratio, 2), "goal": GOAL, "met": ratio <= GOAL,
+               "serial_ratio": args.prompts}
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        print(f"{args.prompts} independent prompts on {args.prompts} repos, {args.delay_ms / 1000:g} s each: "
+              f"{many:.1f} s; one alone {one:.1f} s; {ratio:.2f}x (goal <= {GOAL}x; serial would be "
+              f"{args.prompts}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
