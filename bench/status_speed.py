@@ -75,7 +75,8 @@ def make_packet(folder: Path, prompts: int) -> Path:
 # -- the synthetic history -----------------------------------------------------------------------------------
 
 def _record(packet_run: str, prompt: str, number: int, mode: str, completed: bool, run_id: str):  # type: ignore[no-untyped-def]
-    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, CommitInfo, Usage
+    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+    from awp_pipelines.committer import CommitResult
     from awp_pipelines.tags import agent_run_id, attempt_id
     from awp_pipelines.verifiers.report import ItemResult, VerifierReport
 
@@ -94,7 +95,7 @@ def _record(packet_run: str, prompt: str, number: int, mode: str, completed: boo
         result="completed" if completed else "verification_failed",
         usage=Usage(input_tokens=1200, output_tokens=300, cost_usd=0.0021), messages=6,
         verifier=VerifierReport(prompt_id=prompt, items=items), prompt_text="Write the notes. " * 40,
-        commits=[CommitInfo(repo="docs", status="committed", sha="a" * 40)] if completed else [],
+        commits=[CommitResult(repo="docs", status="committed", sha="a" * 40)] if completed else [],
         events_file=f"/tmp/bench/.awp/events/{packet_run}/{prompt}/{attempt_id(agent_run, number)}.jsonl")
 
 
