@@ -9,7 +9,6 @@ Each run is a fresh `awp run` process on a fresh packet and instance; the wall t
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dag_packets import write_dag_packet  # noqa: E402
+from emit import emit  # noqa: E402
 
 GOAL = 1.5
 
@@ -47,13 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = {"prompts": args.prompts, "delay_s": args.delay_ms / 1000, "one_s": round(one, 2),
                "all_s": round(many, 2), "ratio": round(ratio, 2), "goal": GOAL, "met": ratio <= GOAL,
                "serial_ratio": args.prompts}
-    if args.json:
-        print(json.dumps(figures))
-    else:
-        print(f"{args.prompts} independent prompts on {args.prompts} repos, {args.delay_ms / 1000:g} s each: "
-              f"{many:.1f} s; one alone {one:.1f} s; {ratio:.2f}x (goal <= {GOAL}x; serial would be "
-              f"{args.prompts}x)")
-    return 0
+    return emit(figures, args.json, f"{args.prompts} independent prompts on {args.prompts} repos, "
+                f"{args.delay_ms / 1000:g} s each: {many:.1f} s; one alone {one:.1f} s; {ratio:.2f}x (goal <= "
+                f"{GOAL}x; serial would be {args.prompts}x)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from emit import emit
+
 GOAL = 1.5
 
 
@@ -96,13 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                "bare_s": round(med["bare"][0], 2), "time_ratio": round(time_ratio, 2),
                "awp_rss_mb": round(med["awp"][1], 1), "bare_rss_mb": round(med["bare"][1], 1),
                "rss_ratio": round(rss_ratio, 2), "goal": GOAL, "met": time_ratio <= GOAL and rss_ratio <= GOAL}
-    if args.json:
-        print(json.dumps(figures))
-    else:
-        print(f"definitions for {args.packets} packets x {args.prompts} prompts: {med['awp'][0]:.2f} s, "
-              f"{med['awp'][1]:.0f} MB; bare Dagster {med['bare'][0]:.2f} s, {med['bare'][1]:.0f} MB; "
-              f"{time_ratio:.2f}x time, {rss_ratio:.2f}x RSS (goal <= {GOAL}x)")
-    return 0
+    return emit(figures, args.json, f"definitions for {args.packets} packets x {args.prompts} prompts: "
+                f"{med['awp'][0]:.2f} s, {med['awp'][1]:.0f} MB; bare Dagster {med['bare'][0]:.2f} s, "
+                f"{med['bare'][1]:.0f} MB; {time_ratio:.2f}x time, {rss_ratio:.2f}x RSS (goal <= {GOAL}x)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ covers the run alone (`run_packet`, `execute_in_process`), not the compile."""
 
 # No `from __future__ import annotations`: Dagster reads the assets' return annotations.
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dag_packets import init_repo, write_dag_packet  # noqa: E402
+from emit import emit  # noqa: E402
 
 GOAL = 1.2
 
@@ -103,14 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                          "ratio": round(awp / bare, 2), "goal": GOAL, "met": awp / bare <= GOAL})
     flat = rows[-1]["awp_ms"] / rows[0]["awp_ms"] if len(rows) > 1 else 1.0
     figures = {"rows": rows, "flatness": round(flat, 2), "flat": flat <= GOAL}
-    if args.json:
-        print(json.dumps(figures))
-    else:
-        for row in rows:
-            print(f"{row['prompts']} prompts: awp run {row['awp_ms']} ms per prompt, bare Dagster {row['bare_ms']} ms;"
-                  f" {row['ratio']}x (goal <= {GOAL}x)")
-        print(f"per-prompt time at {rows[-1]['prompts']} / at {rows[0]['prompts']}: {flat:.2f} (flat: <= {GOAL})")
-    return 0
+    lines = [f"{row['prompts']} prompts: awp run {row['awp_ms']} ms per prompt, bare Dagster {row['bare_ms']} ms; "
+             f"{row['ratio']}x (goal <= {GOAL}x)" for row in rows]
+    lines.append(f"per-prompt time at {rows[-1]['prompts']} / at {rows[0]['prompts']}: {flat:.2f} (flat: <= {GOAL})")
+    return emit(figures, args.json, "\n".join(lines))
 
 
 if __name__ == "__main__":
