@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,7 +38,6 @@ from dagster._core.definitions.reconstruct import build_reconstructable_job
 from dagster._core.execution.api import execute_run
 from dagster._core.execution.execution_result import ExecutionResult
 
-from awp_pipelines import interrupts
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import Packet
@@ -130,29 +128,11 @@ def execute_parallel(source: JobSource, instance: DagsterInstance, keys: list[As
     run = instance.create_run_for_job(job_def=job_def, run_config={"loggers": loggers}, tags=run_tags,
                                       run_id=run_id, job_code_origin=recon.get_python_origin(),
                                       asset_selection=frozenset(keys))
-    with _forwarding_attempt_lines(instance, run_id, attempt_line), _sigterm_as_interrupt():
+    # Dagster takes SIGINT and SIGTERM for the run (capture_interrupts) and tells each step process to stop; the
+    # runner then sees an interrupted run and stops as for SIGINT (exit 130, whichever signal it was).
+    with _forwarding_attempt_lines(instance, run_id, attempt_line):
         return execute_run(recon, run, instance, raise_on_error=False)
 
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Dagster's executor takes SIGINT for the run (it tells each step process to stop, and the Attempts end
-    in order) but not SIGTERM: under `awp run` a SIGTERM is noted by its Stop (the exit code says so, a second
-    one exits at once) and passed on as a SIGINT."""
-    stop = interrupts.current()
-    if stop is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def forward(signum: int, frame: object) -> None:
-        stop.deliver(signum, None)
-        signal.raise_signal(signal.SIGINT)
-
-    previous = signal.signal(signal.SIGTERM, forward)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager
