@@ -76,7 +76,7 @@ def _attempt_rows(d: dict[str, Any]) -> list[Row]:
 
 
 def _dag_rows(d: dict[str, Any]) -> list[Row]:
-    return [Row(f"{d['prompts']} independent prompts on {d['prompts']} repos, {d['delay_s']:g} s each, in process",
+    return [Row(f"{d['prompts']} independent prompts on {d['prompts']} repos, {d['delay_s']:g} s each, {d['where']}",
                 f"{d['all_s']} s", f"one such prompt alone: {d['one_s']} s", f"{d['ratio']}x",
                 "<= 1.5x (serial: 8x)", _verdict(d["met"]))]
 
@@ -112,6 +112,9 @@ BENCHES = [
           _attempt_rows, ".venv/bin/python bench/attempt_overhead.py (AWP_TEST_PG_URL set: also Postgres)"),
     Bench("dag", [PY + "dag_parallel.py"], [PY + "dag_parallel.py", "--prompts", "3", "--delay-ms", "2000"],
           _dag_rows, ".venv/bin/python bench/dag_parallel.py"),
+    Bench("dag-daemon", [PY + "dag_parallel.py", "--daemon"],
+          [PY + "dag_parallel.py", "--daemon", "--prompts", "3", "--delay-ms", "2000"], _dag_rows,
+          ".venv/bin/python bench/dag_parallel.py --daemon"),
     Bench("definitions", [PY + "definitions_load.py"], [PY + "definitions_load.py", "--packets", "20",
                                                         "--repeat", "1"], _defs_rows,
           ".venv/bin/python bench/definitions_load.py"),
@@ -122,8 +125,6 @@ BENCHES = [
 ]
 
 NOT_MEASURED = [
-    Row("8 independent prompts, 5 s each, under the daemon", "—", "one such prompt alone", "—", "<= 1.5x",
-        "not measured"),
     Row("one recovery-sensor tick with 10,000 past runs", "—", "the same tick with 100", "—", "<= 1.5x",
         "not measured"),
     Row("rate limit → next Attempt started, in process and under the daemon", "—", "the packet without the limit",
