@@ -46,9 +46,15 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# Per-Attempt cost of the Dagster layer over the pure engine (ratios within one run; see bench/README.md).
+# Every benchmark of issue 17, each beside its baseline from the same run, with ratio and verdict; writes
+# docs/benchmarks.md (about 8 minutes on 2 CPUs; ARGS="--skip status" leaves one out; see bench/README.md).
 .PHONY: bench
 bench: install
+	$(VENV)/bin/python bench/suite.py $(ARGS)
+
+# Per-Attempt cost of the Dagster layer over the pure engine alone, with its details (--profile for a profile).
+.PHONY: bench-attempt
+bench-attempt: install
 	$(VENV)/bin/python bench/attempt_overhead.py
 
 # `awp blame` on a 1,000-commit repo against plain `git blame -L` (ratios within one run; goal: under 1 s).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,17 +127,21 @@ def plan(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, over
 def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
-        simulate_overlay: PathLike | None = None, verbose: bool = False,
+        simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
         on_progress: Listener | None = None) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
+    `parallel`: how many prompts may run at once (default 8; 1: one at a time): those with no dependency path
+    between them, on disjoint work trees, within the account leases.
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
+    from awp_pipelines.catalog import default_catalog_file
     from awp_pipelines.interrupts import stopping
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource
     from awp_pipelines.orchestration.resources import AwpRuntime
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.state import agent_run_records
@@ -148,14 +152,20 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
     runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=commit,
                          simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
-    compiled = packet_assets(loaded, found, runtime, plan_context=context)
+    width = parallel or DEFAULT_PARALLEL
+    compiled = packet_assets(loaded, found, runtime, plan_context=context, parallel=width)
+    # What a step process of a parallel run needs to build this same job again (it is spawned).
+    catalog_file = Path(providers) if providers is not None else default_catalog_file()
+    source = JobSource(str(loaded.root), str(catalog_file.resolve()) if catalog_file else None,
+                       asdict(context.overrides), runtime.model_dump(), width) if width > 1 else None
     selected = [p.id for p in planned.prompts]
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts)))
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
         dagster = open_instance(loaded.root, _path(instance))
         try:
-            options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps)
+            options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
+                                 parallel=source)
             ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, loaded, ran, o.prompt))
                      for o in outcomes}

@@ -26,7 +26,8 @@ class AttemptStarted:
 
     def line(self) -> str:
         on = f" on account {self.account}" if self.account else ""
-        return f"Attempt {self.attempt} ({self.mode}): {self.provider}/{self.model}{on} — {self.reason}"
+        why = f" — {self.reason}" if self.reason else ""  # read back from a step process's marker: no reason
+        return f"Attempt {self.attempt} ({self.mode}): {self.provider}/{self.model}{on}{why}"
 
 
 @dataclass(frozen=True)

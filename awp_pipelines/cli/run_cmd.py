@@ -43,6 +43,9 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 @click.option("--ignore-deps", is_flag=True, help="Run the selected prompts even when an upstream prompt is not "
               "completed in the packet run (by default that is refused, naming the upstream).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
+@click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run up to N prompts at once: those with no dependency path between them, on disjoint work "
+              "trees, one Attempt per account (default 8, as under the daemon; 1: one prompt at a time).")
 @click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
               envvar="AWP_DAGSTER_HOME", help="Dagster home to store runs in (a dagster.yaml there, e.g. "
               "Postgres, is honoured). Default: <packet>/.awp/dagster (SQLite).")
@@ -56,7 +59,7 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
                 effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
-                packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool,
+                packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool, parallel: int | None,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -77,7 +80,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
         result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
                          packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
-                         state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose,
+                         state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose, parallel=parallel,
                          on_progress=printer.event)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)

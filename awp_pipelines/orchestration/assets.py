@@ -31,6 +31,7 @@ from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, 
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
     AwpRuntime,
@@ -64,8 +65,9 @@ class CompiledPacket:
 
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
                   translator: PacketTranslator | None = None,
-                  plan_context: PlanContext | None = None) -> CompiledPacket:
-    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any). A packet
+                  plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL) -> CompiledPacket:
+    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any). The job
+    runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
     daemon load fails with its file and line instead of storing the secret in its snapshots."""
     refuse_secrets(packet)
@@ -76,7 +78,8 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
     redactor = Redactor.for_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={tags.PACKET: packet.name},
-                           description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}")
+                           description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
+                           executor_def=parallel_executor(parallel))
     providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
     accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
     runtime = canonical(runtime or AwpRuntime())

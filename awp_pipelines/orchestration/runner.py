@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from dagster import (
     DagsterEventType,
     DagsterInstance,
-    Definitions,
-    ExecuteInProcessResult,
     InitLoggerContext,
     JobDefinition,
     logger,
 )
 from dagster._core.events import RunFailureReason
+from dagster._core.execution.execution_result import ExecutionResult
 from dagster._core.utils import make_new_run_id
 
 from awp_pipelines import interrupts, tags
@@ -44,7 +43,7 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
 )
 from awp_pipelines.orchestration.instance import storage_failure
-from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
 from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
@@ -85,6 +84,9 @@ class RunOptions:
     recover: bool = True  # retry, fallback and repair in process, as the sensor does under the daemon
     verbose: bool = False  # also print Dagster's own event log
     ignore_deps: bool = False  # the user asked to run prompts whose upstream is not completed in the packet run
+    # Set, a selection whose prompts can overlap runs on the multiprocess executor (parallel.py), its steps
+    # building the job again from this source; None, every run is in process.
+    parallel: JobSource | None = None
 
 
 @dataclass
@@ -181,9 +183,12 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
     fresh = _startable_fresh(binding, history, selected, options.ignore_deps)
     if fresh:
-        # One run for the selection, as the UI launches it: Dagster's deps order the prompts.
+        # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on
+        # disjoint work trees run at the same time when they can.
+        source = options.parallel if options.parallel and can_overlap(binding.packet, fresh) else None
         _execute(job, instance, [binding.key(pid) for pid in fresh],
-                 {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress)
+                 {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress,
+                 _in_parallel(source, binding, progress) if source else None)
     # Without recovery, one Attempt per selected prompt: the fresh ones just ran; a continued packet run
     # gets one round of what comes next.
     rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
@@ -255,8 +260,16 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
     return [run.run_id for run in reaped]
 
 
+Executor = Callable[[DagsterInstance, list, dict[str, str], str, bool], ExecutionResult]
+
+
+def _in_parallel(source: JobSource, binding: PacketBinding, progress: Progress) -> Executor:
+    return lambda instance, keys, run_tags, run_id, verbose: execute_parallel(
+        source, instance, keys, run_tags, run_id, verbose, binding.keys, progress.event)
+
+
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
-             options: RunOptions, progress: Progress) -> None:
+             options: RunOptions, progress: Progress, executor: Executor | None = None) -> None:
     # Dagster's console log only with --verbose; else a silent logger stands in for its default console.
     loggers = {"console": {"config": {"log_level": "INFO"}}} if options.verbose else {"silent": {}}
     stop = interrupts.current()
@@ -264,9 +277,13 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
         stop.check()  # no new run once a signal asked to stop
     run_id = make_new_run_id()
     try:
-        with listening(progress.event):  # the compute runs in this thread: its events come back as values
-            result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
-                                            tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
+        result: ExecutionResult
+        if executor is not None:
+            result = executor(instance, keys, run_tags, run_id, options.verbose)
+        else:
+            with listening(progress.event):  # the compute runs in this thread: its events come back as values
+                result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
+                                                tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.
@@ -279,18 +296,14 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
             raise Interrupted(signal.SIGINT)
 
 
-def _interrupted(result: ExecuteInProcessResult) -> bool:
+def _interrupted(result: ExecutionResult) -> bool:
     return any(event.event_type == DagsterEventType.RUN_FAILURE and event.job_failure_data is not None
                and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
                for event in result.all_events)
 
 
 def _job(compiled: CompiledPacket) -> JobDefinition:
-    from dagster import colored_console_logger
-
-    defs = Definitions(assets=compiled.assets, jobs=[compiled.job], resources=dict(compiled.resources),
-                       loggers={"silent": _silent, "console": colored_console_logger})
-    return defs.resolve_job_def(job_name(compiled.packet))
+    return resolve_job(compiled, {"silent": _silent})
 
 
 @logger(config_schema=None, description="Prints nothing: `awp run` reports progress from its events.")

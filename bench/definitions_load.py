@@ -1,0 +1,107 @@
+"""Definitions for 200 packets × 10 prompts: the code location's load time and peak RSS, against bare Dagster
+building the same assets (a chain of 10 per group), the same blocking checks and one job per group.
+
+    .venv/bin/python bench/definitions_load.py [--packets 200] [--prompts 10] [--repeat 3] [--json]
+
+Each load runs in a fresh process (medians of --repeat); the clock starts after `import dagster`, and both
+resolve the repository (`get_repository_def`), as the code server does. Goals: ≤ 1.5× time, ≤ 1.5× RSS."""
+
+# No `from __future__ import annotations`: Dagster reads the assets' return annotations.
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from emit import emit
+
+GOAL = 1.5
+
+
+def write_project(root: Path, packets: int, prompts: int) -> None:
+    for p in range(packets):
+        folder = root / "assets" / f"pk{p:03d}"
+        (folder / "prompts").mkdir(parents=True)
+        (folder / "packet.yaml").write_text(f"name: pk{p:03d}\nprovider: simulated\nrepos:\n  w: {{path: ./w}}\n",
+                                            encoding="utf-8")
+        for i in range(prompts):
+            pid = f"{i + 1:02d}"
+            (folder / "prompts" / f"{pid}_step.prompt.md").write_text(
+                f"---\nid: \"{pid}\"\nname: Step {pid}\ntargets: [w]\nverify:\n  files_exist: [f{pid}.md]\n---\n"
+                f"Write f{pid}.md.\n", encoding="utf-8")
+
+
+def child_awp(root: str) -> float:
+    os.environ["AWP_PROJECT_ROOT"] = root
+    start = time.perf_counter()
+    from awp_pipelines.definitions import defs
+
+    defs.get_repository_def()
+    return time.perf_counter() - start
+
+
+def child_bare(packets: int, prompts: int) -> float:
+    from dagster import AssetCheckSpec, AssetKey, Definitions, MaterializeResult, asset, define_asset_job
+
+    start = time.perf_counter()
+    assets, jobs = [], []
+    for p in range(packets):
+        group = f"pk{p:03d}"
+        keys = [AssetKey([group, f"{i + 1:02d}_step"]) for i in range(prompts)]
+        for i, key in enumerate(keys):
+            @asset(key=key, deps=keys[i - 1:i], group_name=group, pool=f"awp_{group}_w",
+                   check_specs=[AssetCheckSpec(f"f{i + 1:02d}_md_exists", asset=key, blocking=True)])
+            def _step() -> MaterializeResult:
+                return MaterializeResult()
+            assets.append(_step)
+        jobs.append(define_asset_job(f"packet__{group}", selection=keys))
+    Definitions(assets=assets, jobs=jobs).get_repository_def()
+    return time.perf_counter() - start
+
+
+def measure(mode: str, root: Path, packets: int, prompts: int) -> tuple[float, float]:
+    import dagster  # noqa: F401  (both sides start the clock after Dagster's import)
+
+    seconds = child_awp(str(root)) if mode == "awp" else child_bare(packets, prompts)
+    return seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packets", type=int, default=200)
+    parser.add_argument("--prompts", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", choices=["awp", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(args.child, Path(args.root or "."), args.packets, args.prompts)))
+        return 0
+    samples: dict[str, list[tuple[float, float]]] = {"awp": [], "bare": []}
+    with tempfile.TemporaryDirectory(prefix="awp-bench-defs-") as tmp:
+        write_project(Path(tmp), args.packets, args.prompts)
+        for _ in range(args.repeat):
+            for mode in ("bare", "awp"):
+                done = subprocess.run([sys.executable, __file__, "--child", mode, "--root", tmp, "--packets",
+                                       str(args.packets), "--prompts", str(args.prompts)],
+                                      capture_output=True, text=True, check=True, cwd=tmp)
+                samples[mode].append(tuple(json.loads(done.stdout.strip().splitlines()[-1])))  # type: ignore[arg-type]
+    med = {m: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)) for m, v in samples.items()}
+    time_ratio, rss_ratio = med["awp"][0] / med["bare"][0], med["awp"][1] / med["bare"][1]
+    figures = {"packets": args.packets, "prompts": args.prompts, "awp_s": round(med["awp"][0], 2),
+               "bare_s": round(med["bare"][0], 2), "time_ratio": round(time_ratio, 2),
+               "awp_rss_mb": round(med["awp"][1], 1), "bare_rss_mb": round(med["bare"][1], 1),
+               "rss_ratio": round(rss_ratio, 2), "goal": GOAL, "met": time_ratio <= GOAL and rss_ratio <= GOAL}
+    return emit(figures, args.json, f"definitions for {args.packets} packets x {args.prompts} prompts: "
+                f"{med['awp'][0]:.2f} s, {med['awp'][1]:.0f} MB; bare Dagster {med['bare'][0]:.2f} s, "
+                f"{med['bare'][1]:.0f} MB; {time_ratio:.2f}x time, {rss_ratio:.2f}x RSS (goal <= {GOAL}x)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
