@@ -62,6 +62,7 @@ from awp_pipelines.policy import Chain, Target, past_unavailable
 from awp_pipelines.probe import probe
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
+from awp_pipelines.remote import RemoteTrees, trees_of
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
@@ -168,7 +169,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          redactor=redactor)
+                          redactor=redactor, trees=trees_of(packet, packet_run))
     context.log.info(f"Attempt {identity.attempt_id} ({launch.mode}): {target.provider}/{target.model}"
                      + (f" on account {target.account}" if target.account else "") + f" — {launch.reason}")
     step_key = context.get_step_execution_context().step.key
@@ -179,6 +180,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
         _save_dead_work(context, binding, packet_run, prompt.id)
+        _sync_trees(context, attempt.trees, plan.repos)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
         _mark_started(context, binding, prompt.id, identity, launch, target, account)
@@ -221,6 +223,18 @@ def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, pack
     history = packet_run_history(context.instance, packet_run, binding.keys)
     for attempt in save_unrecorded_work(binding, history, packet_run, sharing):
         context.log.warning(f"saved the partial work of Attempt {attempt}, whose process died, as its checkpoint")
+
+
+def _sync_trees(context: AssetExecutionContext, trees: RemoteTrees | None, repos: list[WorkRepo]) -> None:
+    """Remote repos (remote.py): this worker's clone stands on the packet run's branch, checkpoints fetched."""
+    if trees is None:
+        return
+    try:
+        tips = trees.sync(Path(r.path) for r in repos)
+    except WorkspaceError as err:
+        raise Failure(description=f"could not bring the work tree to the packet run's branch: {err}") from None
+    for name, sha in tips.items():
+        context.log.info(f"repo {name}: on {trees.branch} at {sha[:12]}")
 
 
 def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[WorkRepo]) -> None:
