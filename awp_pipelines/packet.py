@@ -78,6 +78,8 @@ class Packet:
     prompts: list[Prompt]
     raw: dict[str, Any] = field(repr=False, hash=False, compare=False)
     doc: YamlDoc = field(repr=False, hash=False, compare=False)
+    # Where this worker clones remote repos, read once at load (AWP_WORK_ROOT): a packet's paths never move.
+    work_root: Path | None = field(default_factory=lambda: _work_root_from_env())
 
     @property
     def name(self) -> str:
@@ -97,8 +99,7 @@ class Packet:
         if spec.path is not None:
             return (self.root / spec.path).resolve()
         # Each worker (host) clones into its own work folder: AWP_WORK_ROOT, else the packet's state folder.
-        work_root = os.environ.get(WORK_ROOT_ENV)
-        base = Path(work_root) / self.name if work_root else self.root / ".awp" / "trees"
+        base = self.work_root / self.name if self.work_root else self.root / ".awp" / "trees"
         return (base / name).resolve()
 
     @property
@@ -123,6 +124,11 @@ class Packet:
             return declared
         index = self.prompts.index(prompt)
         return [self.prompts[index - 1].id] if index > 0 else []
+
+
+def _work_root_from_env() -> Path | None:
+    value = os.environ.get(WORK_ROOT_ENV, "").strip()
+    return Path(value) if value else None
 
 
 def find_manifest(root: Path) -> Path:

@@ -10,22 +10,25 @@ partial work as `refs/awp/checkpoints/<agent run>/<attempt>`, so a retry on anot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from awp_pipelines import tags
 from awp_pipelines.committer import FALLBACK_IDENTITY, CommitError
 from awp_pipelines.model.manifest import RemoteSpec
 from awp_pipelines.packet import Packet, Repo
 from awp_pipelines.workspace import WorkspaceError, changed_paths, git, is_git_repo
 
 _CHECKPOINTS = "refs/awp/checkpoints"
+_NOT_IN_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.|^[.-]")
 _ORIGIN = "origin"
 
 
 def run_branch(packet: str, packet_run: str) -> str:
-    """The packet run's branch on every remote repo it works on."""
-    return f"awp/{packet}/{packet_run}"
+    """The packet run's branch on every remote repo it works on (characters git refuses in a ref become -)."""
+    return tags.BRANCH_PREFIX + "/".join(_NOT_IN_REF.sub("-", part) for part in (packet, packet_run))
 
 
 def _remote_ref(repo: Path, url: str, ref: str) -> str | None:

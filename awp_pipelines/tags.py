@@ -62,6 +62,8 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 # Keys of the instance's key-value store: + <account>.
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
+BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
+CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
 # already: these are also the decision function's actions that launch (`policy.Action`).

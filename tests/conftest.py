@@ -32,6 +32,8 @@ SLOW_ELSEWHERE = {
         "8 processes race for one lock",
     "tests/providers/test_account_store.py::test_cooldown_set_by_one_process_is_honoured_by_another_on_sqlite":
         "a second process imports Dagster",
+    "tests/test_attempt_claim.py::test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt":
+        "4 processes import Dagster and race for one Attempt's claim",
 }
 # Whole modules: the real agent CLIs (Node processes) against local fake APIs.
 SLOW_MODULES = ("test_real_*.py",)

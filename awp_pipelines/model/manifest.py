@@ -28,8 +28,8 @@ class RemoteSpec(StrictModel):
 
     url: str = Field(min_length=1, description="Git remote URL (ssh, https, file or a local path). No credential "
                      "in it: the worker's own git credential (ssh key, credential helper) pushes.")
-    branch: str = Field("main", min_length=1, description="Base branch: a packet run's branch "
-                        "(awp/<packet>/<packet run>) starts from its tip when the run first touches the repo.")
+    branch: str = Field("main", min_length=1, description="Base branch: a packet run's own branch "
+                        "starts from its tip when the run first touches the repo.")
     reference: PathText | None = Field(None, description="A local reference repository (cache) to clone from "
                                        "where it exists on the worker (git clone --reference-if-able).")
 

@@ -35,6 +35,7 @@ from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_la
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import (
     ATTEMPT_STARTED,
     AgentRunHistory,
@@ -200,6 +201,10 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
     `interrupted` fact needs); the Attempt's record follows when it ends."""
     fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
+    holder = claim_attempt(context.instance, identity.attempt_id, context.run.run_id)
+    if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
+        raise Failure(description=f"Attempt {identity.attempt_id} is already started by {holder}: this process "
+                      "starts no second one", allow_retries=False)
     if account is not None:  # counted as it starts: the next choice, in any process, already sees it
         AccountStore(context.instance).record_use(account.name)
     marker: dict[str, Any] = {
