@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from dagster._core.test_utils import instance_for_test
 from dagster_k8s.job import DagsterK8sJobConfig, UserDefinedDagsterK8sConfig, construct_dagster_k8s_job
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -74,3 +76,47 @@ def test_the_run_pod_is_never_evicted_restarted_or_resumed() -> None:
     assert monitoring["startTimeoutSeconds"] >= 300  # minutes: image pulls on a busy cluster
     tag = values["dagster-user-deployments"]["deployments"][0]["image"]["tag"]
     assert tag != "latest"
+
+
+def _instance_config(name: str, tmp_path: Path) -> dict[str, Any]:
+    """A deploy/ instance config with SQLite storage in place of PostgreSQL (the launcher is what is tested)."""
+    config = yaml.safe_load((DEPLOY / name / "dagster.yaml").read_text())
+    config.pop("storage")
+    return config
+
+
+def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_attempt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster_celery.launcher import CeleryRunLauncher
+
+    from awp_pipelines.bounds import derive_bounds
+
+    monkeypatch.setenv("AWP_CELERY_BROKER", "redis://127.0.0.1:6379/0")
+    with instance_for_test(overrides=_instance_config("celery", tmp_path)) as instance:
+        launcher = instance.run_launcher
+        assert isinstance(launcher, CeleryRunLauncher)
+        conf = launcher.celery.conf
+        assert conf.broker_url == "redis://127.0.0.1:6379/0"
+        longest_attempt_s = derive_bounds(None).timeout_ms / 1000  # `timeout` unset: the longest there is
+        assert conf.broker_transport_options["visibility_timeout"] > longest_attempt_s
+        assert conf.worker_prefetch_multiplier == 1
+        assert instance.run_monitoring_max_resume_run_attempts == 0
+        assert instance.run_monitoring_start_timeout_seconds >= 300
+        assert instance.get_settings("run_monitoring")["free_slots_after_run_end_seconds"] > 0
+
+
+def test_the_docker_instance_runs_each_run_in_a_container_of_the_awp_image(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster_docker import DockerRunLauncher
+
+    monkeypatch.setenv("AWP_IMAGE", "awp-pipelines:test")
+    with instance_for_test(overrides=_instance_config("docker", tmp_path)) as instance:
+        launcher = instance.run_launcher
+        assert isinstance(launcher, DockerRunLauncher)
+        assert launcher.image == "awp-pipelines:test"
+        assert launcher.networks == ["host"]
+        assert "AWP_WORK_ROOT=/work" in launcher.env_vars
+        assert not [v for v in launcher.env_vars if "=" in v and "PASSWORD" in v.split("=")[0]]
+        assert instance.run_monitoring_max_resume_run_attempts == 0
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "USER awp" in dockerfile and "install_real_clis.sh" in dockerfile
