@@ -82,6 +82,9 @@ class RemoteTrees:
             repo, remote = found
             if not is_git_repo(repo.path):
                 _clone(repo, remote, self.packet.root)
+            # Checkpoints saved here since (a dead Attempt's work, saved by the next one on this host) travel
+            # too; best effort: one already on the remote under that name stays as it is.
+            git(repo.path, "push", "--quiet", _ORIGIN, f"{_CHECKPOINTS}/*:{_CHECKPOINTS}/*", ok_codes=(0, 1))
             tip = _remote_ref(repo.path, _ORIGIN, f"refs/heads/{self.branch}")
             start = f"refs/remotes/{_ORIGIN}/{self.branch}" if tip else f"refs/remotes/{_ORIGIN}/{remote.branch}"
             git(repo.path, "fetch", "--quiet", "--prune", _ORIGIN,

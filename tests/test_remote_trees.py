@@ -100,3 +100,16 @@ def test_local_repos_are_left_alone(tmp_path: Path, make_git_repo: Callable[[Pat
     trees = RemoteTrees(load_packet(root), "pr-1")
     assert trees.sync([root / "w"]) == {}
     assert _git("-C", root / "w", "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+
+def test_a_checkpoint_saved_on_a_host_after_its_attempt_died_is_pushed_by_the_next_sync(
+        tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    packet = _packet(tmp_path / "p", remote)
+    host_a = _trees(packet, tmp_path / "a", monkeypatch)
+    clone_a = tmp_path / "a" / "travel" / "app"
+    host_a.sync([clone_a])
+    # What reaper.save_unrecorded_work does for a dead Attempt: a local checkpoint ref, not pushed by anyone.
+    _git("-C", clone_a, "update-ref", "refs/awp/checkpoints/pr-1.02/pr-1.02.a1", "HEAD")
+    host_a.sync([clone_a])
+    assert _git("-C", remote, "for-each-ref", "--format=%(refname)", "refs/awp/").split() == [
+        "refs/awp/checkpoints/pr-1.02/pr-1.02.a1"]
