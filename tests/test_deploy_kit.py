@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from dagster import DagsterInstance
 from dagster._core.test_utils import instance_for_test
 from dagster_k8s.job import DagsterK8sJobConfig, UserDefinedDagsterK8sConfig, construct_dagster_k8s_job
 
@@ -78,21 +79,28 @@ def test_the_run_pod_is_never_evicted_restarted_or_resumed() -> None:
     assert tag != "latest"
 
 
-def _instance_config(name: str, tmp_path: Path) -> dict[str, Any]:
+def _instance_config(name: str) -> dict[str, Any]:
     """A deploy/ instance config with SQLite storage in place of PostgreSQL (the launcher is what is tested)."""
     config = yaml.safe_load((DEPLOY / name / "dagster.yaml").read_text())
     config.pop("storage")
     return config
 
 
+def _never_resumes(instance: DagsterInstance) -> None:
+    """Run monitoring on, no resume (a second agent on half-done work), slots of a dead run freed."""
+    assert instance.run_monitoring_enabled
+    assert instance.run_monitoring_max_resume_run_attempts == 0
+    assert instance.get_settings("run_monitoring")["free_slots_after_run_end_seconds"] > 0
+
+
 def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_attempt(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from dagster_celery.launcher import CeleryRunLauncher
 
     from awp_pipelines.bounds import derive_bounds
 
     monkeypatch.setenv("AWP_CELERY_BROKER", "redis://127.0.0.1:6379/0")
-    with instance_for_test(overrides=_instance_config("celery", tmp_path)) as instance:
+    with instance_for_test(overrides=_instance_config("celery")) as instance:
         launcher = instance.run_launcher
         assert isinstance(launcher, CeleryRunLauncher)
         conf = launcher.celery.conf
@@ -100,23 +108,22 @@ def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_att
         longest_attempt_s = derive_bounds(None).timeout_ms / 1000  # `timeout` unset: the longest there is
         assert conf.broker_transport_options["visibility_timeout"] > longest_attempt_s
         assert conf.worker_prefetch_multiplier == 1
-        assert instance.run_monitoring_max_resume_run_attempts == 0
         assert instance.run_monitoring_start_timeout_seconds >= 300
-        assert instance.get_settings("run_monitoring")["free_slots_after_run_end_seconds"] > 0
+        _never_resumes(instance)
 
 
 def test_the_docker_instance_runs_each_run_in_a_container_of_the_awp_image(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from dagster_docker import DockerRunLauncher
 
     monkeypatch.setenv("AWP_IMAGE", "awp-pipelines:test")
-    with instance_for_test(overrides=_instance_config("docker", tmp_path)) as instance:
+    with instance_for_test(overrides=_instance_config("docker")) as instance:
         launcher = instance.run_launcher
         assert isinstance(launcher, DockerRunLauncher)
         assert launcher.image == "awp-pipelines:test"
         assert launcher.networks == ["host"]
         assert "AWP_WORK_ROOT=/work" in launcher.env_vars
         assert not [v for v in launcher.env_vars if "=" in v and "PASSWORD" in v.split("=")[0]]
-        assert instance.run_monitoring_max_resume_run_attempts == 0
+        _never_resumes(instance)
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     assert "USER awp" in dockerfile and "install_real_clis.sh" in dockerfile

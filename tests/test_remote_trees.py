@@ -49,6 +49,14 @@ def _trees(packet: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> RemoteT
     return RemoteTrees(load_packet(packet), "pr-1")
 
 
+def _synced_host(packet: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RemoteTrees, Path]:
+    """A host (a work root of its own) whose clone of the packet's repo stands on the run's branch."""
+    trees = _trees(packet, host, monkeypatch)
+    clone = host / "travel" / "app"
+    trees.sync([clone])
+    return trees, clone
+
+
 def test_hosts_follow_the_packet_runs_branch_and_a_stale_host_cannot_push_over_it(
         tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     packet = _packet(tmp_path / "p", remote)
@@ -80,14 +88,10 @@ def test_hosts_follow_the_packet_runs_branch_and_a_stale_host_cannot_push_over_i
 def test_a_checkpoint_pushed_by_one_host_is_fetched_by_the_next(
         tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     packet = _packet(tmp_path / "p", remote)
-    host_a = _trees(packet, tmp_path / "a", monkeypatch)
-    clone_a = tmp_path / "a" / "travel" / "app"
-    host_a.sync([clone_a])
+    host_a, clone_a = _synced_host(packet, tmp_path / "a", monkeypatch)
     _git("-C", clone_a, "update-ref", "refs/awp/checkpoints/pr-1.01/pr-1.01.a1", "HEAD")
     assert host_a.push_checkpoints({"app": clone_a}, "pr-1.01") == []
-    host_b = _trees(packet, tmp_path / "b", monkeypatch)
-    clone_b = tmp_path / "b" / "travel" / "app"
-    host_b.sync([clone_b])
+    _, clone_b = _synced_host(packet, tmp_path / "b", monkeypatch)
     assert _git("-C", clone_b, "for-each-ref", "--format=%(refname)", "refs/awp/").split() == [
         "refs/awp/checkpoints/pr-1.01/pr-1.01.a1"]
 
@@ -105,9 +109,7 @@ def test_local_repos_are_left_alone(tmp_path: Path, make_git_repo: Callable[[Pat
 def test_a_checkpoint_saved_on_a_host_after_its_attempt_died_is_pushed_by_the_next_sync(
         tmp_path: Path, remote: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     packet = _packet(tmp_path / "p", remote)
-    host_a = _trees(packet, tmp_path / "a", monkeypatch)
-    clone_a = tmp_path / "a" / "travel" / "app"
-    host_a.sync([clone_a])
+    host_a, clone_a = _synced_host(packet, tmp_path / "a", monkeypatch)
     # What reaper.save_unrecorded_work does for a dead Attempt: a local checkpoint ref, not pushed by anyone.
     _git("-C", clone_a, "update-ref", "refs/awp/checkpoints/pr-1.02/pr-1.02.a1", "HEAD")
     host_a.sync([clone_a])
