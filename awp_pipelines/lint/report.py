@@ -39,6 +39,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unknown_phase": ("error", "a prompt's phase is not among the manifest's `phases`"),
     "missing_template": ("warning", "a template found neither in the packet nor in the home templates"),
     "profile_missing": ("warning", "the manifest's profile is not on this machine"),
+    "reference_missing": ("warning", "a remote repo's reference cache is not on this machine"),
 }
 
 
