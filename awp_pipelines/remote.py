@@ -22,7 +22,7 @@ from awp_pipelines.packet import Packet, Repo
 from awp_pipelines.workspace import WorkspaceError, changed_paths, git, is_git_repo
 
 _CHECKPOINTS = "refs/awp/checkpoints"
-_NOT_IN_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.|^[.-]")
+_NOT_IN_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.|^\.|\.lock$|\.$")
 _ORIGIN = "origin"
 
 

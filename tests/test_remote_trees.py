@@ -115,3 +115,10 @@ def test_a_checkpoint_saved_on_a_host_after_its_attempt_died_is_pushed_by_the_ne
     host_a.sync([clone_a])
     assert _git("-C", remote, "for-each-ref", "--format=%(refname)", "refs/awp/").split() == [
         "refs/awp/checkpoints/pr-1.02/pr-1.02.a1"]
+
+
+@pytest.mark.parametrize("packet", ["travel", "my packet", "a..b", ".hidden", "x.lock", "end.", "ünï"])
+def test_a_packet_runs_branch_is_a_valid_ref_whatever_the_packet_is_called(packet: str) -> None:
+    branch = run_branch(packet, "pr-1a2b")
+    assert branch.startswith("awp/") and branch.endswith("/pr-1a2b")
+    subprocess.run(["git", "check-ref-format", f"refs/heads/{branch}"], check=True)
