@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from dagster import DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
+from e2e_support import postgres_instance_dir
 
 from awp_pipelines.orchestration import claims
 from awp_pipelines.orchestration.claims import claim_attempt
@@ -57,8 +59,8 @@ def _claim(home: str, run_id: str, start_at: float, answers: multiprocessing.Que
     instance.dispose()
 
 
-def test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def _race(home: Path) -> None:
+    """Four processes (four redelivered workers of one STARTED run) claim one Attempt at the same moment."""
     instance = open_instance_folder(home)
     run_id = _run(instance, DagsterRunStatus.STARTED)
     instance.dispose()
@@ -75,3 +77,13 @@ def test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt(tmp_pa
     assert got.count(None) == 1, got
     holders = {g for g in got if g is not None}
     assert len(holders) == 1 and next(iter(holders)).startswith(run_id)
+
+
+def test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt(tmp_path: Path) -> None:
+    _race(tmp_path / "home")
+
+
+@pytest.mark.postgres
+def test_of_four_racing_workers_on_postgres_exactly_one_starts_the_attempt(
+        tmp_path: Path, fresh_pg_database: sa.URL) -> None:
+    _race(postgres_instance_dir(tmp_path / "home", fresh_pg_database))
