@@ -1,0 +1,133 @@
+"""Two "hosts" on Celery: PostgreSQL, Redis (Debian's redis-server), dagster-daemon and the webserver, two Celery
+workers with their own HOME and work folder, a bare git remote. Prompts on remote repos run as Celery tasks on
+both workers, each commit pushed to the packet run's branch on the remote."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import yaml
+from dagster import DagsterRunStatus, RunsFilter
+
+from tests.daemon.deployment import deployment, free_port, make_project
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PROMPTS = ("01", "02")
+
+
+def _git(*args: str | Path) -> str:
+    return subprocess.run(["git", *map(str, args)], check=True, capture_output=True, text=True).stdout
+
+
+@contextmanager
+def _redis() -> Iterator[str]:
+    server = shutil.which("redis-server")
+    if server is None:
+        why = "redis-server is not installed (tests/install_redis.sh installs Debian's, as root)"
+        if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
+            pytest.fail(f"{why}; CI must run the Celery test")
+        pytest.skip(why)
+    port = free_port()
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _packet(root: Path, remotes: dict[str, Path]) -> Path:
+    (root / "prompts").mkdir(parents=True)
+    repos = {name: {"remote": {"url": str(url), "branch": "main"}} for name, url in remotes.items()}
+    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "spread", "provider": "simulated", "repos": repos}))
+    for prompt, repo in zip(PROMPTS, remotes, strict=True):
+        front = {"id": prompt, "depends_on": [], "targets": [repo], "verify": {"files_exist": [f"{repo}:{repo}.txt"]},
+                 "simulate": {"attempts": [{"writes": [{"path": f"{repo}.txt", "text": prompt}]}]}}
+        (root / "prompts" / f"{prompt}_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n# Work\n")
+    return root
+
+
+def _home(folder: Path, db: sa.URL, broker: str) -> Path:
+    config = yaml.safe_load((REPO_ROOT / "deploy" / "celery" / "dagster.yaml").read_text())
+    config["storage"] = {"postgres": {"postgres_db": {
+        "username": db.username, "password": db.password or "", "hostname": db.host, "db_name": db.database,
+        "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}
+    config["run_launcher"]["config"]["broker"] = broker
+    folder.mkdir(parents=True)
+    (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
+    return folder
+
+
+@contextmanager
+def _workers(home: Path, project: Path, broker: str, hosts: list[Path]) -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs = []
+    try:
+        for number, host in enumerate(hosts):
+            (host / "home").mkdir(parents=True)
+            env = {**os.environ, "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project),
+                   "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"), "PYTHONPATH": str(REPO_ROOT)}
+            log = (host / "worker.log").open("w")
+            procs.append(subprocess.Popen(
+                [str(BIN / "celery"), "-A", "dagster_celery.app", "-b", broker, "worker", "-Q", "dagster",
+                 "--pool", "solo", "--concurrency", "1", "--prefetch-multiplier", "1", "--loglevel", "INFO",
+                 "-n", f"host{number}@%h"],
+                cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their_commits(
+        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+    remotes = {}
+    for repo in ("alpha", "beta"):
+        remotes[repo] = tmp_path / f"{repo}.git"
+        _git("clone", "--quiet", "--bare", make_git_repo(tmp_path / f"seed-{repo}"), remotes[repo])
+    source = _packet(tmp_path / "source", remotes)
+    project = make_project(tmp_path / "project", {"spread": source})
+    hosts = [tmp_path / "host-a", tmp_path / "host-b"]
+    with _redis() as broker:
+        home = _home(tmp_path / "dagster-home", fresh_pg_database, broker)
+        with _workers(home, project, broker, hosts), deployment(home, project) as dep:
+            run_ids = [dep.client().submit_job_execution(
+                "packet__spread", repository_location_name="awp_pipelines", repository_name="__repository__",
+                run_config={"execution": {"config": {"in_process": {}}}},
+                asset_selection=[["spread", f"{prompt}_work"]])
+                for prompt in PROMPTS]
+            dep.wait_until(lambda i: all(r.is_finished for r in i.get_runs(RunsFilter(run_ids=run_ids))), 600,
+                           "both runs to finish")
+            with dep.instance() as instance:
+                runs = instance.get_runs(RunsFilter(run_ids=run_ids))
+                assert [r.status for r in runs] == [DagsterRunStatus.SUCCESS] * 2, [
+                    (r.run_id, r.status) for r in runs]
+                packet_runs = {r.tags["awp/packet_run"] for r in runs}
+    # One run on each host: each cloned only the repo its prompt targets, under its own work root.
+    clones = {h.name: sorted(p.name for p in (h / "work" / "spread").iterdir()) for h in hosts
+              if (h / "work" / "spread").is_dir()}
+    assert sorted(sum(clones.values(), [])) == ["alpha", "beta"] and len(clones) == 2, clones
+    for host in hosts:
+        assert (host / "worker.log").read_text().count("succeeded in") == 1
+    for (repo, remote), prompt in zip(remotes.items(), PROMPTS, strict=True):
+        [branch] = [b for b in _git("-C", remote, "for-each-ref", "--format=%(refname)", "refs/heads/awp/").split()]
+        assert branch.rsplit("/", 1)[-1] in packet_runs
+        message = _git("-C", remote, "log", "-1", "--format=%B", branch)
+        assert f"AWP-Prompt: {prompt}" in message
+        assert _git("-C", remote, "show", f"{branch}:{repo}.txt") == prompt
