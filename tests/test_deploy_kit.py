@@ -100,6 +100,7 @@ def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_att
     from awp_pipelines.bounds import derive_bounds
 
     monkeypatch.setenv("AWP_CELERY_BROKER", "redis://127.0.0.1:6379/0")
+    monkeypatch.setenv("AWP_CELERY_BACKEND", "redis://127.0.0.1:6379/1")
     with instance_for_test(overrides=_instance_config("celery")) as instance:
         launcher = instance.run_launcher
         assert isinstance(launcher, CeleryRunLauncher)
@@ -108,6 +109,8 @@ def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_att
         longest_attempt_s = derive_bounds(None).timeout_ms / 1000  # `timeout` unset: the longest there is
         assert conf.broker_transport_options["visibility_timeout"] > longest_attempt_s
         assert conf.worker_prefetch_multiplier == 1
+        assert conf.task_track_started  # else a running task reads PENDING and run monitoring fails its run
+        assert not conf.result_backend.startswith("rpc")
         assert instance.run_monitoring_start_timeout_seconds >= 300
         _never_resumes(instance)
 

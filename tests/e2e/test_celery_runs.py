@@ -64,6 +64,7 @@ def _home(folder: Path, db: sa.URL, broker: str) -> Path:
         "username": db.username, "password": db.password or "", "hostname": db.host, "db_name": db.database,
         "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}
     config["run_launcher"]["config"]["broker"] = broker
+    config["run_launcher"]["config"]["backend"] = broker
     folder.mkdir(parents=True)
     (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
     return folder
@@ -76,10 +77,13 @@ def _workers(home: Path, project: Path, broker: str, hosts: list[Path]) -> Itera
         for number, host in enumerate(hosts):
             (host / "home").mkdir(parents=True)
             env = {**os.environ, "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project),
-                   "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"), "PYTHONPATH": str(REPO_ROOT)}
+                   "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"),
+                   "AWP_CELERY_BROKER": broker, "AWP_CELERY_BACKEND": broker,
+                   # the workers' settings module (deploy/celery/dagster_celery_config.py)
+                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "deploy" / "celery")])}
             log = (host / "worker.log").open("w")
             procs.append(subprocess.Popen(
-                [str(BIN / "celery"), "-A", "dagster_celery.app", "-b", broker, "worker", "-Q", "dagster",
+                [str(BIN / "celery"), "-A", "dagster_celery.app", "worker", "-Q", "dagster",
                  "--pool", "solo", "--concurrency", "1", "--prefetch-multiplier", "1", "--loglevel", "INFO",
                  "-n", f"host{number}@%h"],
                 cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
