@@ -11,14 +11,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 import yaml
-from dagster import DagsterRunStatus, RunsFilter
+from dagster import DagsterRun, DagsterRunStatus, RunsFilter
 
-from tests.daemon.deployment import deployment, free_port, make_project
+from tests.daemon.deployment import Deployment, deployment, free_port, make_project
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -58,20 +59,23 @@ def _packet(root: Path, remotes: dict[str, Path]) -> Path:
     return root
 
 
-def _home(folder: Path, db: sa.URL, broker: str) -> Path:
+def _home(folder: Path, db: sa.URL, broker: str, poll_s: int | None = None) -> Path:
     config = yaml.safe_load((REPO_ROOT / "deploy" / "celery" / "dagster.yaml").read_text())
     config["storage"] = {"postgres": {"postgres_db": {
         "username": db.username, "password": db.password or "", "hostname": db.host, "db_name": db.database,
         "port": db.port or 5432, "scheme": "postgresql+psycopg2"}}}
     config["run_launcher"]["config"]["broker"] = broker
     config["run_launcher"]["config"]["backend"] = broker
+    if poll_s is not None:
+        config["run_monitoring"]["poll_interval_seconds"] = poll_s
     folder.mkdir(parents=True)
     (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
     return folder
 
 
 @contextmanager
-def _workers(home: Path, project: Path, broker: str, hosts: list[Path]) -> Iterator[list[subprocess.Popen[bytes]]]:
+def _workers(home: Path, project: Path, broker: str, hosts: list[Path],
+             extra_env: dict[str, str] | None = None) -> Iterator[list[subprocess.Popen[bytes]]]:
     procs = []
     try:
         for number, host in enumerate(hosts):
@@ -80,7 +84,8 @@ def _workers(home: Path, project: Path, broker: str, hosts: list[Path]) -> Itera
                    "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"),
                    "AWP_CELERY_BROKER": broker, "AWP_CELERY_BACKEND": broker,
                    # the workers' settings module (deploy/celery/dagster_celery_config.py)
-                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "deploy" / "celery")])}
+                   "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "deploy" / "celery")]),
+                   **(extra_env or {})}
             log = (host / "worker.log").open("w")
             procs.append(subprocess.Popen(
                 [str(BIN / "celery"), "-A", "dagster_celery.app", "worker", "-Q", "dagster",
@@ -99,30 +104,47 @@ def _workers(home: Path, project: Path, broker: str, hosts: list[Path]) -> Itera
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their_commits(
-        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+@dataclass
+class Topology:
+    dep: Deployment
+    remotes: dict[str, Path]
+    hosts: list[Path]
+
+    def launch(self, prompt: str) -> str:
+        """One prompt's asset as a run of its own, in-process inside the Celery worker."""
+        return self.dep.client().submit_job_execution(
+            "packet__spread", repository_location_name="awp_pipelines", repository_name="__repository__",
+            run_config={"execution": {"config": {"in_process": {}}}}, asset_selection=[["spread", f"{prompt}_work"]])
+
+    def finished_runs(self, run_ids: list[str]) -> list[DagsterRun]:
+        self.dep.wait_until(lambda i: all(r.is_finished for r in i.get_runs(RunsFilter(run_ids=run_ids))), 600,
+                            "the runs to finish")
+        with self.dep.instance() as instance:
+            return list(instance.get_runs(RunsFilter(run_ids=run_ids)))
+
+
+@contextmanager
+def _topology(tmp_path: Path, db: sa.URL, make_git_repo: Callable[[Path], Path], poll_s: int | None = None,
+              worker_env: dict[str, str] | None = None) -> Iterator[Topology]:
     remotes = {}
     for repo in ("alpha", "beta"):
         remotes[repo] = tmp_path / f"{repo}.git"
         _git("clone", "--quiet", "--bare", make_git_repo(tmp_path / f"seed-{repo}"), remotes[repo])
-    source = _packet(tmp_path / "source", remotes)
-    project = make_project(tmp_path / "project", {"spread": source})
+    project = make_project(tmp_path / "project", {"spread": _packet(tmp_path / "source", remotes)})
     hosts = [tmp_path / "host-a", tmp_path / "host-b"]
     with _redis() as broker:
-        home = _home(tmp_path / "dagster-home", fresh_pg_database, broker)
-        with _workers(home, project, broker, hosts), deployment(home, project) as dep:
-            run_ids = [dep.client().submit_job_execution(
-                "packet__spread", repository_location_name="awp_pipelines", repository_name="__repository__",
-                run_config={"execution": {"config": {"in_process": {}}}},
-                asset_selection=[["spread", f"{prompt}_work"]])
-                for prompt in PROMPTS]
-            dep.wait_until(lambda i: all(r.is_finished for r in i.get_runs(RunsFilter(run_ids=run_ids))), 600,
-                           "both runs to finish")
-            with dep.instance() as instance:
-                runs = instance.get_runs(RunsFilter(run_ids=run_ids))
-                assert [r.status for r in runs] == [DagsterRunStatus.SUCCESS] * 2, [
-                    (r.run_id, r.status) for r in runs]
-                packet_runs = {r.tags["awp/packet_run"] for r in runs}
+        home = _home(tmp_path / "dagster-home", db, broker, poll_s)
+        with _workers(home, project, broker, hosts, worker_env), deployment(home, project) as dep:
+            yield Topology(dep, remotes, hosts)
+
+
+def test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their_commits(
+        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+    with _topology(tmp_path, fresh_pg_database, make_git_repo) as top:
+        runs = top.finished_runs([top.launch(prompt) for prompt in PROMPTS])
+    assert [r.status for r in runs] == [DagsterRunStatus.SUCCESS] * 2, [(r.run_id, r.status) for r in runs]
+    packet_runs = {r.tags["awp/packet_run"] for r in runs}
+    hosts, remotes = top.hosts, top.remotes
     # One run on each host: each cloned only the repo its prompt targets, under its own work root.
     clones = {h.name: sorted(p.name for p in (h / "work" / "spread").iterdir()) for h in hosts
               if (h / "work" / "spread").is_dir()}
@@ -135,3 +157,14 @@ def test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their
         message = _git("-C", remote, "log", "-1", "--format=%B", branch)
         assert f"AWP-Prompt: {prompt}" in message
         assert _git("-C", remote, "show", f"{branch}:{repo}.txt") == prompt
+
+
+def test_a_long_attempt_on_a_celery_worker_is_not_failed_by_run_monitoring(
+        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+    """Run monitoring reads the task's state from the result backend: with dagster-celery's rpc:// default a
+    running task read PENDING and the run was failed at the first poll, mid-Attempt. Here the Attempt
+    outlasts several 5 s polls."""
+    with _topology(tmp_path, fresh_pg_database, make_git_repo, poll_s=5,
+                   worker_env={"AWP_FAULT_PAUSE": "before_agent:25"}) as top:
+        [run] = top.finished_runs([top.launch("01")])
+    assert run.status == DagsterRunStatus.SUCCESS, run.status
