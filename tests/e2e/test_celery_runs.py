@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ import sqlalchemy as sa
 import yaml
 from dagster import DagsterRun, DagsterRunStatus, RunsFilter
 
-from tests.daemon.deployment import Deployment, deployment, free_port, make_project
+from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -94,14 +93,7 @@ def _workers(home: Path, project: Path, broker: str, hosts: list[Path],
                 cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         yield procs
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_groups(procs)
 
 
 @dataclass
