@@ -13,7 +13,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,deploy]'
 	@touch $@
 
 test: install

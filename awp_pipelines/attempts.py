@@ -47,6 +47,7 @@ from awp_pipelines.provenance import AgentProvenance, credential_source, provena
 from awp_pipelines.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.providers.environment import awp_shim, scoped_home
 from awp_pipelines.redact import Redactor, redact
+from awp_pipelines.remote import RemoteTrees
 from awp_pipelines.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.verifiers.context import VerifyContext
 from awp_pipelines.verifiers.engine import run_contract
@@ -246,6 +247,8 @@ class AttemptSpec:
     # The state folder: the agent gets HOME=<it>/homes/<account> and `awp` from <it>/bin on its PATH. None (bare
     # engine tests): the operator's HOME, and the shim beside the control files when there are any.
     agent_root: Path | None = None
+    # Remote repos among the targets: their commits and checkpoints are pushed (remote.py); None: all local.
+    trees: RemoteTrees | None = None
 
     def boundary_redactor(self) -> Redactor:
         return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
@@ -487,6 +490,8 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
                     discard_changes(repo)
         except WorkspaceError:
             continue
+    if spec.trees is not None and saved:
+        spec.trees.push_checkpoints({n: targets[n] for n in saved}, ident.agent_run)
     return saved
 
 
@@ -552,6 +557,8 @@ def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) 
                 "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
                 "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
     results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
+    if spec.trees is not None:
+        spec.trees.push_commits({n: targets[n] for n, r in results.items() if r.status == "committed"})
     return list(results.values())
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from awp_pipelines.errors import PacketError
 from awp_pipelines.ids import ID_RULE, id_problem
-from awp_pipelines.model.manifest import Manifest, RepoSpec
+from awp_pipelines.model.manifest import Manifest, RemoteSpec, RepoSpec
 from awp_pipelines.model.prompt import PromptFrontMatter
 from awp_pipelines.model.recovery import RecoveryConfig, deep_merge
 from awp_pipelines.validation import validate_doc
@@ -24,6 +24,8 @@ CHECKLIST_SUFFIX = ".prompt.checklist.md"
 _PREFIX = re.compile(r"^(\d+)[_-](.+)$")
 # Files without a numeric prefix sort after every numbered prompt (Prompt Runner pads prefixes to 6).
 _UNNUMBERED = 10**6
+# Where a worker clones the packets' remote repos (one folder per packet and repo); unset: <packet>/.awp/trees.
+WORK_ROOT_ENV = "AWP_WORK_ROOT"
 
 
 def normalize_id(value: str | int) -> str:
@@ -37,6 +39,7 @@ class Repo:
     name: str
     path: Path
     default: bool
+    remote: RemoteSpec | None = None  # a work tree that travels: cloned at `path` on each worker (remote.py)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class Packet:
     prompts: list[Prompt]
     raw: dict[str, Any] = field(repr=False, hash=False, compare=False)
     doc: YamlDoc = field(repr=False, hash=False, compare=False)
+    # Where this worker clones remote repos, read once at load (AWP_WORK_ROOT): a packet's paths never move.
+    work_root: Path | None = field(default_factory=lambda: _work_root_from_env())
 
     @property
     def name(self) -> str:
@@ -87,7 +92,15 @@ class Packet:
     @property
     def repos(self) -> dict[str, Repo]:
         specs: dict[str, RepoSpec] = self.manifest.repo_map()
-        return {name: Repo(name, (self.root / spec.path).resolve(), spec.default) for name, spec in specs.items()}
+        return {name: Repo(name, self._repo_path(name, spec), spec.default, spec.remote)
+                for name, spec in specs.items()}
+
+    def _repo_path(self, name: str, spec: RepoSpec) -> Path:
+        if spec.path is not None:
+            return (self.root / spec.path).resolve()
+        # Each worker (host) clones into its own work folder: AWP_WORK_ROOT, else the packet's state folder.
+        base = self.work_root / self.name if self.work_root else self.root / ".awp" / "trees"
+        return (base / name).resolve()
 
     @property
     def default_repo(self) -> str | None:
@@ -111,6 +124,11 @@ class Packet:
             return declared
         index = self.prompts.index(prompt)
         return [self.prompts[index - 1].id] if index > 0 else []
+
+
+def _work_root_from_env() -> Path | None:
+    value = os.environ.get(WORK_ROOT_ENV, "").strip()
+    return Path(value) if value else None
 
 
 def find_manifest(root: Path) -> Path:

@@ -44,6 +44,10 @@ SLOW_ELSEWHERE = {
         "parses every module of the package",
     "tests/test_vocabulary.py::test_a_target_is_where_an_attempt_runs_never_a_repo":
         "parses every module of the package",
+    "tests/test_attempt_claim.py::test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt":
+        "4 processes import Dagster and race for one Attempt's claim",
+    "tests/test_attempt_claim.py::test_of_four_racing_workers_on_postgres_exactly_one_starts_the_attempt":
+        "4 processes import Dagster and race for one Attempt's claim",
 }
 # Whole modules: the real agent CLIs (Node processes) against local fake APIs.
 SLOW_MODULES = ("test_real_*.py",)

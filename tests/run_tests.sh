@@ -38,6 +38,7 @@ AWP_TEST_PG_URL=$(bash tests/pg.sh start "$pg_dir")
 export AWP_TEST_PG_URL
 
 bash tests/ui/install_browser.sh  # Debian chromium for the browser tests (tests/ui)
+bash tests/install_redis.sh  # Debian's redis-server: the Celery broker of tests/e2e/test_celery_runs.py
 bash tests/providers/install_real_clis.sh  # the pinned real agent CLIs (npm), into a cache outside the repo
 
 # 4. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.

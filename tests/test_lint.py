@@ -327,6 +327,16 @@ def test_profile_missing_is_a_warning(tmp_path: Path) -> None:
     assert lint(root).findings == []
 
 
+def test_a_remote_repos_missing_reference_cache_is_a_warning(tmp_path: Path) -> None:
+    remote = {"remote": {"url": "https://git.example.com/app.git", "reference": "cache/app.git"}, "default": True}
+    root = write_packet(tmp_path, {"repos": {"app": remote}})
+    [finding] = only(lint(root), "reference_missing")
+    assert (finding.severity, finding.key) == ("warning", "repos")
+    assert "cache/app.git" in finding.message
+    (root / "cache" / "app.git").mkdir(parents=True)
+    assert lint(root).findings == []
+
+
 def test_every_kind_has_a_severity_and_a_meaning() -> None:
     assert all(severity in ("error", "warning") and meaning for severity, meaning in KINDS.values())
     assert "unknown_verify_clause" not in KINDS  # the strict model makes it an invalid_packet

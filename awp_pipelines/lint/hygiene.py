@@ -24,6 +24,18 @@ def lint_manifest(ctx: LintContext) -> None:
     if ctx.packet.manifest.prompt_template:
         _template_missing(ctx, ctx.packet.manifest.prompt_template, manifest.at("prompt_template"))
     _secrets_written(ctx, ctx.packet.manifest_file)
+    _references_missing(ctx, manifest)
+
+
+def _references_missing(ctx: LintContext, manifest: Where) -> None:
+    """A remote repo's `reference` cache that this machine lacks: clones here fetch every object instead."""
+    for name, spec in ctx.packet.manifest.repo_map().items():
+        reference = spec.remote.reference if spec.remote else None
+        if reference and not (ctx.packet.root / reference).is_dir():
+            ctx.add("reference_missing", manifest.at("repos"),
+                    f"repo '{name}': reference repository {reference} is not on this machine; clones here "
+                    "fetch everything from the remote", hint="create it (git clone --mirror URL PATH) or drop "
+                    "`reference:`")
 
 
 def lint_prompt(ctx: LintContext, prompt: Prompt) -> None:

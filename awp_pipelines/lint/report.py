@@ -40,6 +40,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unsupported_setting": ("warning", "a Prompt Runner setting the prompt's provider does not honour"),
     "missing_template": ("warning", "a template found neither in the packet nor in the home templates"),
     "profile_missing": ("warning", "the manifest's profile is not on this machine"),
+    "reference_missing": ("warning", "a remote repo's reference cache is not on this machine"),
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from awp_pipelines.ids import check_id
 from awp_pipelines.model.base import StrictModel
@@ -21,9 +21,42 @@ _OWNER = re.compile(r"^(team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 DirtyTreePolicy = Literal["refuse", "set_aside"]
 
 
+# A URL with a password or token in it would be stored in .git/config and shown in logs: refused.
+_URL_CREDENTIAL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@]*:[^/@]*@", re.IGNORECASE)
+
+
+class RemoteSpec(StrictModel):
+    """A work tree that travels: each run worker clones it, and the orchestrator pushes the packet run's work."""
+
+    url: str = Field(min_length=1, description="Git remote URL (ssh, https, file or a local path). No credential "
+                     "in it: the worker's own git credential (ssh key, credential helper) pushes.")
+    branch: str = Field("main", min_length=1, description="Base branch: a packet run's own branch "
+                        "starts from its tip when the run first touches the repo.")
+    reference: PathText | None = Field(None, description="A local reference repository (cache) to clone from "
+                                       "where it exists on the worker (git clone --reference-if-able).")
+
+    @field_validator("url")
+    @classmethod
+    def _no_credential(cls, value: str) -> str:
+        if _URL_CREDENTIAL.match(value):
+            raise ValueError("the remote URL carries a credential: give the worker a credential helper or an "
+                             "ssh key instead")
+        return value
+
+
 class RepoSpec(StrictModel):
-    path: PathText = Field(description="Repository folder, relative to the packet root.")
+    path: PathText | None = Field(None, description="Repository folder, relative to the packet root (a local "
+                                  "repo; not with `remote`).")
+    remote: RemoteSpec | None = Field(None, description="A git remote to clone instead of a local folder: the "
+                                      "clone lives under $AWP_WORK_ROOT/<packet>/<repo> (else the packet's "
+                                      ".awp/trees/<repo>).")
     default: bool = Field(False, description="The default repo for verifier entries without a repo.")
+
+    @model_validator(mode="after")
+    def _path_or_remote(self) -> RepoSpec:
+        if (self.path is None) == (self.remote is None):
+            raise ValueError("a repo names exactly one of `path` (a local folder) and `remote` (a git remote)")
+        return self
 
 
 class NamedRepoSpec(RepoSpec):
@@ -40,7 +73,7 @@ class Manifest(ExecutionSettings):
     prompt_template: PathText | None = Field(None, description="Default template for `awp prompt new`.")
     prompt_dir: PathText = Field("prompts", description="Folder of NN_slug.prompt.md files.")
     repos: dict[str, RepoSpec] | list[NamedRepoSpec] = Field(
-        default_factory=dict, description="Repositories: {name: {path, default}} or a list with names.")
+        default_factory=dict, description="Repositories: {name: {path | remote, default}} or a list with names.")
     phases: dict[str, str] = Field(default_factory=dict, description="Phase number → title.")
     recovery: RecoveryConfig = Field(default_factory=RecoveryConfig, description="Recovery budgets.")
     budget: BudgetConfig | None = Field(None, description="Spend caps of a whole packet run: no further Attempt "
@@ -77,4 +110,4 @@ class Manifest(ExecutionSettings):
     def repo_map(self) -> dict[str, RepoSpec]:
         if isinstance(self.repos, dict):
             return dict(self.repos)
-        return {r.name: RepoSpec(path=r.path, default=r.default) for r in self.repos}
+        return {r.name: RepoSpec(path=r.path, remote=r.remote, default=r.default) for r in self.repos}

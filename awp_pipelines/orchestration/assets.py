@@ -77,7 +77,8 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None =
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
-    job = define_asset_job(job_name(packet), selection=[a.key for a in assets], tags={tags.PACKET: packet.name},
+    job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
+                           tags={tags.PACKET: packet.name, **tags.WORKER_LOSS_ONLY},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
     providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}

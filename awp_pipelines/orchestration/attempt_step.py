@@ -39,6 +39,7 @@ from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import (
     ATTEMPT_STARTED,
     AgentRunHistory,
@@ -69,6 +70,7 @@ from awp_pipelines.probe import probe
 from awp_pipelines.progress import AttemptEnded, AttemptNote, AttemptStarted, ProgressEvent
 from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
+from awp_pipelines.remote import RemoteTrees, trees_of
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
@@ -227,7 +229,8 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          redactor=redactor, agent_root=runtime.state_root(packet.root))
+                          redactor=redactor, agent_root=runtime.state_root(packet.root),
+                          trees=trees_of(packet, packet_run))
     _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                                   target.account, launch.reason))
     step_key = context.get_step_execution_context().step.key
@@ -238,6 +241,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
         _save_dead_work(context, binding, packet_run, prompt.id)
+        _sync_trees(context, attempt.trees, plan.repos)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
         _mark_started(context, binding, prompt.id, identity, launch, target, account)
@@ -267,6 +271,10 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
     `interrupted` fact needs); the Attempt's record follows when it ends."""
     fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
+    holder = claim_attempt(context.instance, identity.attempt_id, context.run.run_id)
+    if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
+        raise Failure(description=f"Attempt {identity.attempt_id} is already started by {holder}: this process "
+                      "starts no second one", allow_retries=False)
     if account is not None:  # counted as it starts: the next choice, in any process, already sees it
         AccountStore(context.instance).record_use(account.name)
     marker: dict[str, Any] = {
@@ -290,6 +298,18 @@ def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, pack
     history = packet_run_history(context.instance, packet_run, binding.keys)
     for attempt in save_unrecorded_work(binding, history, packet_run, sharing):
         context.log.warning(f"saved the partial work of Attempt {attempt}, whose process died, as its checkpoint")
+
+
+def _sync_trees(context: AssetExecutionContext, trees: RemoteTrees | None, repos: list[WorkRepo]) -> None:
+    """Remote repos (remote.py): this worker's clone stands on the packet run's branch, checkpoints fetched."""
+    if trees is None:
+        return
+    try:
+        tips = trees.sync(Path(r.path) for r in repos)
+    except WorkspaceError as err:
+        raise Failure(description=f"could not bring the work tree to the packet run's branch: {err}") from None
+    for name, sha in tips.items():
+        context.log.info(f"repo {name}: on {trees.branch} at {sha[:12]}")
 
 
 def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[WorkRepo]) -> None:

@@ -103,14 +103,19 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
         dep.wait_until(lambda i: "SENSOR" in i.get_daemon_heartbeats(), 180, "the daemon's sensor heartbeat")
         yield dep
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_groups(procs)
+
+
+def stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each process group still running, then SIGKILL any that has not ended within 30 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:

@@ -1,0 +1,89 @@
+"""An Attempt starts once: its id is claimed atomically in the instance (orchestration/claims.py), so a run
+worker started twice (a Celery task redelivered after its visibility timeout) starts no second agent."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import DagsterInstance, DagsterRunStatus
+from dagster._core.test_utils import create_run_for_test
+from e2e_support import postgres_instance_dir
+
+from awp_pipelines.orchestration import claims
+from awp_pipelines.orchestration.claims import claim_attempt
+from awp_pipelines.orchestration.instance import open_instance_folder
+
+
+def _run(instance: DagsterInstance, status: DagsterRunStatus) -> str:
+    return create_run_for_test(instance, job_name="packet__claims", status=status).run_id
+
+
+def test_a_second_process_of_a_live_run_is_refused_and_names_the_holder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = open_instance_folder(tmp_path / "home")
+    try:
+        run_id = _run(instance, DagsterRunStatus.STARTED)
+        assert claim_attempt(instance, "pr-1.01.a1", run_id) is None
+        assert claim_attempt(instance, "pr-1.01.a1", run_id) is None  # the holder asking again: still its own
+        first = claims.this_process(run_id)
+        # The redelivered task: the same run, another process (here: another pid).
+        monkeypatch.setattr(claims, "this_process", lambda rid: f"{rid}:other-host:4242:1")
+        assert claim_attempt(instance, "pr-1.01.a1", run_id) == first
+        assert claim_attempt(instance, "pr-1.01.a2", run_id) is None  # another Attempt id is free
+    finally:
+        instance.dispose()
+
+
+def test_the_claim_of_a_run_that_ended_is_taken_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = open_instance_folder(tmp_path / "home")
+    try:
+        dead = _run(instance, DagsterRunStatus.FAILURE)  # died between its claim and its Attempt's start
+        assert claim_attempt(instance, "pr-1.01.a1", dead) is None
+        retry = _run(instance, DagsterRunStatus.STARTED)
+        monkeypatch.setattr(claims, "this_process", lambda rid: f"{rid}:host-b:7:1")
+        assert claim_attempt(instance, "pr-1.01.a1", retry) is None
+        monkeypatch.setattr(claims, "this_process", lambda rid: f"{rid}:host-c:8:1")
+        assert claim_attempt(instance, "pr-1.01.a1", retry) == f"{retry}:host-b:7:1"
+    finally:
+        instance.dispose()
+
+
+def _claim(home: str, run_id: str, start_at: float, answers: multiprocessing.Queue) -> None:
+    instance = open_instance_folder(Path(home))
+    time.sleep(max(0.0, start_at - time.time()))  # every process claims at the same moment
+    answers.put(claim_attempt(instance, "pr-1.01.a1", run_id))
+    instance.dispose()
+
+
+def _race(home: Path) -> None:
+    """Four processes (four redelivered workers of one STARTED run) claim one Attempt at the same moment."""
+    instance = open_instance_folder(home)
+    run_id = _run(instance, DagsterRunStatus.STARTED)
+    instance.dispose()
+    context = multiprocessing.get_context("spawn")
+    answers: multiprocessing.Queue = context.Queue()
+    start_at = time.time() + 8  # after every spawned process has imported Dagster
+    procs = [context.Process(target=_claim, args=(str(home), run_id, start_at, answers)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    got = [answers.get(timeout=5) for _ in procs]
+    assert got.count(None) == 1, got
+    holders = {g for g in got if g is not None}
+    assert len(holders) == 1 and next(iter(holders)).startswith(run_id)
+
+
+def test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt(tmp_path: Path) -> None:
+    _race(tmp_path / "home")
+
+
+@pytest.mark.postgres
+def test_of_four_racing_workers_on_postgres_exactly_one_starts_the_attempt(
+        tmp_path: Path, fresh_pg_database: sa.URL) -> None:
+    _race(postgres_instance_dir(tmp_path / "home", fresh_pg_database))
