@@ -72,6 +72,24 @@ class Deployment:
         raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; runs: {runs}")
 
 
+def init_workspaces(project: Path, packets: list[str]) -> None:
+    """Each packet's `workspace` repo, with one empty commit (make_project copies packets without theirs)."""
+    for name in packets:
+        repo = project / "assets" / name / "workspace"
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", "init"], check=True)
+
+
+def embedded_home(home: Path) -> Path:
+    """A Dagster home holding the embedded instance's dagster.yaml (SQLite, as `awp run` makes it)."""
+    from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    return home
+
+
 def all_finished(instance: DagsterInstance, runs: list[DagsterRun]) -> bool:
     return bool(runs) and all(r.status in FINISHED for r in runs)
 

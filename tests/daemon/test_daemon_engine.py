@@ -6,7 +6,6 @@ packet run (nothing more launches until a resume). One deployment serves the mod
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import DagsterInstance, RunsFilter
-from deployment import Deployment, all_finished, deployment, make_project
-
-from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
 
 pytestmark = pytest.mark.slow
 STEERING_AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "steering.sh"
@@ -55,14 +52,8 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
                                                         "models": ["m"]}}})
     project = make_project(tmp_path / "project", {"capped": capped, "slow": slow, "steered": steered,
                                                   "shelled": shelled}, providers)
-    for name in ("capped", "slow", "steered", "shelled"):
-        repo = project / "assets" / name / "workspace"
-        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                        "--allow-empty", "-m", "init"], check=True)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    init_workspaces(project, ["capped", "slow", "steered", "shelled"])
+    home = embedded_home(tmp_path / "home")
     with deployment(home, project) as dep:
         yield dep
 

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 from dag_packets import write_dag_packet
 from dagster import DagsterEventType, DagsterInstance, RunsFilter
-from deployment import deployment, make_project
-
-from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+from deployment import deployment, embedded_home, make_project
 
 pytestmark = pytest.mark.slow
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
@@ -41,9 +39,7 @@ def test_the_daemon_runs_independent_prompts_on_disjoint_repos_at_once_and_one_r
     # and 04 on repo a after 01.
     source = write_dag_packet(tmp_path / "src" / "dag", {"01": "a", "02": "b", "03": "c", "04": "a"}, delay_ms=6000)
     project = make_project(tmp_path / "project", {"dag": source})
-    home = project / "assets" / "dag" / ".awp" / "dagster"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    home = embedded_home(project / "assets" / "dag" / ".awp" / "dagster")
     with deployment(home, project) as dep:
         dep.launch_job("packet__dag")
         dep.wait_until(lambda i: any(r.status.value in FINISHED for r in i.get_runs(RunsFilter(

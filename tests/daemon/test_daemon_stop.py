@@ -17,11 +17,10 @@ import pytest
 import yaml
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.scheduler.instigation import InstigatorType
-from deployment import Deployment, all_finished, deployment, make_project
+from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
 
 from awp_pipelines import tags
 from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
 from awp_pipelines.orchestration.sensors import INTERVAL_S
 from awp_pipelines.orchestration.stop_store import StopStore
 
@@ -45,14 +44,8 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     for name, front in (("01_work", first), ("02_more", second)):
         (src / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
     project = make_project(tmp_path / "project", {"held": src})
-    repo = project / "assets" / "held" / "workspace"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "init"], check=True)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
-    return project, home
+    init_workspaces(project, ["held"])
+    return project, embedded_home(tmp_path / "home")
 
 
 def _runs(instance: DagsterInstance) -> list:

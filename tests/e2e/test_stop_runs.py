@@ -36,12 +36,17 @@ def _tick(compiled: CompiledPacket, instance: DagsterInstance, cursor: str | Non
     return compiled.sensor.evaluate_tick(context)  # type: ignore[return-value]
 
 
+def _first_packet_run(compiled: CompiledPacket, instance: DagsterInstance) -> str:
+    """"Materialize all" of the demo, in process: its packet run (02 and 03 fail their contracts)."""
+    first = compiled.definitions().resolve_job_def("packet__demo").execute_in_process(
+        instance=instance, raise_on_error=False)
+    return f"pr-{first.run_id[:8]}"
+
+
 def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path) -> None:
     compiled = _demo(tmp_path)
     with DagsterInstance.ephemeral() as instance:
-        first = compiled.definitions().resolve_job_def("packet__demo").execute_in_process(
-            instance=instance, raise_on_error=False)
-        packet_run = f"pr-{first.run_id[:8]}"
+        packet_run = _first_packet_run(compiled, instance)
         stops = StopStore(instance)
         stops.stop(packet_run, StopMarker.from_signal(signal.SIGINT, 1.0, "awp run was stopped"))
         stopped = _tick(compiled, instance)
@@ -63,9 +68,7 @@ def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path)
 def test_a_run_cancelled_by_the_user_stops_its_packet_run(tmp_path: Path) -> None:
     compiled = _demo(tmp_path)
     with DagsterInstance.ephemeral() as instance:
-        first = compiled.definitions().resolve_job_def("packet__demo").execute_in_process(
-            instance=instance, raise_on_error=False)
-        packet_run = f"pr-{first.run_id[:8]}"
+        packet_run = _first_packet_run(compiled, instance)
         # The UI's Terminate on a relaunch of the packet run before it started: the run ends CANCELED.
         queued = instance.create_run_for_job(compiled.definitions().resolve_job_def("packet__demo"),
                                              tags={tags.PACKET: "demo", tags.PACKET_RUN: packet_run},
