@@ -114,7 +114,7 @@ def test_the_failed_attempt_is_not_a_success_event_and_the_history_fits_1400_px(
     open_asset_events(page, url, CHANGELOG)
     for column in ("result", "cost"):  # the latest event's metadata holds the history table inline
         box = page.get_by_role("columnheader", name=column, exact=True).first.bounding_box()
-        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 1400, (column, box)
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400, (column, box)
     screenshot(page, shots, "asset-02-history", full_page=False)
     events = page.get_by_text(re.compile(r"^[A-Z][a-z]{2} \d+, \d+:\d\d [AP]M$"))
     failed = []
