@@ -45,7 +45,9 @@ def test_the_history_table_marks_failures_links_runs_and_stays_bounded() -> None
 
     table = history_markdown([AttemptSummary.of(_record(1, "provider_failed")), AttemptSummary.of(_record(2))])
     lines = table.splitlines()
-    assert lines[2].startswith("| 1 | run | why | simulated | sim-a | m | **provider_failed** (provider_rate_limit) |")
+    assert lines[0] == "| # | mode | result | target | duration | cost | run |"  # seven columns fit 1400 px
+    assert lines[2].startswith("| 1 | run | **provider_failed** (provider_rate_limit) | simulated/sim-a/m |")
+    assert all(line.count(" | ") == 6 for line in lines[2:])
     assert "[run-1](/runs/run-1)" in lines[2] and "| completed |" in lines[3]
     long = history_markdown([AttemptSummary.of(_record(n)) for n in range(1, MAX_HISTORY_ROWS + 6)])
     assert len(long.splitlines()) == 2 + 1 + MAX_HISTORY_ROWS and "5 earlier Attempts" in long

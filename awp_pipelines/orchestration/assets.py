@@ -31,6 +31,7 @@ from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, 
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import (
     RUNTIME_KEY,
@@ -112,7 +113,13 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
             context.log.info(f"prompt {prompt.id} does not run: {skip}")
             return
         with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
-            yield _run(context)
+            try:
+                yield _run(context)
+            except Failure:  # the Attempt's events are logged before the raise
+                tag_root_run(context, binding)
+                raise
+            # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
+            tag_root_run(context, binding)
 
     def _run(context: AssetExecutionContext) -> MaterializeResult:
         record, transcript, earlier, after = run_attempt(context, binding, prompt)

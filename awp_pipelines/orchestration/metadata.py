@@ -75,33 +75,38 @@ def packet_relative(path: str, packet_root: Path | None) -> str:
         return path
 
 
-_HISTORY_HEAD = ("| # | mode | reason | provider | account | model | result | duration | tokens | cost | run |\n"
-                 "|---|---|---|---|---|---|---|---|---|---|---|")
+# Seven narrow columns so the table fits a 1400 px asset page without a scroll (issue 15 item 7): the result
+# comes right after the mode, the target is one cell, and the reason, tokens and failure message are one click
+# away on the Attempt's run (its record metadata), not columns that wrap one word a line.
+_HISTORY_HEAD = ("| # | mode | result | target | duration | cost | run |\n"
+                 "|---|---|---|---|---|---|---|")
 
 
 MAX_HISTORY_ROWS = 20  # each record stores the table: bounded, so long AgentRuns do not grow every record
 
 
 def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
-    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each run links to its page."""
+    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each run links to its page, where
+    the Attempt's reason, tokens and failure are."""
     rows = [_HISTORY_HEAD]
     if len(attempts) > MAX_HISTORY_ROWS:
         rows.append(f"| … | {len(attempts) - MAX_HISTORY_ROWS} earlier Attempts: `awp status` lists them all |"
-                    + " |" * 9)
+                    + " |" * 5)
     for a in attempts[-MAX_HISTORY_ROWS:]:
         result = a.result if a.result in ("completed", "running") else f"**{a.result}**"
         if a.failure_class and a.failure_class != a.result:
             result += f" ({a.failure_class})"
         run = f"[{a.dagster_run[:8]}](/runs/{a.dagster_run})" if a.dagster_run else ""
-        cells = [str(a.number), a.mode, _cell(a.reason), a.provider, a.account or "", a.model, result,
-                 f"{a.duration_s:.1f} s" if a.duration_s is not None else "", _tokens(a),
+        cells = [str(a.number), a.mode, result, _target(a),
+                 f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
                  f"${a.cost_usd:.4f}" if a.cost_usd is not None else "", run]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
-def _tokens(a: AttemptSummary) -> str:
-    return f"{a.tokens_in:,} in / {a.tokens_out:,} out" if a.tokens_in or a.tokens_out else ""
+def _target(a: AttemptSummary) -> str:
+    """`provider/model` (the account only when the provider has one): one cell instead of three."""
+    return _cell("/".join(part for part in (a.provider, a.account, a.model) if part))
 
 
 def _cell(text: str) -> str:

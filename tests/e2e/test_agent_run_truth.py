@@ -269,3 +269,27 @@ def _events(packet: Path) -> list[dict[str, Any]]:
     from reliability.crash import events
 
     return events(packet) if (packet / ".awp" / "events").exists() else []
+
+
+def test_the_root_run_shows_the_packet_run_completed_after_its_retry(tmp_path: Path, make_git_repo) -> None:
+    """The UI's root run of a packet run stays red when its Attempt failed; the retry that completes the packet
+    run tags the root run `awp/packet_run_state=completed` (issue 15 item 7)."""
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", {"writes": []}, _writes("a.txt"))})
+    first = _materialize(packet, "01", {})
+    assert not first.success
+    instance = open_instance(packet)
+    try:
+        root = instance.get_run_by_id(first.run_id)
+        assert root is not None and root.tags[tags.PACKET_RUN_STATE] in ("failed", "interrupted", "running")
+        packet_run = root.tags[tags.PACKET_RUN]
+    finally:
+        instance.dispose()
+    retry = _materialize(packet, "01", {tags.PACKET_RUN: packet_run, "dagster/root_run_id": first.run_id,
+                                        "dagster/parent_run_id": first.run_id})
+    assert retry.success
+    instance = open_instance(packet)
+    try:
+        root = instance.get_run_by_id(first.run_id)
+        assert root is not None and root.tags[tags.PACKET_RUN_STATE] == "completed"
+    finally:
+        instance.dispose()

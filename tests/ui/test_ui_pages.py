@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from ui_pages import (
     close_dialog,
     graph_node_titles,
     listed_run_ids,
+    metadata_row,
     metadata_text,
     open_asset,
     open_asset_check,
@@ -102,3 +104,25 @@ def test_the_repair_attempt_can_be_followed_from_its_asset_events_to_a_check_and
     open_run(page, url, repair["dagster_run"])
     run_log_entry(page, f"Attempt {repair['attempt']} ended completed")
     screenshot(page, shots, "run-02-repair", full_page=False)
+
+
+def test_the_failed_attempt_is_not_a_success_event_and_the_history_fits_1400_px(
+        ui: tuple[str, Any], shots: Path) -> None:
+    """02's first Attempt failed verification (its repair completed it): in the asset's events it is an
+    observation, not a materialization; the Attempt history's result and cost columns show at 1400 px."""
+    url, page = ui
+    open_asset_events(page, url, CHANGELOG)
+    for column in ("result", "cost"):  # the latest event's metadata holds the history table inline
+        box = page.get_by_role("columnheader", name=column, exact=True).first.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400, (column, box)
+    screenshot(page, shots, "asset-02-history", full_page=False)
+    events = page.get_by_text(re.compile(r"^[A-Z][a-z]{2} \d+, \d+:\d\d [AP]M$"))
+    failed = []
+    for n in range(events.count()):
+        events.nth(n).click()
+        page.wait_for_timeout(300)
+        result = metadata_row(page, "awp/result")  # a start marker has none
+        if result.count() and "verification_failed" in result.inner_text():
+            failed.append(page.inner_text("body"))
+            screenshot(page, shots, "asset-02-failed-attempt", full_page=False)
+    assert failed and all("Observed in run" in body and "Materialized in run" not in body for body in failed)

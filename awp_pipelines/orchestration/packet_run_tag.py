@@ -1,0 +1,26 @@
+"""The packet run's state on its root run (issue 15 item 7): a "Materialize all" run that failed stays red in
+the UI after its retry and repair complete the packet, so each Attempt's run writes the packet run's state
+(the one truth, agent_run.py) as a tag on the root run, where the user looks."""
+
+from __future__ import annotations
+
+from dagster import AssetExecutionContext
+from dagster._core.storage.tags import ROOT_RUN_ID_TAG
+
+from awp_pipelines import tags
+from awp_pipelines.agent_run import packet_run_state
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+
+
+def tag_root_run(context: AssetExecutionContext, binding: PacketBinding) -> None:
+    """Once this run's Attempt is stored: the packet run's state word on the root run of this run's family."""
+    run = context.instance.get_run_by_id(context.run.run_id)  # fresh: the step adds the packet-run tag late
+    packet_run = run.tags.get(tags.PACKET_RUN) if run else None
+    if packet_run is None:  # refused before it joined a packet run: nothing to say
+        return
+    _, statuses = agent_run_truth(binding, packet_run_history(context.instance, packet_run, binding.keys),
+                                  exclude_run=run.run_id)
+    state, _ = packet_run_state(statuses)
+    root = context.run.tags.get(ROOT_RUN_ID_TAG, context.run.run_id)
+    context.instance.add_run_tags(root, {tags.PACKET_RUN_STATE: state})
