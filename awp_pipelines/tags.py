@@ -34,6 +34,11 @@ COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several
 PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
 RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
 IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
+# The run tags of an Attempt's run: what a user filters the Runs page on. Its agent run, reason, effort and
+# parent run are Attempt metadata (the parent is also Dagster's own tag, below), not tags.
+RUN_TAGS = (PACKET, PACKET_RUN, PROMPT, ATTEMPT, MODE, PROVIDER, ACCOUNT, MODEL)
+DAGSTER_PARENT_RUN = "dagster/parent_run_id"
+DAGSTER_ROOT_RUN = "dagster/root_run_id"
 
 # Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
 RESULT = f"{PREFIX}result"
@@ -107,17 +112,16 @@ class RunIntent:
 
     @classmethod
     def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
+        """What the tags carry; the reason and effort are not among them (metadata keeps them, and the compute
+        asks the decision again), the parent run is Dagster's own tag."""
         return cls(packet_run=tags.get(PACKET_RUN), mode=_MODE_OF.get(tags.get(MODE, "run"), "run"),
                    provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
-                   effort=tags.get(EFFORT), reason=tags.get(REASON), parent_run=tags.get(PARENT_RUN),
-                   attempt=tags.get(ATTEMPT))
+                   parent_run=tags.get(DAGSTER_PARENT_RUN), attempt=tags.get(ATTEMPT))
 
     def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
+        """Only what a user filters runs on (`RUN_TAGS`); the rest of the Attempt is in its metadata."""
         raw = {PACKET: packet, PACKET_RUN: self.packet_run, MODE: self.mode, PROVIDER: self.provider,
-               ACCOUNT: self.account, MODEL: self.model, EFFORT: self.effort, REASON: self.reason,
-               PARENT_RUN: self.parent_run, PROMPT: prompt, ATTEMPT: self.attempt}
-        if prompt and self.packet_run:
-            raw[AGENT_RUN] = agent_run_id(self.packet_run, prompt)
+               ACCOUNT: self.account, MODEL: self.model, PROMPT: prompt, ATTEMPT: self.attempt}
         return {k: short(v) for k, v in raw.items() if v}
 
 

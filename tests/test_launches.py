@@ -82,10 +82,12 @@ def test_a_launch_by_hand_continues_the_agent_run_even_after_its_budget() -> Non
 def test_launch_tags_round_trip_through_run_intent() -> None:
     [launch] = next_launches([_state("01", _fact(1, "verification_failed"))], 100.0).due
     tags = launch.intent("pr-1").to_tags("demo", "01")
-    intent = RunIntent.from_tags(tags)
-    assert intent == launch.intent("pr-1")
-    assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/agent_run"] == "pr-1.01"
-    assert tags["awp/parent_run"] == "run-01-1" and tags["awp/mode"] == "repair"
+    intent = RunIntent.from_tags({**tags, "dagster/parent_run_id": "run-01-1"})  # the launcher's lineage tag
+    sent = launch.intent("pr-1")
+    assert (intent.attempt, intent.mode, intent.provider, intent.model, intent.account, intent.parent_run) == \
+        (sent.attempt, sent.mode, sent.provider, sent.model, sent.account, sent.parent_run)
+    assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/mode"] == "repair"
+    assert "awp/reason" not in tags and "awp/agent_run" not in tags  # the Attempt's metadata carries them
 
 
 def test_a_resting_account_is_passed_over_for_a_fallback_and_for_a_new_agent_run() -> None:

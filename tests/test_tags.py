@@ -21,18 +21,22 @@ def test_tags_round_trip_the_intent(packet_run: str, provider: str, account: str
     intent = RunIntent(packet_run=packet_run, mode=mode, provider=provider, account=account, model=model,
                        effort=effort, reason=reason, parent_run=parent, attempt=attempt_id(agent_run, number))
     written = intent.to_tags("demo", prompt)
-    assert RunIntent.from_tags(written) == intent
+    # Only what a user filters runs on: the reason and effort live in the Attempt's metadata, the parent run
+    # in Dagster's own tag (its launcher sets it), the agent run is the packet run and the prompt.
+    assert set(written) <= set(tags.RUN_TAGS)
+    assert RunIntent.from_tags({**written, tags.DAGSTER_PARENT_RUN: parent} if parent else written) == \
+        RunIntent(packet_run=packet_run, mode=mode, provider=provider, account=account, model=model,
+                  parent_run=parent, attempt=attempt_id(agent_run, number))
     assert written[tags.PACKET] == "demo" and written[tags.PROMPT] == prompt
-    assert written[tags.AGENT_RUN] == agent_run == f"{packet_run}.{prompt}"
-    assert written[tags.ATTEMPT] == f"{agent_run}.a{number}"
+    assert written[tags.ATTEMPT] == f"{agent_run}.a{number}" == f"{packet_run}.{prompt}.a{number}"
     assert all(key.startswith(tags.PREFIX) for key in written)
 
 
 def test_empty_values_are_left_out_and_long_ones_cut_to_one_line() -> None:
-    written = RunIntent(packet_run="pr-1", reason="line one\nline two " + "x" * 300).to_tags("demo")
-    assert set(written) == {tags.PACKET, tags.PACKET_RUN, tags.MODE, tags.REASON}  # no prompt: no agent run
-    assert "\n" not in written[tags.REASON] and len(written[tags.REASON]) == 120
-    assert written[tags.REASON].endswith("…")
+    written = RunIntent(packet_run="pr-1", model="line one\nline two " + "x" * 300).to_tags("demo")
+    assert set(written) == {tags.PACKET, tags.PACKET_RUN, tags.MODE, tags.MODEL}  # no prompt, no reason
+    assert "\n" not in written[tags.MODEL] and len(written[tags.MODEL]) == 120
+    assert written[tags.MODEL].endswith("…")
 
 
 def test_an_unknown_or_missing_mode_reads_as_run() -> None:
@@ -42,9 +46,10 @@ def test_an_unknown_or_missing_mode_reads_as_run() -> None:
 
 
 def test_no_tag_value_holds_a_key_shaped_text() -> None:
-    """Every tag value passes `short`: a reason quoting a provider's message keeps no key, whole or cut."""
+    """Every tag value passes `short`: a text quoting a provider's message keeps no key, whole or cut."""
     key = "sk-ant-" + "api03-" + "K" * 24
     intent = RunIntent(packet_run="pr-1", mode="retry", reason=f"provider_auth_claim: 401 for key {key}")
     values = intent.to_tags("demo", "01").values()
     assert all("K" * 8 not in value for value in values)
-    assert "401 for key [REDACTED]" in intent.to_tags("demo", "01")[tags.REASON]
+    assert tags.REASON not in intent.to_tags("demo", "01")  # the reason is Attempt metadata now, not a tag
+    assert "401 for key [REDACTED]" in tags.short(intent.reason)  # what any tag value passes

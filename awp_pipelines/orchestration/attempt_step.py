@@ -34,7 +34,7 @@ from awp_pipelines.attempts import (
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.events import EventSink
 from awp_pipelines.ids import check_id
-from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
+from awp_pipelines.launches import Launch, PromptState, manual_launch, next_launches, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.adoption import adopt_committed
@@ -43,6 +43,7 @@ from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import (
     ATTEMPT_STARTED,
     AgentRunHistory,
+    PacketRunHistory,
     agent_run_truth,
     packet_run_history,
     prompt_states,
@@ -158,9 +159,7 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     expected = attempt_id(agent_run_id(packet_run, prompt.id), state.started + 1)
     single = prompts_of_run(context.run, binding.keys) == {prompt.id}
     if single and intent.attempt == expected and intent.provider:
-        target = Target(intent.provider, intent.model, intent.account, intent.effort)
-        return Launch(prompt.id, state.started + 1, intent.mode, intent.reason or "", target,
-                      intent.parent_run), last, earlier, state
+        return _as_decided(context, binding, history, state, intent), last, earlier, state
     by_hand = repair_launch(state, context.run.tags.get(tags.NOTE)) if single and intent.mode == "repair" else None
     over = None if single else state.spending().exhausted()
     if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
@@ -188,6 +187,31 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
                       f"(a prompt runs once its upstream prompts completed in its packet run; to run it anyway, "
                       f"launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
     return None
+
+
+def _as_decided(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,
+                state: PromptState, intent: RunIntent) -> Launch:
+    """The launch its launcher (the sensor, `awp run`, `awp repair`) decided, from its tags: the target as
+    tagged; the reason and parent run as the decision (or the repair by hand) gives them from the same history
+    (this run aside), which is what the launcher asked; the effort the chain gives that target. Tags stay what
+    a user filters on."""
+    prompt_id = state.prompt
+    outlook = next_launches(prompt_states(binding, history, exclude_run=context.run.run_id), time.time())
+    decided = next((la for la in (*outlook.due, *outlook.waiting) if la.prompt == prompt_id), None)
+    if (decided is None or decided.mode != intent.mode) and intent.mode == "repair":
+        decided = repair_launch(state, context.run.tags.get(tags.NOTE))
+    if decided is not None and decided.mode != intent.mode:
+        decided = None
+    effort = next((c.effort for c in binding.chains[prompt_id].candidates()
+                   if (c.provider, c.model, c.account) == (intent.provider, intent.model, intent.account)), None)
+    target = Target(intent.provider or "", intent.model, intent.account, effort)
+    reason = decided.reason if decided is not None else f"{intent.mode} launched by {_launcher(context)}"
+    parent = intent.parent_run or (decided.parent_run if decided is not None else None)
+    return Launch(prompt_id, state.started + 1, intent.mode, reason, target, parent)
+
+
+def _launcher(context: AssetExecutionContext) -> str:
+    return context.run.tags.get(SENSOR_NAME_TAG) or context.run.tags.get("user") or "hand"
 
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
@@ -417,8 +441,6 @@ def _tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: 
 def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: AttemptIdentity,
                            target: AttemptTarget) -> None:
     """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it."""
-    known = {tags.PROMPT: identity.prompt, tags.AGENT_RUN: identity.agent_run, tags.ATTEMPT: identity.attempt_id,
-             tags.MODE: identity.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
-             tags.ACCOUNT: target.account or "", tags.EFFORT: target.effort or "", tags.REASON: target.reason,
-             tags.PARENT_RUN: identity.parent_run or ""}
+    known = {tags.PROMPT: identity.prompt, tags.ATTEMPT: identity.attempt_id, tags.MODE: identity.mode,
+             tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account or ""}
     instance.add_run_tags(run_id, {k: tags.short(v) for k, v in known.items() if v})

@@ -73,8 +73,8 @@ def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launc
     out = launch.intent(history.packet_run).to_tags(binding.packet.name, launch.prompt)
     if launch.parent_run:
         parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
-        root = parent.tags.get("dagster/root_run_id", parent.run_id) if parent else launch.parent_run
-        out.update({"dagster/parent_run_id": launch.parent_run, "dagster/root_run_id": root})
+        root = parent.tags.get(tags.DAGSTER_ROOT_RUN, parent.run_id) if parent else launch.parent_run
+        out.update({tags.DAGSTER_PARENT_RUN: launch.parent_run, tags.DAGSTER_ROOT_RUN: root})
     return out
 
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from e2e_support import awp, git_log
 
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
@@ -123,7 +124,7 @@ def test_the_next_prompt_starts_only_once_the_agent_stops_iterating(tmp_path: Pa
         runs = list(reversed(instance.get_runs(filters=RunsFilter(tags={"awp/packet": "steered"}))))
         assert [(r.tags.get("awp/prompt"), r.tags.get("awp/mode")) for r in runs[1:]] == \
             [("01", "iterate"), ("02", "iterate")]
-        assert runs[2].tags["awp/reason"] == "upstream 01 completed"
+        assert attempt_records(instance, runs[2].run_id)[0].target.reason == "upstream 01 completed"
         first = instance.fetch_materializations(AssetKey(["steered", "01_work"]), limit=10).records
         assert len(first) == 2  # each iteration's committed work is materialized
     finally:

@@ -75,13 +75,12 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
         [run] = instance.get_runs(filters=RunsFilter(tags={"awp/prompt": "01"}))
         tags = run.tags
         assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
-        assert tags["awp/agent_run"] == f"{tags['awp/packet_run']}.01"
-        assert tags["awp/attempt"] == f"{tags['awp/agent_run']}.a1"
+        assert tags["awp/attempt"] == f"{tags['awp/packet_run']}.01.a1"
         key = prompt_key(load_packet(packet), "01")
         meta = instance.get_latest_materialization_event(key).asset_materialization.metadata
         record = meta["awp/record"].value
-        assert record["identity"]["agent_run"] == tags["awp/agent_run"]
-        assert record["identity"]["attempt_id"] == f"{tags['awp/agent_run']}.a1"
+        assert record["identity"]["agent_run"] == f"{tags['awp/packet_run']}.01"
+        assert record["identity"]["attempt_id"] == tags["awp/attempt"]
         assert record["identity"]["dagster_run"] == run.run_id
         assert record["checkpoint"]["app"] and record["commits"][0]["sha"]
         assert "Transcript" in meta["awp/transcript"].value or meta["awp/transcript"].value

@@ -9,6 +9,7 @@ import yaml
 from dagster import AssetKey
 from e2e_support import awp
 
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
@@ -97,7 +98,7 @@ def test_awp_repair_on_a_failed_prompt_runs_one_repair_attempt_with_the_unmet_it
         [run] = instance.get_runs(limit=1)
         assert run.tags["awp/mode"] == "repair" and run.tags["awp/attempt"] == f"{packet_run}.01.a3"
         assert secret not in run.tags["awp/note"] and "write the word" in run.tags["awp/note"]
-        assert run.tags["awp/reason"].startswith("repair launched by hand")
+        assert attempt_records(instance, run.run_id)[0].target.reason.startswith("repair launched by hand")
     finally:
         instance.dispose()
 

@@ -12,6 +12,7 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log
 
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
@@ -69,9 +70,12 @@ def test_repair_and_retry_runs_name_their_parent_run_and_reason(compat_packet) -
     try:
         runs = _oldest_first(instance, {"awp/prompt": "02"})
         assert [r.tags["awp/mode"] for r in runs] == ["run", "repair"]
-        assert runs[1].tags["awp/parent_run"] == runs[0].run_id
-        assert "unmet verifier items" in runs[1].tags["awp/reason"]
-        assert runs[0].tags["awp/agent_run"] == runs[1].tags["awp/agent_run"]
+        assert runs[1].tags["dagster/parent_run_id"] == runs[0].run_id
+        # Run tags are what a user filters on; the reason and agent run are the Attempt's record.
+        first, repair = (attempt_records(instance, r.run_id)[-1] for r in runs)
+        assert "unmet verifier items" in repair.target.reason and repair.identity.parent_run == runs[0].run_id
+        assert first.identity.agent_run == repair.identity.agent_run
+        assert "awp/reason" not in runs[1].tags and "awp/agent_run" not in runs[1].tags
     finally:
         instance.dispose()
 
@@ -115,7 +119,7 @@ def test_rate_limit_falls_back_to_the_next_account_then_the_next_provider(tmp_pa
         targets = [(r.tags["awp/mode"], r.tags["awp/provider"], r.tags.get("awp/account")) for r in runs]
         assert targets == [("run", "simulated", "sim-a"), ("fallback", "simulated", "sim-b"),
                            ("fallback", "backup", None)]
-        assert "provider_rate_limit" in runs[1].tags["awp/reason"]
+        assert "provider_rate_limit" in attempt_records(instance, runs[1].run_id)[0].target.reason
         meta = instance.get_latest_materialization_event(AssetKey(["rotate", "01_work"])).asset_materialization.metadata
         assert meta["awp/provider"].value == "backup" and meta["awp/model"].value == "backup-model"
         assert meta["awp/mode"].value == "fallback"
@@ -155,7 +159,7 @@ def test_a_prompt_whose_upstream_recovers_runs_after_the_repair(tmp_path: Path, 
         runs = _oldest_first(instance, {"awp/packet": "chain"})
         assert runs[0].tags["awp/prompts"] == "01,02"  # the selection in one run; 02 was skipped there
         assert [(r.tags["awp/prompt"], r.tags["awp/mode"]) for r in runs[1:]] == [("01", "repair"), ("02", "run")]
-        assert runs[2].tags["awp/reason"] == "upstream 01 completed"
+        assert attempt_records(instance, runs[2].run_id)[0].target.reason == "upstream 01 completed"
     finally:
         instance.dispose()
     trailers = [m for m in git_log(root / "workspace") if "AWP-Attempt:" in m]
