@@ -103,8 +103,10 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     """What the asset page of 02 shows: the Attempt history, a visibly failed first Attempt, no noise."""
     materialized = instance.get_latest_materialization_event(CHANGELOG).asset_materialization.metadata
     history = materialized["awp/attempts"].value
-    assert "| 1 | run | primary target of the plan |" in history
-    assert "| 2 | repair | repair 1/2: unmet verifier items |" in history and "**verification_failed**" in history
+    # Seven narrow columns (#, mode, result, target, duration, cost, run); the reason is the Attempt's own.
+    assert "| 1 | run | **verification_failed** | simulated/simulated-demo |" in history
+    assert "| 2 | repair | completed | simulated/simulated-demo |" in history
+    assert materialized["awp/reason"].value == "repair 1/2: unmet verifier items"
     assert "](/runs/" in history  # each run links to its page
     assert materialized["awp/events"].value.startswith("demo/.awp/events/")
     assert all(getattr(v, "value", v) not in ("", "none", None) for v in materialized.values())

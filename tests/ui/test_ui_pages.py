@@ -71,10 +71,10 @@ def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
     assert listed_run_ids(page) == [repair["dagster_run"][:8]]
     screenshot(page, shots, "runs-filtered-by-commit")
 
-    # The repair's materialization carries the AgentRun's Attempt history: the run, then the repair, why.
+    # The repair's materialization carries the AgentRun's Attempt history: the run failed, then the repair.
     open_asset(page, url, CHANGELOG)
     history = open_markdown_metadata(page, "awp/attempts")
-    assert "repair" in history and "unmet verifier items" in history
+    assert "verification_failed" in history and "repair\tcompleted" in history
     close_dialog(page)
 
     transcript = open_transcript(page, url, CHANGELOG)
