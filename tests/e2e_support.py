@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 import yaml
@@ -73,3 +76,19 @@ def fresh_database(server_url: str | sa.URL, prefix: str = "awp_deploy") -> Iter
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def race_processes(target: Callable[..., None], args: Callable[[int, float, Any], tuple[Any, ...]],
+                   count: int = 4) -> list[Any]:
+    """`count` spawned processes run `target(*args(n, start_at, queue))`, each waiting for `start_at` (after
+    every one has imported Dagster) to race; returns what each put on the queue."""
+    context = multiprocessing.get_context("spawn")
+    answers: multiprocessing.Queue = context.Queue()
+    start_at = time.time() + 8
+    procs = [context.Process(target=target, args=args(n, start_at, answers)) for n in range(count)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    return [answers.get(timeout=5) for _ in procs]

@@ -7,6 +7,8 @@ import multiprocessing
 import time
 from pathlib import Path
 
+from e2e_support import race_processes
+
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import account_lease, account_pool
 
@@ -26,16 +28,7 @@ def _hold(home: str, number: int, start_at: float, spans: multiprocessing.Queue)
 def test_racing_processes_hold_one_accounts_lease_one_at_a_time(tmp_path: Path) -> None:
     home = tmp_path / "home"
     open_instance_folder(home).dispose()
-    context = multiprocessing.get_context("spawn")
-    spans: multiprocessing.Queue = context.Queue()
-    start_at = time.time() + 8  # after every spawned process has imported Dagster
-    procs = [context.Process(target=_hold, args=(str(home), n, start_at, spans)) for n in range(4)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(timeout=120)
-        assert proc.exitcode == 0
-    held = sorted(spans.get(timeout=5) for _ in procs)
+    held = sorted(race_processes(_hold, lambda n, start_at, spans: (str(home), n, start_at, spans)))
     assert all(a[1] <= b[0] for a, b in zip(held, held[1:], strict=False)), held
     instance = open_instance_folder(home)
     try:  # and every lease was given back

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from dagster import DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
-from e2e_support import postgres_instance_dir
+from e2e_support import postgres_instance_dir, race_processes
 
 from awp_pipelines.orchestration import claims
 from awp_pipelines.orchestration.claims import claim_attempt
@@ -64,16 +64,7 @@ def _race(home: Path) -> None:
     instance = open_instance_folder(home)
     run_id = _run(instance, DagsterRunStatus.STARTED)
     instance.dispose()
-    context = multiprocessing.get_context("spawn")
-    answers: multiprocessing.Queue = context.Queue()
-    start_at = time.time() + 8  # after every spawned process has imported Dagster
-    procs = [context.Process(target=_claim, args=(str(home), run_id, start_at, answers)) for _ in range(4)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(timeout=120)
-        assert proc.exitcode == 0
-    got = [answers.get(timeout=5) for _ in procs]
+    got = race_processes(_claim, lambda _n, start_at, answers: (str(home), run_id, start_at, answers))
     assert got.count(None) == 1, got
     holders = {g for g in got if g is not None}
     assert len(holders) == 1 and next(iter(holders)).startswith(run_id)
