@@ -128,13 +128,15 @@ def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
 
 
 def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
-    """Free the pool slots held by runs that have ended (or no longer exist): nothing will ever free them
-    without a daemon, and every later step of their pools would wait forever. The run ids freed."""
+    """Free the pool slots and queue entries held by runs that have ended (or no longer exist): nothing will ever
+    free them without a daemon, and every later step of their pools would wait forever. The run ids freed."""
     storage = instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
         return []
-    holders = {slot.run_id for key in storage.get_concurrency_keys()
-               for slot in storage.get_concurrency_info(key).claimed_slots}
+    # A pending step counts too: a step that ends frees its slot, then (a second transaction) its queue entry;
+    # a kill between the two leaves an assigned entry that no slot backs, and it holds the pool all the same.
+    holders = {held.run_id for key in storage.get_concurrency_keys() for info in [storage.get_concurrency_info(key)]
+               for held in (*info.claimed_slots, *info.pending_steps)}
     if not holders:
         return []
     live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}

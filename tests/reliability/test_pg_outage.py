@@ -292,3 +292,27 @@ def test_a_daemon_run_that_just_ended_keeps_its_slot_for_the_grace_an_awp_run_ru
         assert [slot.run_id for slot in storage.get_concurrency_info("pool").claimed_slots] == [daemons]
     finally:
         instance.dispose()
+
+
+def test_a_queue_entry_left_by_a_kill_between_slot_and_entry_is_freed(tmp_path: Path) -> None:
+    """A step's end frees its slot, then (a second transaction) its assigned queue entry. A kill -9 between the
+    two left the entry behind: it holds the pool with no slot claimed, and the next run's step of that pool
+    waited forever (the rerun of `kill -9: recorded, before the next prompt` hung so). The reaper frees it."""
+    from dagster import asset, materialize
+
+    @asset
+    def probe() -> int:
+        return 1
+
+    instance = open_instance(tmp_path / "packet")
+    try:
+        dead = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("pool", 1)
+        assert storage.claim_concurrency_slot("pool", dead, "first").is_claimed
+        storage._free_concurrency_slots(dead, "first")  # the first transaction only: the kill came here
+        assert not storage.claim_concurrency_slot("pool", "next-run", "second").is_claimed  # the pool is held
+        assert dead in free_slots_of_ended_runs(instance)
+        assert storage.claim_concurrency_slot("pool", "next-run", "second").is_claimed
+    finally:
+        instance.dispose()
