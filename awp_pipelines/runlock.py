@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from awp_pipelines.hosts import host_id
 
 if TYPE_CHECKING:
     from awp_pipelines.packet import Packet
@@ -50,7 +51,7 @@ class RunLockHeld(Exception):
         if holder is None:
             text = f"{path} is locked ({reason})"
         else:
-            where = "" if holder.host == socket.gethostname() else f" on host {holder.host}"
+            where = "" if holder.host == host_id() else f" on host {holder.host}"
             what = holder.what or str(path)
             text = f"{what} is already being run by pid {holder.pid}{where} since {holder.since}"
         super().__init__(f"{text}; wait for it to finish or stop that process (lock file: {path})")
@@ -73,11 +74,11 @@ class _AlreadyOurs(Exception):
 
 def _is_this_process(info: LockInfo) -> bool:
     pid = os.getpid()
-    return info.host == socket.gethostname() and info.pid == pid and info.start_time == process_start_time(pid)
+    return info.host == host_id() and info.pid == pid and info.start_time == process_start_time(pid)
 
 
 def _alive(info: LockInfo) -> bool:
-    if info.host != socket.gethostname():
+    if info.host != host_id():
         return True  # cannot check a process on another machine: assume it runs
     try:
         os.kill(info.pid, 0)
@@ -130,7 +131,7 @@ class RunLock:
         """Take the lock or raise RunLockHeld naming the holder. A stale lock is replaced."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
-        mine = LockInfo(pid=pid, start_time=process_start_time(pid), host=socket.gethostname(),
+        mine = LockInfo(pid=pid, start_time=process_start_time(pid), host=host_id(),
                         since=datetime.now(UTC).isoformat(timespec="seconds"), what=self.what)
         with _guard(self.path):
             for _ in range(2):  # a second try only after removing a stale lock

@@ -75,6 +75,7 @@ USAGE_KEY = f"{PREFIX}usage/"
 STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
+HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
 # Dagster's run retries (a deployment's `run_retries`) re-launch a run only when its worker was lost (a pod
 # evicted, a host gone): an Attempt's own failure is for AWP's recovery to decide, never a blind re-run.
 WORKER_LOSS_ONLY = {"dagster/retry_on_asset_or_op_failure": "false"}

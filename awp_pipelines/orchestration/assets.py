@@ -29,6 +29,7 @@ from awp_pipelines.catalog import Catalog
 from awp_pipelines.lint import refuse_secrets
 from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop, start_gate
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.heartbeat import beating
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.packet_run_tag import tag_root_run
@@ -112,7 +113,10 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
         if skip is not None:  # not needed: nothing is materialized, and Dagster skips what follows
             context.log.info(f"prompt {prompt.id} does not run: {skip}")
             return
-        with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
+        # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
+        # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
+        with signal_stop(), beating(context.instance, context.run.run_id,
+                                    context.get_step_execution_context().step.key, packet.name):
             try:
                 yield _run(context)
             except Failure:  # the Attempt's events are logged before the raise

@@ -10,7 +10,6 @@ any hosts, SQLite or PostgreSQL), one wins; the other starts no agent.
 from __future__ import annotations
 
 import os
-import socket
 
 import sqlalchemy as sa
 from dagster import DagsterInstance
@@ -18,6 +17,7 @@ from dagster._core.storage.runs.schema import KeyValueStoreTable
 from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 
 from awp_pipelines import tags
+from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.reaper import UNFINISHED
 from awp_pipelines.runlock import process_start_time
 
@@ -25,7 +25,7 @@ from awp_pipelines.runlock import process_start_time
 def this_process(run_id: str) -> str:
     """Run, host, pid and process start time (a pid alone is reused)."""
     pid = os.getpid()
-    return f"{run_id}:{socket.gethostname()}:{pid}:{process_start_time(pid) or 0}"
+    return f"{run_id}:{host_id()}:{pid}:{process_start_time(pid) or 0}"
 
 
 def claim_attempt(instance: DagsterInstance, attempt_id: str, run_id: str) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,13 +29,24 @@ from dagster import (
     DagsterInstance,
     Definitions,
     EventLogEntry,
+    Executor,
     ExecutorDefinition,
+    Field,
+    InitExecutorContext,
     InitLoggerContext,
     JobDefinition,
     LoggerDefinition,
+    Selector,
     colored_console_logger,
+    executor,
     logger,
-    multiprocess_executor,
+)
+from dagster._core.definitions.executor_definition import (
+    IN_PROC_CONFIG,
+    MULTI_PROC_CONFIG,
+    _core_in_process_executor_creation,
+    _core_multiprocess_executor_creation,
+    multiple_process_executor_requirements,
 )
 from dagster._core.definitions.reconstruct import build_reconstructable_job
 from dagster._core.execution.api import execute_run
@@ -57,9 +69,27 @@ DEFAULT_PARALLEL = 8
 
 def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:
     """Step processes forked from a server that imported Dagster and AWP once: spawning each step afresh cost
-    it those imports (8 prompts of 5 s in process: 2.2x one prompt spawned, 1.4x forked; make bench)."""
-    return multiprocess_executor.configured({"max_concurrent": max_concurrent, "start_method": {"forkserver": {
-        "preload_modules": ["awp_pipelines.orchestration.assets"]}}}, name="awp_multiprocess")
+    it those imports (8 prompts of 5 s in process: 2.2x one prompt spawned, 1.4x forked; make bench).
+
+    Run config `execution: {config: {in_process: {}}}` runs the steps in the run worker's process instead (a
+    Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
+    child), which may not start the forkserver's children."""
+    multiprocess = {"max_concurrent": max_concurrent, "start_method": {"forkserver": {
+        "preload_modules": ["awp_pipelines.orchestration.assets"]}}}
+
+    @executor(name="awp_multiprocess",
+              config_schema=Field(Selector({"multiprocess": MULTI_PROC_CONFIG, "in_process": IN_PROC_CONFIG}),
+                                  default_value={"multiprocess": multiprocess}),
+              requirements=lambda config: multiple_process_executor_requirements() if "multiprocess" in config
+              else [])
+    def _awp_executor(init_context: InitExecutorContext) -> Executor:
+        config = init_context.executor_config
+        if "multiprocess" in config and not multiprocessing.current_process().daemon:
+            return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
+        chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
+        return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
+
+    return _awp_executor
 
 
 def can_overlap(packet: Packet, selected: list[str]) -> bool:

@@ -11,7 +11,6 @@ saved as a checkpoint of its AgentRun before anything else edits the tree.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from awp_pipelines import tags
+from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.runlock import live_holder, process_start_time
@@ -34,14 +34,14 @@ SLOT_GRACE_S = 30.0
 def runner_tag() -> dict[str, str]:
     """This process, as its runs name it: host, pid and start time (a pid alone is reused)."""
     pid = os.getpid()
-    return {RUNNER: f"{socket.gethostname()}:{pid}:{process_start_time(pid) or 0}"}
+    return {RUNNER: f"{host_id()}:{pid}:{process_start_time(pid) or 0}"}
 
 
 def runner_alive(value: str) -> bool:
     host, _, rest = value.partition(":")
     pid_text, _, start = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True  # another machine's process: not ours to judge
+    if host != host_id() or not pid_text.isdigit():
+        return True  # another machine's process: its heartbeat judges it (heartbeat.py)
     started = process_start_time(int(pid_text))
     return started is not None and str(started) == start
 
@@ -59,11 +59,15 @@ def driven_in_process(runs: Iterable[DagsterRun], state_root: Path) -> bool:
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
     """Mark the packet's unfinished runs whose runner is gone failed, then free the slots of every ended run
-    (theirs, and any an outage left held)."""
+    (theirs, and any an outage left held). A runner on this host is judged by its pid; a run on another host
+    (or a run worker's) by its compute's heartbeat."""
+    from awp_pipelines.orchestration.heartbeat import reap_silent_runs  # it reads UNFINISHED from here
+
     reaped = [run for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED))
               if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
     for run in reaped:
         instance.report_run_failed(run, f"its awp run process ({run.tags[RUNNER]}) is gone: killed or crashed")
+    reaped += reap_silent_runs(instance, packet)
     free_slots_of_ended_runs(instance)
     return reaped
 
@@ -135,8 +139,9 @@ def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
         return []
     # A pending step counts too: a step that ends frees its slot, then (a second transaction) its queue entry;
     # a kill between the two leaves an assigned entry that no slot backs, and it holds the pool all the same.
-    holders = {held.run_id for key in storage.get_concurrency_keys() for info in [storage.get_concurrency_info(key)]
-               for held in (*info.claimed_slots, *info.pending_steps)}
+    infos = [storage.get_concurrency_info(key) for key in storage.get_concurrency_keys()]
+    holders = {s.run_id for info in infos for s in info.claimed_slots} | \
+        {p.run_id for info in infos for p in info.pending_steps}
     if not holders:
         return []
     live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}

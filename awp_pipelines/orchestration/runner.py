@@ -12,7 +12,6 @@ import logging
 import os
 import secrets
 import signal
-import socket
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -32,6 +31,7 @@ from dagster._core.utils import make_new_run_id
 from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.errors import StorageUnavailable
+from awp_pipelines.hosts import host_id
 from awp_pipelines.interrupts import Interrupted
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
@@ -315,7 +315,7 @@ def _silent(_init_context: InitLoggerContext) -> logging.Logger:
 
 
 def _launched_by() -> str:
-    return f"awp run (pid {os.getpid()} on {socket.gethostname()})"
+    return f"awp run (pid {os.getpid()} on {host_id()})"
 
 
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],

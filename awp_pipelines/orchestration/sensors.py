@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     DagsterRun,
@@ -32,13 +33,17 @@ from awp_pipelines import tags
 from awp_pipelines.launches import Launch, next_launches
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
-from awp_pipelines.orchestration.reaper import driven_in_process
+from awp_pipelines.orchestration.reaper import driven_in_process, free_slots_of_ended_runs
 from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.stops import StopMarker
 
 INTERVAL_S = 5
+# A launch is one prompt, one step: run in the run worker's own process. A Celery worker's prefork child is
+# daemonic and may not start the multiprocess executor's children (parallel.py falls back there too).
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 _BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
 
 
@@ -89,6 +94,11 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
     def _recover(context: SensorEvaluationContext) -> SensorResult:
         cursor = RecoveryCursor.parse(context.cursor)
         instance = context.instance
+        # A run whose worker died unseen (a Celery worker killed, a host lost) is failed here, so this tick
+        # or the next one launches its retry; the slots of ended runs go back to their pools.
+        for run in reap_silent_runs(instance, packet.name):
+            context.log.warning(f"run {run.run_id[:8]} failed: its compute stopped beating")
+        free_slots_of_ended_runs(instance)
         finished = instance.get_run_records(
             RunsFilter(tags={tags.PACKET: packet.name}, statuses=list(FINISHED),
                        updated_after=datetime.fromtimestamp(cursor.after, UTC)),
@@ -118,7 +128,7 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
             outlook = next_launches(prompt_states(binding, history), now, history.stopped)
             for launch in outlook.due:
                 requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job,
-                                           asset_selection=[binding.key(launch.prompt)],
+                                           asset_selection=[binding.key(launch.prompt)], run_config=IN_PROCESS,
                                            tags=launch_tags(binding, history, launch)))
             if outlook.waiting:
                 waiting.add(packet_run)

@@ -1,0 +1,164 @@
+"""Liveness that holds across hosts: a running Attempt's compute beats in the instance; a silent one is dead.
+
+Dagster's run monitoring asks the run launcher whether a run's worker lives. The Celery launcher answers
+from the task's state in the result backend, and a worker killed with `kill -9` (or a host that lost power)
+leaves its task STARTED forever: the run stays STARTED and holds its work tree and account slots. So each
+prompt compute, while it runs, writes a beat (time, host, pid, every how often) to the instance's key-value
+table every `AWP_HEARTBEAT_S` seconds, from a thread of its own. The recovery sensor (and the next `awp run`)
+fails the packet's unfinished runs whose beat is older than its bound and frees their slots, so the retry is
+launched on a live worker. The beat is removed when the compute ends, so a run waiting between steps (for a
+pool slot, say) is never judged by it.
+
+The bound is in the beat (`4 x every + 10 s`): the writer, not the reader, says how often it beats. Beats
+are stamped with the writer's clock: hosts need synchronized clocks (NTP) well within that bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import sqlalchemy as sa
+from dagster import DagsterInstance, DagsterRun, RunsFilter
+from dagster._core.storage.runs.schema import KeyValueStoreTable
+from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
+
+from awp_pipelines import tags
+from awp_pipelines.hosts import host_id
+from awp_pipelines.orchestration.reaper import UNFINISHED
+
+DEFAULT_EVERY_S = 15.0
+
+
+def every_s() -> float:
+    """How often this process beats: `AWP_HEARTBEAT_S`, else 15 s (a dead worker is noticed within 70 s)."""
+    try:
+        value = float(os.environ.get("AWP_HEARTBEAT_S", "") or DEFAULT_EVERY_S)
+    except ValueError:
+        value = DEFAULT_EVERY_S
+    return max(value, 0.5)
+
+
+@dataclass(frozen=True)
+class Beat:
+    run_id: str
+    step: str
+    packet: str
+    host: str
+    pid: int
+    at: float  # epoch seconds, the writer's clock
+    every: float
+
+    @property
+    def key(self) -> str:
+        return f"{tags.HEARTBEAT_KEY}{self.run_id}/{self.step}"
+
+    @property
+    def bound_s(self) -> float:
+        """Four missed beats and some slack: a busy database or a paused VM is not a dead host."""
+        return 4 * self.every + 10
+
+    def silent_for(self, now: float) -> float:
+        return now - self.at
+
+    def stale(self, now: float) -> bool:
+        return self.silent_for(now) > self.bound_s
+
+    def dump(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def parse(cls, text: str) -> Beat | None:
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError):
+            return None
+
+
+def _storage(instance: DagsterInstance) -> SqlRunStorage | None:
+    """Every shipped instance (and Dagster's ephemeral one) stores runs in SQL; another storage has no beats."""
+    storage = instance.run_storage
+    return storage if isinstance(storage, SqlRunStorage) else None
+
+
+def write_beat(instance: DagsterInstance, beat: Beat) -> None:
+    instance.run_storage.set_cursor_values({beat.key: beat.dump()})
+
+
+def beats(instance: DagsterInstance) -> list[Beat]:
+    """Every beat stored now (one per running prompt compute, on any host)."""
+    table, storage = KeyValueStoreTable, _storage(instance)
+    if storage is None:  # pragma: no cover - see _storage
+        return []
+    with storage.connect() as conn:
+        rows = conn.execute(sa.select(table.c.value).where(table.c.key.like(f"{tags.HEARTBEAT_KEY}%"))).all()
+    return [beat for (value,) in rows if (beat := Beat.parse(value)) is not None]
+
+
+def _forget(instance: DagsterInstance, keys: list[str]) -> None:
+    storage = _storage(instance)
+    if keys and storage is not None:
+        with storage.connect() as conn:
+            conn.execute(KeyValueStoreTable.delete().where(KeyValueStoreTable.c.key.in_(keys)))
+
+
+@contextmanager
+def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
+            every: float | None = None) -> Iterator[Beat]:
+    """Beat for the block, from a daemon thread (the compute may block for hours in its agent). A failed write
+    (the database briefly down) is skipped: the next one may succeed, and the bound allows for four."""
+    every = every or every_s()
+    first = Beat(run_id, step, packet, host_id(), os.getpid(), time.time(), every)
+    write_beat(instance, first)
+    done = threading.Event()
+
+    def _beat() -> None:
+        while not done.wait(every):
+            try:
+                write_beat(instance, Beat(**{**asdict(first), "at": time.time()}))
+            except Exception:  # noqa: BLE001 - a beat is best effort; a missed one is what the bound is for
+                continue
+
+    thread = threading.Thread(target=_beat, name=f"awp-heartbeat-{run_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield first
+    finally:
+        done.set()
+        thread.join(timeout=every + 5)
+        # A beat left behind (the database down just now) belongs to an ended run: reap_silent_runs drops it.
+        with contextlib.suppress(Exception):
+            _forget(instance, [first.key])
+
+
+def reap_silent_runs(instance: DagsterInstance, packet: str, now: float | None = None) -> list[DagsterRun]:
+    """Fail the packet's unfinished runs whose compute stopped beating (its worker or host died), and drop the
+    beats of runs that have ended. Their pool slots (work tree, account) are freed at once: the retry waits
+    for them."""
+    now = time.time() if now is None else now
+    mine = [b for b in beats(instance) if b.packet == packet]
+    if not mine:
+        return []
+    live = {run.run_id: run for run in instance.get_runs(
+        RunsFilter(run_ids=sorted({b.run_id for b in mine}), statuses=UNFINISHED))}
+    reaped = []
+    for beat in mine:
+        run = live.get(beat.run_id)
+        if run is None or not beat.stale(now) or run in reaped:
+            continue
+        instance.report_run_failed(run, f"its worker (pid {beat.pid} on host {beat.host}) has not beaten for "
+                                   f"{beat.silent_for(now):.0f} s (bound {beat.bound_s:.0f} s): killed, or its "
+                                   "host is gone")
+        reaped.append(run)
+        if instance.event_log_storage.supports_global_concurrency_limits:
+            # No grace as for a run that just ended (reaper.py): its compute has been silent past the bound.
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+    ended = {r.run_id for r in reaped} | ({b.run_id for b in mine} - set(live))
+    _forget(instance, [b.key for b in mine if b.run_id in ended])
+    return reaped

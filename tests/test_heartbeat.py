@@ -1,0 +1,88 @@
+"""Liveness across hosts (orchestration/heartbeat.py): a running compute beats in the instance; a run whose
+beat went silent (its Celery worker killed with kill -9, its host lost) is failed and its slots freed, which
+Dagster's run monitoring never does for a Celery task left STARTED."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus
+from dagster._core.executor.in_process import InProcessExecutor
+from dagster._core.executor.multiprocess import MultiprocessExecutor
+from dagster._core.test_utils import create_run_for_test
+
+from awp_pipelines.hosts import host_id
+from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
+from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.lease import pool_lease
+from awp_pipelines.orchestration.parallel import parallel_executor
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> DagsterInstance:
+    opened = open_instance_folder(tmp_path / "home")
+    yield opened
+    opened.dispose()
+
+
+def _run(instance: DagsterInstance, status: DagsterRunStatus = DagsterRunStatus.STARTED) -> str:
+    return create_run_for_test(instance, job_name="packet__beats", status=status).run_id
+
+
+def test_a_compute_beats_with_its_host_and_pid_while_it_runs_and_its_beat_goes_when_it_ends(
+        instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_HOST_ID", "host-a")
+    run_id = _run(instance)
+    with beating(instance, run_id, "step_01", "beats", every=0.5) as first:
+        assert (first.host, first.pid, first.every) == ("host-a", os.getpid(), 0.5)
+        deadline = time.monotonic() + 60  # against a hang only: the thread beats again within 0.5 s
+        while [b.at for b in beats(instance)] == [first.at] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [later] = beats(instance)
+        assert later.at > first.at and later.key == first.key
+    assert beats(instance) == []
+
+
+def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
+        instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = time.time()
+    dead, alive, other_packet = (_run(instance) for _ in range(3))
+    ended = _run(instance, DagsterRunStatus.SUCCESS)
+    stale = now - 60  # bound for a 2 s beat: 4 x 2 + 10 = 18 s
+    for run_id, packet, at in ((dead, "beats", stale), (alive, "beats", now - 5), (other_packet, "other", stale),
+                               (ended, "beats", stale)):
+        write_beat(instance, Beat(run_id, "step_01", packet, "host-b", 4242, at, 2.0))
+    with pool_lease(instance, "awp_tree_x", dead, "step_01@tree", "busy"):
+        reaped = reap_silent_runs(instance, "beats", now=now)
+        assert [r.run_id for r in reaped] == [dead]
+        failed = instance.get_run_by_id(dead)
+        assert failed is not None and failed.status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id(alive).status == DagsterRunStatus.STARTED  # type: ignore[union-attr]
+        assert instance.get_run_by_id(other_packet).status == DagsterRunStatus.STARTED  # type: ignore[union-attr]
+        # The beats of ended runs are dropped; the live ones, and another packet's, stay for their own judge.
+        assert sorted(b.run_id for b in beats(instance)) == sorted([alive, other_packet])
+        # Its work tree is free at once, for the retry: no grace as for a run whose worker ended it.
+        assert instance.event_log_storage.get_concurrency_info("awp_tree_x").claimed_slots == []
+
+
+def test_a_beat_says_how_often_its_writer_beats_so_its_reader_needs_no_setting() -> None:
+    beat = Beat("r", "s", "p", host_id(), 1, 1000.0, 15.0)
+    assert beat.bound_s == 70.0 and not beat.stale(1070.0) and beat.stale(1070.5)
+    assert Beat.parse(beat.dump()) == beat and Beat.parse("not json") is None
+
+
+def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Celery workers (and the sensor's one-prompt launches) ask for `in_process`: it was ignored, the
+    executor's config being fixed, and a Celery prefork child (daemonic) failed to start step processes."""
+    create = parallel_executor().executor_creation_fn
+    retries = {"enabled": {}}
+    assert isinstance(create(SimpleNamespace(executor_config={"in_process": {"retries": retries}})),
+                      InProcessExecutor)
+    multi = {"max_concurrent": 2, "retries": retries, "start_method": {"forkserver": {}}}
+    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi})), MultiprocessExecutor)
+    monkeypatch.setattr("multiprocessing.current_process", lambda: SimpleNamespace(daemon=True))
+    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi})), InProcessExecutor)
