@@ -4,7 +4,9 @@ Two `awp run` on one work tree interleave their agents' edits and commit each ot
 must refuse, naming the first. The lock file is created with O_CREAT|O_EXCL; every acquire and release runs
 under a short flock on a sidecar guard file, so checking a lock for staleness and replacing it is one step
 and no one ever reads a half-written lock. A lock is stale when its process is gone, or when its pid now
-belongs to a process that started at another time (pids are reused): then it is reclaimed. A crash
+belongs to a process that started at another time (pids are reused): then it is reclaimed. A holder on
+another host (a lock on a shared filesystem) is judged by its beat instead: it touches the lock file every
+LOCK_BEAT_S seconds while it holds it, and a file untouched for four beats is stale. A crash
 (`kill -9`) therefore never wedges a packet; a live holder is never robbed.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from awp_pipelines.packet import Packet
 
 LOCK_SUFFIX = ".lock"
+LOCK_BEAT_S = 15.0
 
 
 class LockInfo(BaseModel):
@@ -40,6 +45,8 @@ class LockInfo(BaseModel):
     host: str = Field(description="Where the holder runs: a pid says nothing about another machine.")
     since: str = Field(description="When the lock was taken (UTC, ISO 8601).")
     what: str = Field("", description="What is locked, for the refusal message (e.g. 'packet run pr-1a2b').")
+    beat_s: float | None = Field(None, description="The holder touches the lock file this often (its mtime): "
+                                 "how a holder on another host is judged, its pid meaning nothing here.")
 
 
 class RunLockHeld(Exception):
@@ -77,9 +84,10 @@ def _is_this_process(info: LockInfo) -> bool:
     return info.host == host_id() and info.pid == pid and info.start_time == process_start_time(pid)
 
 
-def _alive(info: LockInfo) -> bool:
+def _alive(info: LockInfo, path: Path) -> bool:
     if info.host != host_id():
-        return True  # cannot check a process on another machine: assume it runs
+        # Another machine's process (a lock on a shared filesystem): alive while it keeps touching the file.
+        return info.beat_s is None or _fresh(path, info.beat_s)
     try:
         os.kill(info.pid, 0)
     except ProcessLookupError:
@@ -87,6 +95,25 @@ def _alive(info: LockInfo) -> bool:
     except PermissionError:
         pass  # exists, owned by someone else
     return info.start_time is None or process_start_time(info.pid) == info.start_time
+
+
+def _fresh(path: Path, beat_s: float) -> bool:
+    """Touched within four beats and some slack (the bound of orchestration/heartbeat.py's beats)."""
+    try:
+        return time.time() - path.stat().st_mtime <= 4 * beat_s + 10
+    except FileNotFoundError:
+        return False
+
+
+def _touching(path: Path, info: LockInfo, done: threading.Event) -> None:
+    """The holder's beat: the lock file's mtime, refreshed while the lock is still this holder's."""
+    while not done.wait(info.beat_s or LOCK_BEAT_S):
+        try:
+            if _read(path) != info:
+                return
+            os.utime(path)
+        except (OSError, ValueError):
+            continue
 
 
 @contextlib.contextmanager
@@ -126,13 +153,14 @@ class RunLock:
         self.info: LockInfo | None = None
         self.nested = False  # this process already held it when acquire() was called
         self.reclaimed: LockInfo | None = None  # the stale holder this acquire replaced, if any
+        self._beating: threading.Event | None = None
 
     def acquire(self) -> RunLock:
         """Take the lock or raise RunLockHeld naming the holder. A stale lock is replaced."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
         mine = LockInfo(pid=pid, start_time=process_start_time(pid), host=host_id(),
-                        since=datetime.now(UTC).isoformat(timespec="seconds"), what=self.what)
+                        since=datetime.now(UTC).isoformat(timespec="seconds"), what=self.what, beat_s=LOCK_BEAT_S)
         with _guard(self.path):
             for _ in range(2):  # a second try only after removing a stale lock
                 try:
@@ -149,6 +177,9 @@ class RunLock:
                     out.flush()
                     os.fsync(out.fileno())
                 self.info = mine
+                self._beating = threading.Event()
+                threading.Thread(target=_touching, args=(self.path, mine, self._beating), daemon=True,
+                                 name="awp-lock-beat").start()
                 return self
         raise RunLockHeld(self.path, None, "could not replace a stale lock")  # pragma: no cover
 
@@ -159,7 +190,7 @@ class RunLock:
             holder = None  # under the guard no one is mid-write: garbage is a crash's leftover, stale
         if holder is not None and _is_this_process(holder):
             raise _AlreadyOurs
-        if holder is not None and _alive(holder):
+        if holder is not None and _alive(holder, self.path):
             raise RunLockHeld(self.path, holder)
         self.reclaimed = holder
         with contextlib.suppress(FileNotFoundError):
@@ -172,6 +203,8 @@ class RunLock:
             return
         if self.info is None:
             return
+        if self._beating is not None:
+            self._beating.set()
         with _guard(self.path):
             try:
                 current = _read(self.path)
@@ -203,11 +236,12 @@ def run_lock(state_root: Path, name: str, what: str = "") -> RunLock:
 
 def live_holder(state_root: Path, name: str) -> LockInfo | None:
     """Who holds the lock now (None: free, stale, or unreadable)."""
+    path = run_lock(state_root, name).path
     try:
-        info = _read(run_lock(state_root, name).path)
+        info = _read(path)
     except ValueError:
         return None
-    return info if info is not None and _alive(info) else None
+    return info if info is not None and _alive(info, path) else None
 
 
 @contextlib.contextmanager

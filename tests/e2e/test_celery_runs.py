@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 import yaml
-from dagster import DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 
@@ -47,13 +49,19 @@ def _redis() -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def _packet(root: Path, remotes: dict[str, Path]) -> Path:
+def _packet(root: Path, remotes: dict[str, Path], attempts: dict[str, list[dict[str, Any]]]) -> Path:
+    """One independent prompt per remote repo (01 on the first, ...), each writing `<repo>.txt`, driven by
+    `attempts[prompt]` where given (the simulated provider's steps, one per Attempt)."""
     (root / "prompts").mkdir(parents=True)
     repos = {name: {"remote": {"url": str(url), "branch": "main"}} for name, url in remotes.items()}
-    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "spread", "provider": "simulated", "repos": repos}))
-    for prompt, repo in zip(PROMPTS, remotes, strict=True):
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "spread", "provider": "simulated", "repos": repos,
+        "recovery": {"retry": {"base_delay_ms": 0, "max_delay_ms": 0, "jitter": False}}}))
+    for number, repo in enumerate(remotes, start=1):
+        prompt = f"{number:02d}"
+        steps = attempts.get(prompt, [{"writes": [{"path": f"{repo}.txt", "text": prompt}]}])
         front = {"id": prompt, "depends_on": [], "targets": [repo], "verify": {"files_exist": [f"{repo}:{repo}.txt"]},
-                 "simulate": {"attempts": [{"writes": [{"path": f"{repo}.txt", "text": prompt}]}]}}
+                 "simulate": {"attempts": steps}}
         (root / "prompts" / f"{prompt}_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n# Work\n")
     return root
 
@@ -80,7 +88,7 @@ def _workers(home: Path, project: Path, broker: str, hosts: list[Path],
         for number, host in enumerate(hosts):
             (host / "home").mkdir(parents=True)
             env = {**os.environ, "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project),
-                   "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"),
+                   "HOME": str(host / "home"), "AWP_WORK_ROOT": str(host / "work"), "AWP_HOST_ID": host.name,
                    "AWP_CELERY_BROKER": broker, "AWP_CELERY_BACKEND": broker,
                    # the workers' settings module (deploy/celery/dagster_celery_config.py)
                    "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "deploy" / "celery")]),
@@ -101,12 +109,14 @@ class Topology:
     dep: Deployment
     remotes: dict[str, Path]
     hosts: list[Path]
+    workers: list[subprocess.Popen[bytes]]
 
-    def launch(self, prompt: str) -> str:
+    def launch(self, prompt: str, tags: dict[str, str] | None = None) -> str:
         """One prompt's asset as a run of its own, in-process inside the Celery worker."""
         return self.dep.client().submit_job_execution(
             "packet__spread", repository_location_name="awp_pipelines", repository_name="__repository__",
-            run_config={"execution": {"config": {"in_process": {}}}}, asset_selection=[["spread", f"{prompt}_work"]])
+            run_config={"execution": {"config": {"in_process": {}}}}, asset_selection=[["spread", f"{prompt}_work"]],
+            tags=tags)
 
     def finished_runs(self, run_ids: list[str]) -> list[DagsterRun]:
         self.dep.wait_until(lambda i: all(r.is_finished for r in i.get_runs(RunsFilter(run_ids=run_ids))), 600,
@@ -117,17 +127,18 @@ class Topology:
 
 @contextmanager
 def _topology(tmp_path: Path, db: sa.URL, make_git_repo: Callable[[Path], Path], poll_s: int | None = None,
-              worker_env: dict[str, str] | None = None) -> Iterator[Topology]:
+              worker_env: dict[str, str] | None = None, repos: tuple[str, ...] = ("alpha", "beta"),
+              attempts: dict[str, list[dict[str, Any]]] | None = None) -> Iterator[Topology]:
     remotes = {}
-    for repo in ("alpha", "beta"):
+    for repo in repos:
         remotes[repo] = tmp_path / f"{repo}.git"
         _git("clone", "--quiet", "--bare", make_git_repo(tmp_path / f"seed-{repo}"), remotes[repo])
-    project = make_project(tmp_path / "project", {"spread": _packet(tmp_path / "source", remotes)})
+    project = make_project(tmp_path / "project", {"spread": _packet(tmp_path / "source", remotes, attempts or {})})
     hosts = [tmp_path / "host-a", tmp_path / "host-b"]
     with _redis() as broker:
         home = _home(tmp_path / "dagster-home", db, broker, poll_s)
-        with _workers(home, project, broker, hosts, worker_env), deployment(home, project) as dep:
-            yield Topology(dep, remotes, hosts)
+        with _workers(home, project, broker, hosts, worker_env) as workers, deployment(home, project) as dep:
+            yield Topology(dep, remotes, hosts, workers)
 
 
 def test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their_commits(
@@ -160,3 +171,89 @@ def test_a_long_attempt_on_a_celery_worker_is_not_failed_by_run_monitoring(
                    worker_env={"AWP_FAULT_PAUSE": "before_agent:25"}) as top:
         [run] = top.finished_runs([top.launch("01")])
     assert run.status == DagsterRunStatus.SUCCESS, run.status
+
+
+FOUR = ("alpha", "beta", "gamma", "delta")
+PACKET_RUN = "pr-topology"
+# 01: its first Attempt leaves partial work (draft.txt, pushed as a checkpoint) and fails; the second hangs in
+# its agent until its worker is killed; the third completes on top of the first's work. 02-04 take seconds.
+KILLED_MID_ATTEMPT = {
+    "01": [{"writes": [{"path": "draft.txt", "text": "part1"}],
+            "error": {"kind": "provider_runtime_claim", "message": "the session dropped"}},
+           {"delay_ms": 900_000},
+           {"writes": [{"path": "alpha.txt", "text": "01"}]}],
+    **{f"{n:02d}": [{"delay_ms": 4000, "writes": [{"path": f"{repo}.txt", "text": f"{n:02d}"}]}]
+       for n, repo in enumerate(FOUR, start=1) if n > 1}}
+
+
+def _run_of(instance: DagsterInstance, attempt: str) -> DagsterRun | None:
+    found = instance.get_runs(RunsFilter(tags={"awp/attempt": attempt}))
+    return found[0] if found else None
+
+
+def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_retry_continues_on_the_other(
+        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+    """The Must-show topology: four independent prompts on four remote repos. One prompt is launched; the
+    recovery sensor launches the rest and the retries (in-process, on whichever worker takes them). The
+    worker running 01's second Attempt is killed with kill -9: Dagster's run monitoring keeps reading its
+    Celery task STARTED, but its heartbeat goes silent, so the sensor fails the run, frees its slots and
+    launches the third Attempt, which runs on the other worker from the checkpoint the first one pushed."""
+    from awp_pipelines.orchestration.heartbeat import beats
+
+    a2, a3 = f"{PACKET_RUN}.01.a2", f"{PACKET_RUN}.01.a3"
+    with _topology(tmp_path, fresh_pg_database, make_git_repo, repos=FOUR, attempts=KILLED_MID_ATTEMPT,
+                   worker_env={"AWP_HEARTBEAT_S": "2"}) as top:
+        top.launch("01", tags={"awp/packet_run": PACKET_RUN})
+        top.dep.wait_until(lambda i: _run_of(i, a2) is not None, 600, f"the sensor to launch {a2}")
+        for prompt in ("02", "03", "04"):  # queued behind the retry: they run beside it, on the other worker
+            top.launch(prompt, tags={"awp/packet_run": PACKET_RUN})
+        top.dep.wait_until(lambda i: (r := _run_of(i, a2)) is not None and r.run_id in {b.run_id for b in beats(i)},
+                           600, f"Attempt {a2} to beat")
+        with top.dep.instance() as instance:
+            hung = _run_of(instance, a2)
+            assert hung is not None
+            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id]
+            done_before = {r.run_id for r in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.SUCCESS]))}
+        # In parallel: a run that succeeds now ran while 01's second Attempt was running, on the other host.
+        top.dep.wait_until(lambda i: any(r.run_id not in done_before for r in i.get_runs(
+            RunsFilter(statuses=[DagsterRunStatus.SUCCESS]))), 600, "a run on the other worker to succeed")
+        victim = [h.name for h in top.hosts].index(beat.host)
+        os.killpg(top.workers[victim].pid, signal.SIGKILL)
+        top.workers[victim].wait(timeout=60)
+
+        def settled(i: DagsterInstance) -> bool:
+            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            retry = _run_of(i, a3)
+            return (retry is not None and retry.status == DagsterRunStatus.SUCCESS and len(runs) >= 6
+                    and all(r.is_finished for r in runs) and not _held_slots(i))
+        top.dep.wait_until(settled, 900, "the retry on the other worker and every run to end, no slot held")
+        with top.dep.instance() as instance:
+            killed = instance.get_run_by_id(hung.run_id)
+            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            failure = next(e for e in instance.all_logs(hung.run_id) if e.dagster_event and
+                           e.dagster_event.event_type_value == "PIPELINE_FAILURE")
+    assert killed is not None and killed.status == DagsterRunStatus.FAILURE
+    assert "has not beaten" in (failure.message or ""), failure.message
+    by_prompt = sorted((r.tags.get("awp/prompt"), r.status.value) for r in runs)
+    assert [s for p, s in by_prompt if p != "01"] == ["SUCCESS"] * 3, by_prompt
+    assert sorted(s for p, s in by_prompt if p == "01") == ["FAILURE", "FAILURE", "SUCCESS"], by_prompt
+    survivor = top.hosts[1 - victim]
+    assert (survivor / "work" / "spread" / "alpha").is_dir()  # the retry cloned alpha on the other host
+    branch = f"refs/heads/awp/spread/{PACKET_RUN}"
+    for number, (repo, remote) in enumerate(top.remotes.items(), start=1):
+        commits = _git("-C", remote, "log", "--format=%H", f"main..{branch}").split()
+        assert len(commits) == 1, (repo, commits)  # one commit per prompt, none doubled
+        message = _git("-C", remote, "log", "-1", "--format=%B", branch)
+        assert f"AWP-Prompt: {number:02d}" in message and "AWP-Attempt: " in message, message
+    # The third Attempt continued from the first one's checkpoint, pushed to the remote by the first host.
+    assert _git("-C", top.remotes["alpha"], "show", f"{branch}:draft.txt") == "part1"
+    assert _git("-C", top.remotes["alpha"], "show", f"{branch}:alpha.txt") == "01"
+    assert f"AWP-Attempt: {a3}" in _git("-C", top.remotes["alpha"], "log", "-1", "--format=%B", branch)
+    checkpoints = _git("-C", top.remotes["alpha"], "for-each-ref", "--format=%(refname)", "refs/awp/checkpoints/")
+    assert f"{PACKET_RUN}.01/{PACKET_RUN}.01.a1" in checkpoints
+
+
+def _held_slots(instance: DagsterInstance) -> list[str]:
+    storage = instance.event_log_storage
+    return [f"{key}: {slot.run_id[:8]}" for key in storage.get_concurrency_keys()
+            for slot in storage.get_concurrency_info(key).claimed_slots]

@@ -72,12 +72,46 @@ def test_a_reused_pid_with_another_start_time_is_stale(tmp_path: Path) -> None:
         assert lock.reclaimed is not None and lock.reclaimed.start_time == own_start - 1
 
 
-def test_a_lock_from_another_host_is_never_taken_over(tmp_path: Path) -> None:
+def test_a_lock_from_another_host_without_a_beat_is_never_taken_over(tmp_path: Path) -> None:
     path = tmp_path / "pr-3.lock"
     path.write_text(LockInfo(pid=1, start_time=1, host="elsewhere.invalid", since="2026-11-30T00:00:00+00:00",
                              what="packet run pr-3").model_dump_json())
     with pytest.raises(RunLockHeld, match="pid 1 on host elsewhere.invalid since 2026-11-30"):
         RunLock(path).acquire()
+
+
+def test_a_lock_from_another_host_is_judged_by_its_beat_not_by_its_pid(tmp_path: Path) -> None:
+    """A lock on a shared filesystem: its holder's pid means nothing here, the file's freshness does. A live
+    pid on this machine (our own) does not keep a silent remote holder's lock."""
+    path = tmp_path / "pr-4.lock"
+    remote = LockInfo(pid=os.getpid(), start_time=None, host="elsewhere.invalid", since="2026-11-30T00:00:00+00:00",
+                      what="packet run pr-4", beat_s=1.0)
+    path.write_text(remote.model_dump_json())
+    with pytest.raises(RunLockHeld, match="on host elsewhere.invalid"):
+        RunLock(path).acquire()  # touched just now: alive
+    silent = time.time() - 15  # the bound of a 1 s beat: 4 x 1 + 10 s
+    os.utime(path, (silent, silent))
+    lock = RunLock(path).acquire()
+    try:
+        assert lock.reclaimed == remote
+    finally:
+        lock.release()
+
+
+def test_a_holder_touches_its_lock_file_while_it_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("awp_pipelines.runlock.LOCK_BEAT_S", 0.2)
+    path = tmp_path / "pr-5.lock"
+    lock = RunLock(path).acquire()
+    try:
+        old = time.time() - 100
+        os.utime(path, (old, old))
+        deadline = time.monotonic() + 60  # against a hang only: the holder touches it within 0.2 s
+        while path.stat().st_mtime == old and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.stat().st_mtime > old
+    finally:
+        lock.release()
+    assert not path.exists()
 
 
 def test_garbage_in_a_lock_file_is_a_crash_leftover_and_reclaimed(tmp_path: Path) -> None:
