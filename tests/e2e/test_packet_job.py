@@ -79,6 +79,8 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
         assert {r.run_key for r in tick.run_requests} == {f"{packet_run}.02.a2", f"{packet_run}.03.a2"}
         assert requests["02"].asset_selection == [CHANGELOG]
         assert requests["02"].tags["dagster/parent_run_id"] == first.run_id
+        # One prompt, one step: run in the run worker's process (a Celery prefork child may not fork steps).
+        assert requests["02"].run_config == {"execution": {"config": {"in_process": {}}}}
         # The cursor moved past the run: the next tick asks for nothing new.
         again = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs,
                                                                    cursor=tick.cursor))
