@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import yaml
-from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import DagsterRunStatus
 
 from tests.daemon.deployment import deployment, make_project
-from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet
+from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
 
 PACKET_RUN = "pr-docker"
 HANGS_THEN_WRITES = {"01": [{"delay_ms": 900_000}, {"writes": [{"path": "alpha.txt", "text": "01"}]}]}
@@ -60,11 +60,6 @@ def _home(folder: Path, db: sa.URL, image: str, mounts: list[Path]) -> Path:
     folder.mkdir(parents=True)
     (folder / "dagster.yaml").write_text(yaml.safe_dump(config))
     return folder
-
-
-def _run_of(instance: DagsterInstance, attempt: str) -> DagsterRun | None:
-    found = instance.get_runs(RunsFilter(tags={"awp/attempt": attempt}))
-    return found[0] if found else None
 
 
 def test_a_killed_container_is_noticed_and_the_retry_completes(
