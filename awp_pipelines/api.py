@@ -30,6 +30,7 @@ from awp_pipelines.progress import Listener, RunPlanned
 from awp_pipelines.redact import Redactor
 from awp_pipelines.runlock import packet_lock
 from awp_pipelines.selection import (
+    Selection,
     ended_explanation,
     nothing_selected,
     selection_from_flags,
@@ -153,7 +154,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=commit,
                          simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
     width = parallel or DEFAULT_PARALLEL
-    compiled = packet_assets(loaded, found, runtime, plan_context=context, parallel=width)
+    compiled = packet_assets(loaded, found, runtime, plan_context=context, parallel=width, plan=chosen.whole)
     # What a step process of a parallel run needs to build this same job again (it is spawned).
     catalog_file = Path(providers) if providers is not None else default_catalog_file()
     source = JobSource(str(loaded.root), str(catalog_file.resolve()) if catalog_file else None,
@@ -257,6 +258,7 @@ class _Chosen:
     select: Select
     plan: PacketPlan
     packet_run: str | None  # the packet run continued (--remaining reads the newest), None for a new one
+    whole: PacketPlan  # every prompt's plan, resolved once: `plan` is its selected part, the run's job builds on it
     nothing_left: str | None = None  # --remaining with nothing left: what to run instead
     stuck: str | None = None  # a resume where nothing can go on: why, and what to do
 
@@ -268,6 +270,7 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     found = catalog(providers)
     chosen = select if isinstance(select, Select) else Select(ids=tuple(select))
     context = PlanContext(catalog=found, overrides=overrides or Overrides())
+    whole = build_plan(loaded, context)
     # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     statuses: dict[str, AgentRunStatus] = {}
@@ -275,7 +278,8 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
         from awp_pipelines.orchestration.binding import PacketBinding
         from awp_pipelines.orchestration.state import standing_at
 
-        packet_run, statuses = standing_at(PacketBinding.of(loaded, found, context), _path(instance), packet_run)
+        packet_run, statuses = standing_at(PacketBinding.of(loaded, found, context, whole), _path(instance),
+                                           packet_run)
         if chosen.remaining and packet_run is None:
             raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
                               "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
@@ -284,22 +288,28 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
                                      - remaining_of(loaded, statuses))
     ids = [p.id for p in selection.apply(loaded)]
     if not preflight:  # a plan shows what is selected; only a run refuses
-        return _Chosen(loaded, found, context, chosen, build_plan(loaded, context, selection), packet_run)
+        return _Chosen(loaded, found, context, chosen, _part(whole, loaded, selection), packet_run, whole)
     if not ids:
         refusal = nothing_selected(loaded, selection, packet_run, statuses)
         if not (chosen.remaining and statuses):
             raise refusal
-        empty = build_plan(loaded, context, selection)
-        return _Chosen(loaded, found, context, chosen, empty, packet_run, f"{refusal.message}; {refusal.hint}")
+        empty = _part(whole, loaded, selection)
+        return _Chosen(loaded, found, context, chosen, empty, packet_run, whole, f"{refusal.message}; {refusal.hint}")
     unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
     if unmet:
         raise upstream_refusal(loaded, unmet, packet_run)
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
-    planned = build_plan(loaded, context, selection)
+    planned = _part(whole, loaded, selection)
     refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
-    return _Chosen(loaded, found, context, chosen, planned, packet_run, None, stuck)
+    return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck)
+
+
+def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan:
+    """The selected prompts' part of the whole plan (a prompt's plan does not depend on the selection)."""
+    ids = {p.id for p in selection.apply(packet)}
+    return whole.model_copy(update={"prompts": [p for p in whole.prompts if p.id in ids]})
 
 
 def _path(value: PathLike | None) -> Path | None:

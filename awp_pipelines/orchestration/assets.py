@@ -24,10 +24,12 @@ from dagster import (
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.lint import refuse_secrets
-from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop, start_gate
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
@@ -44,8 +46,9 @@ from awp_pipelines.orchestration.resources import (
 from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import PlanContext
+from awp_pipelines.plan import PacketPlan, PlanContext
 from awp_pipelines.redact import Redactor, redact
+from awp_pipelines.status import AttemptSummary
 
 
 @dataclass(frozen=True)
@@ -66,15 +69,17 @@ class CompiledPacket:
 
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
                   translator: PacketTranslator | None = None,
-                  plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL) -> CompiledPacket:
-    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any). The job
+                  plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL,
+                  plan: PacketPlan | None = None) -> CompiledPacket:
+    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any), unless
+    the caller resolved the whole packet's `plan` already (`awp run`). The job
     runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
     daemon load fails with its file and line instead of storing the secret in its snapshots."""
     refuse_secrets(packet)
     translator = translator or PacketTranslator()
     keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
-    binding = PacketBinding.resolve(packet, catalog, keys, plan_context)
+    binding = PacketBinding.resolve(packet, catalog, keys, plan_context, plan)
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
@@ -107,22 +112,22 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
            pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
            metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
            owners=translator.owners(packet, prompt), output_required=False)
-    def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
-        skip = start_gate(context, binding, prompt)
-        if skip is not None:  # not needed: nothing is materialized, and Dagster skips what follows
-            context.log.info(f"prompt {prompt.id} does not run: {skip}")
-            return
+    def _attempt(context: AssetExecutionContext, config: AttemptConfig) -> Iterator[MaterializeResult]:
         with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
             try:
-                yield _run(context)
+                outcome = run_attempt(context, binding, prompt, config)
+                if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
+                    context.log.info(f"prompt {prompt.id} does not run: {outcome}")
+                    return
+                yield _result(context, *outcome)
             except Failure:  # the Attempt's events are logged before the raise
                 tag_root_run(context, binding)
                 raise
             # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
             tag_root_run(context, binding)
 
-    def _run(context: AssetExecutionContext) -> MaterializeResult:
-        record, transcript, earlier, after = run_attempt(context, binding, prompt)
+    def _result(context: AssetExecutionContext, record: AttemptRecord, transcript: str,
+                earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
         # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
         metadata = {**record_metadata(record, transcript, earlier, packet.root),
                     tags.AGENT_RUN_STATE: redact(after.text)}

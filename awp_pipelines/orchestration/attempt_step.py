@@ -2,9 +2,10 @@
 recovery sensor, GraphQL, `awp run`), the Attempt's identity comes from the stored history of its
 AgentRun, and what it does (run, retry, fallback, repair) from the decision function.
 
-A launcher that knows the decision (the sensor, `awp run`) puts it on the run's tags with the Attempt it
-expects; the compute follows the tags when that Attempt is the next one, and decides itself otherwise
-(a re-execution from the UI, a materialization by hand).
+A launcher that decided the launch (the sensor, `awp run`, `awp repair`) hands it over whole as the run's
+config (attempt_config.py); the compute follows it when it is the next Attempt, and decides itself otherwise
+(a re-execution from the UI, a materialization by hand). The packet run's history is read once, holding
+the work tree's lease: the gate, the decision and the dead work all answer from that one read.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ from awp_pipelines.attempts import (
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.events import EventSink
 from awp_pipelines.ids import check_id
-from awp_pipelines.launches import Launch, PromptState, manual_launch, next_launches, repair_launch
+from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import (
@@ -74,7 +76,7 @@ from awp_pipelines.redact import Redactor
 from awp_pipelines.remote import RemoteTrees, trees_of
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.stops import StopMarker
-from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+from awp_pipelines.tags import agent_run_id, attempt_id
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
@@ -145,36 +147,36 @@ def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
     context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
 
 
-def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                  packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
+def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+                  config: AttemptConfig) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
     """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
-    Attempts (the history table of this Attempt's record) and its state. A single-prompt run tagged
-    `awp/mode=repair` without its Attempt is a repair asked for by hand."""
-    history = packet_run_history(context.instance, packet_run, binding.keys)
+    Attempts (the history table of this Attempt's record) and its state. The launch its launcher decided
+    (the run's config) when it is the next Attempt; a single-prompt run tagged `awp/mode=repair` without one
+    is a repair asked for by hand; anything else is decided here."""
+    packet_run = history.packet_run
     state = prompt_states(binding, history, [prompt.id])[0]
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
     last = agent_run.last_record
     earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)
-    intent = RunIntent.from_tags(context.run.tags)
-    expected = attempt_id(agent_run_id(packet_run, prompt.id), state.started + 1)
     single = prompts_of_run(context.run, binding.keys) == {prompt.id}
-    if single and intent.attempt == expected and intent.provider:
-        return _as_decided(context, binding, history, state, intent), last, earlier, state
-    by_hand = repair_launch(state, context.run.tags.get(tags.NOTE)) if single and intent.mode == "repair" else None
+    decided = config.launch(prompt.id, state.started + 1) if single else None
+    if decided is not None:
+        return decided, last, earlier, state
+    by_hand = (repair_launch(state, context.run.tags.get(tags.NOTE))
+               if single and context.run.tags.get(tags.MODE) == "repair" else None)
     over = None if single else state.spending().exhausted()
     if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
         raise Failure(description=f"budget_exhausted: {over}", allow_retries=False)
     return by_hand or manual_launch(state), last, earlier, state
 
 
-def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> str | None:
+def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+               history: PacketRunHistory) -> str | None:
     """Whether the prompt's first Attempt may start in its packet run, however the run was launched (a run of
     several prompts, a UI re-execution, a materialization by hand): its upstream prompts must be completed
     in the packet run (a Failure names them), unless the run is tagged `awp/ignore_deps`. A reason to skip
     is returned when an agent's `finish` ended the packet run: the step ends with nothing materialized and
     Dagster skips what follows. A dead Attempt that committed is adopted first: its work counts."""
-    packet_run = packet_run_of(context, binding)
-    history = packet_run_history(context.instance, packet_run, binding.keys)
     adopt_committed(context.instance, binding, history)
     if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
         return None
@@ -183,49 +185,42 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     if status.finished_by is not None:
         return status.reason
     if status.held_by:
-        raise Failure(description=f"prompt {prompt.id} does not start in packet run {packet_run}: {status.reason} "
-                      f"(a prompt runs once its upstream prompts completed in its packet run; to run it anyway, "
-                      f"launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
+        raise Failure(description=f"prompt {prompt.id} does not start in packet run {history.packet_run}: "
+                      f"{status.reason} (a prompt runs once its upstream prompts completed in its packet run; to "
+                      f"run it anyway, launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
     return None
 
 
-def _as_decided(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,
-                state: PromptState, intent: RunIntent) -> Launch:
-    """The launch its launcher (the sensor, `awp run`, `awp repair`) decided, from its tags: the target as
-    tagged; the reason and parent run as the decision (or the repair by hand) gives them from the same history
-    (this run aside), which is what the launcher asked; the effort the chain gives that target. Tags stay what
-    a user filters on."""
-    prompt_id = state.prompt
-    outlook = next_launches(prompt_states(binding, history, exclude_run=context.run.run_id), time.time())
-    decided = next((la for la in (*outlook.due, *outlook.waiting) if la.prompt == prompt_id), None)
-    if (decided is None or decided.mode != intent.mode) and intent.mode == "repair":
-        decided = repair_launch(state, context.run.tags.get(tags.NOTE))
-    if decided is not None and decided.mode != intent.mode:
-        decided = None
-    effort = next((c.effort for c in binding.chains[prompt_id].candidates()
-                   if (c.provider, c.model, c.account) == (intent.provider, intent.model, intent.account)), None)
-    target = Target(intent.provider or "", intent.model, intent.account, effort)
-    reason = decided.reason if decided is not None else f"{intent.mode} launched by {_launcher(context)}"
-    parent = intent.parent_run or (decided.parent_run if decided is not None else None)
-    return Launch(prompt_id, state.started + 1, intent.mode, reason, target, parent)
+Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
 
 
-def _launcher(context: AssetExecutionContext) -> str:
-    return context.run.tags.get(SENSOR_NAME_TAG) or context.run.tags.get("user") or "hand"
-
-
-def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
-                prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]:
+def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+                config: AttemptConfig) -> Outcome | str:
     """One Attempt: its record, its transcript, the AgentRun's earlier Attempts, and the AgentRun's state once
-    it ended (what the asset's metadata says, in the words of `awp status`)."""
+    it ended (what the asset's metadata says, in the words of `awp status`); or, when it does not start
+    (start_gate), the reason it is not needed. Holding the work tree's lease, the packet run's history is
+    read once: no Attempt on this tree runs meanwhile, so what it says of the tree's dead Attempts holds."""
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
+    packet_run = packet_run_of(context, binding)
+    step_key = context.get_step_execution_context().step.key
+    with tree_lease(context.instance, repo_pools(binding.packet)[prompt.id], context.run.run_id, step_key,
+                    on_wait=context.log.info):
+        history = packet_run_history(context.instance, packet_run, binding.keys)
+        skip = start_gate(context, binding, prompt, history)
+        if skip is not None:
+            return skip
+        return _attempt(context, binding, prompt, history, config)
+
+
+def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+             config: AttemptConfig) -> Outcome:
+    packet_run = history.packet_run
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
     plan = binding.plans[prompt.id]
-    packet_run = packet_run_of(context, binding)
     _honour_stop(context, packet_run)
     _warn_without_daemon(context)
-    launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
+    launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
     launch = _probed(context, binding.chains[prompt.id], launch, state)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
@@ -258,13 +253,11 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
     _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                                   target.account, launch.reason))
     step_key = context.get_step_execution_context().step.key
-    with (tree_lease(context.instance, repo_pools(packet)[prompt.id], context.run.run_id, step_key,
-                     on_wait=context.log.info),
-          account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
+    with (account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
           ticking(sink.live)):
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
-        _save_dead_work(context, binding, packet_run, prompt.id)
+        _save_dead_work(context, binding, history, prompt.id)
         _sync_trees(context, attempt.trees, plan.repos)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
@@ -313,14 +306,14 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
 
 
-def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, packet_run: str, prompt_id: str) -> None:
+def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,
+                    prompt_id: str) -> None:
     """Holding the work tree's lease, no live Attempt is on it: an Attempt on these trees that started and has
     no record died (a killed run worker, under the daemon). Its partial work becomes its AgentRun's checkpoint
     before this Attempt edits the tree, as the next `awp run` does for a dead runner (reaper.py)."""
     pools = repo_pools(binding.packet)
     sharing = [p for p, pool in pools.items() if pool == pools[prompt_id]]
-    history = packet_run_history(context.instance, packet_run, binding.keys)
-    for attempt in save_unrecorded_work(binding, history, packet_run, sharing):
+    for attempt in save_unrecorded_work(binding, history, history.packet_run, sharing):
         context.log.warning(f"saved the partial work of Attempt {attempt}, whose process died, as its checkpoint")
 
 

@@ -13,7 +13,7 @@ from dagster import AssetKey
 
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.packet import Packet
-from awp_pipelines.plan import PlanContext, PromptPlan, build_plan
+from awp_pipelines.plan import PacketPlan, PlanContext, PromptPlan, build_plan
 from awp_pipelines.policy import Chain, chain_of
 from awp_pipelines.selection import Selection
 
@@ -31,16 +31,18 @@ class PacketBinding:
 
     @classmethod
     def resolve(cls, packet: Packet, catalog: Catalog, keys: Mapping[AssetKey, str],
-                context: PlanContext | None = None) -> PacketBinding:
-        plan = build_plan(packet, context or PlanContext(catalog=catalog), Selection())
+                context: PlanContext | None = None, plan: PacketPlan | None = None) -> PacketBinding:
+        """`plan`: the whole packet's plan when the caller resolved it already (`awp run`), else resolved here."""
+        plan = plan or build_plan(packet, context or PlanContext(catalog=catalog), Selection())
         plans = {p.id: p for p in plan.prompts}
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                                 p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
         return cls(packet, plans, chains, dict(keys), catalog)
 
     @classmethod
-    def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None) -> PacketBinding:
+    def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None,
+           plan: PacketPlan | None = None) -> PacketBinding:
         """With the default asset keys (`[<packet>, <prompt>]`): what the CLI's readers need."""
         from awp_pipelines.orchestration.naming import prompt_key
 
-        return cls.resolve(packet, catalog, {prompt_key(packet, p.id): p.id for p in packet.prompts}, context)
+        return cls.resolve(packet, catalog, {prompt_key(packet, p.id): p.id for p in packet.prompts}, context, plan)

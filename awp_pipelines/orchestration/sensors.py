@@ -3,7 +3,8 @@
 Each tick looks at the packet runs whose runs ended since its cursor (and those still waiting for a
 backoff), passes over those a live `awp run` drives (it launches their next Attempts itself), asks
 `next_launches` what comes next, and returns each due launch as a `RunRequest` of one
-prompt. The run key is the Attempt's id, so a launch is requested once however often it is computed.
+prompt, the launch itself its run config (attempt_config.py). The run key is the Attempt's id, so a launch is
+requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
 """
@@ -31,6 +32,7 @@ from dagster import (
 from awp_pipelines import tags
 from awp_pipelines.launches import Launch, next_launches
 from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
 from awp_pipelines.orchestration.naming import recovery_sensor_name
@@ -117,8 +119,9 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
             adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
             outlook = next_launches(prompt_states(binding, history), now, history.stopped)
             for launch in outlook.due:
-                requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job,
-                                           asset_selection=[binding.key(launch.prompt)],
+                key = binding.key(launch.prompt)
+                requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job, asset_selection=[key],
+                                           run_config=launch_run_config(key, launch),
                                            tags=launch_tags(binding, history, launch)))
             if outlook.waiting:
                 waiting.add(packet_run)

@@ -10,6 +10,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
 from awp_pipelines.catalog import BUILTIN
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.resources import AwpRuntime
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import load_packet
@@ -83,3 +84,11 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
         again = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs,
                                                                    cursor=tick.cursor))
         assert again.run_requests == []
+        # The decided launch travels whole as the run's config; the compute follows it, deciding nothing again.
+        decided = requests["02"].run_config["ops"][CHANGELOG.to_python_identifier()]["config"]
+        assert (decided["number"], decided["mode"], decided["parent_run"]) == (2, "repair", first.run_id)
+        repair = defs.resolve_job_def("packet__demo").execute_in_process(
+            instance=instance, raise_on_error=False, asset_selection=[CHANGELOG], tags=requests["02"].tags,
+            run_config=requests["02"].run_config)
+        [record] = attempt_records(instance, repair.run_id)
+        assert (record.identity.attempt_id, record.target.reason) == (f"{packet_run}.02.a2", decided["reason"])
