@@ -21,7 +21,6 @@ from dagster import (
     asset,
     define_asset_job,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from awp_pipelines import tags
 from awp_pipelines.agent_run import AgentRunStatus
@@ -44,6 +43,7 @@ from awp_pipelines.orchestration.resources import (
     provider_key,
 )
 from awp_pipelines.orchestration.sensors import recovery_sensor
+from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
 from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PacketPlan, PlanContext

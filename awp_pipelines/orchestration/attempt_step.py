@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
-from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from awp_pipelines import interrupts, progress, tags
 from awp_pipelines.agent_files import events_file as agent_events_file
@@ -51,7 +50,7 @@ from awp_pipelines.orchestration.history import (
     prompt_states,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.lease import account_lease, fail_if_stopping, tree_lease
+from awp_pipelines.orchestration.lease import Lease, fail_if_stopping, leased
 from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.reaper import save_unrecorded_work
@@ -64,6 +63,7 @@ from awp_pipelines.orchestration.resources import (
     provider_key,
 )
 from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.storage import SENSOR_NAME_TAG
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.orphans import end_orphans
 from awp_pipelines.packet import Prompt
@@ -203,17 +203,18 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
     packet_run = packet_run_of(context, binding)
     step_key = context.get_step_execution_context().step.key
-    with tree_lease(context.instance, repo_pools(binding.packet)[prompt.id], context.run.run_id, step_key,
-                    on_wait=context.log.info):
+    with leased(context.instance, context.run.run_id, step_key, {"tree": repo_pools(binding.packet)[prompt.id]},
+                on_wait=context.log.info) as lease:
         history = packet_run_history(context.instance, packet_run, binding.keys)
         skip = start_gate(context, binding, prompt, history)
         if skip is not None:
             return skip
-        return _attempt(context, binding, prompt, history, config)
+        return _attempt(context, binding, prompt, history, config, lease)
 
 
 def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
-             config: AttemptConfig) -> Outcome:
+             config: AttemptConfig, lease: Lease) -> Outcome:
+    """The Attempt, its work tree held: its launch, then its account's lease (the same Lease), then its agent."""
     packet_run = history.packet_run
     runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
     packet = binding.packet
@@ -252,9 +253,8 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           trees=trees_of(packet, packet_run))
     _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                                   target.account, launch.reason))
-    step_key = context.get_step_execution_context().step.key
-    with (account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
-          ticking(sink.live)):
+    lease.take("account", target.account)
+    with ticking(sink.live):
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
         _save_dead_work(context, binding, history, prompt.id)

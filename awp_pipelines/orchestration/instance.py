@@ -16,10 +16,11 @@ from pathlib import Path
 
 import sqlalchemy.exc
 from dagster import DagsterInstance
-from dagster._core.instance.ref import InstanceRef
 from dagster_postgres.utils import DagsterPostgresException
 
-EMBEDDED_CONFIG = """\
+from awp_pipelines.orchestration.storage import DEFAULT_RUN_COORDINATOR, InstanceRef
+
+EMBEDDED_CONFIG = f"""\
 # Written by AWP for the embedded instance (SQLite). Serve the UI with the daemon on it:
 #   DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml
 telemetry:
@@ -27,8 +28,8 @@ telemetry:
 # Runs start when launched, daemon or not: the UI works with the webserver alone, and the run says when
 # no daemon is there to launch its retries, fallbacks and repairs.
 run_coordinator:
-  module: dagster._core.run_coordinator
-  class: DefaultRunCoordinator
+  module: {DEFAULT_RUN_COORDINATOR[0]}
+  class: {DEFAULT_RUN_COORDINATOR[1]}
 concurrency:
   pools:
     # Prompts that share a work tree share a pool: one agent at a time edits it.

@@ -36,13 +36,11 @@ from dagster import (
     logger,
     multiprocess_executor,
 )
-from dagster._core.definitions.reconstruct import build_reconstructable_job
-from dagster._core.execution.api import execute_run
-from dagster._core.execution.execution_result import ExecutionResult
 
 from awp_pipelines import tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.storage import ExecutionResult, build_reconstructable_job, execute_run, run_event_page
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import Packet
 from awp_pipelines.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
@@ -156,13 +154,12 @@ def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mappin
         cursor = None
         while True:
             last_round = done.is_set()
-            page = instance.event_log_storage.get_records_for_run(run_id, cursor=cursor, limit=1000)
-            for record in page.records:
+            records, cursor, more = run_event_page(instance, run_id, cursor)
+            for record in records:
                 event = _attempt_event(record.event_log_entry, prompts)
                 if event is not None and listener is not None:
                     listener(event)
-            cursor = page.cursor
-            if page.has_more:
+            if more:
                 continue
             if last_round:
                 return

@@ -25,9 +25,6 @@ from dagster import (
     JobDefinition,
     logger,
 )
-from dagster._core.events import RunFailureReason
-from dagster._core.execution.execution_result import ExecutionResult
-from dagster._core.utils import make_new_run_id
 
 from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import AttemptRecord
@@ -49,11 +46,15 @@ from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_t
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.storage import (
+    REPOSITORY_TAG,
+    ExecutionResult,
+    RunFailureReason,
+    make_new_run_id,
+)
 from awp_pipelines.progress import LaunchDecided, Listener, listening
 from awp_pipelines.stops import StopMarker
 
-# The code location of workspace.yaml: runs tagged with it show under the job in the UI.
-REPOSITORY_TAG = {".dagster/repository": "__repository__@awp_pipelines"}
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 
 
