@@ -38,8 +38,7 @@ MAX_KINDS = 3  # Dagster's limit per asset
 
 class PacketTranslator:
     def get_asset_spec(self, packet: Packet, prompt: Prompt, plan: PromptPlan) -> AssetSpec:
-        """The prompt's asset: its key is what the binding maps to the prompt (every reader finds it there).
-        Its deps are the prompt's upstream prompts, by the keys this translator gave them."""
+        """The prompt's asset: its key is what the binding maps to the prompt (every reader finds it there)."""
         return AssetSpec(key=self.asset_key(packet, prompt), deps=self.deps(packet, prompt),
                          group_name=self.group_name(packet), description=self.description(packet, prompt),
                          kinds=self.kinds(packet, plan), code_version=self.code_version(packet, prompt),
@@ -73,7 +72,9 @@ class PacketTranslator:
         return f"{prompt.name}\n\n{first_paragraph(prompt.body)}".strip()
 
     def deps(self, packet: Packet, prompt: Prompt) -> list[AssetKey]:
-        return [self.asset_key(packet, packet.prompt(dep)) for dep in packet.dependencies(prompt)]
+        """Upstream assets outside the packet (none by default). The prompt's upstream prompts are added by
+        the binding, under the keys this translator gave them, whichever method set those keys."""
+        return []
 
     def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
         """The provider, then the repos it works in, then `agent`: Dagster shows at most three."""
