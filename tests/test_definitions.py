@@ -126,6 +126,24 @@ def test_a_component_takes_its_translator_and_its_own_resource_settings(compat_r
             assert all(p in team for p in graph.get(authoring).parent_keys)
 
 
+def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI shows resource config: an account's credential is there by its variable's name only."""
+    from awp_pipelines.catalog import BUILTIN, AccountSpec, Catalog
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.resources import AwpResource
+
+    secret = "sk-ant-api03-" + "x" * 40
+    monkeypatch.setenv("AWP_TEAM_KEY", secret)
+    catalog = Catalog(accounts={"team": AccountSpec(provider="claude", credential_env="AWP_TEAM_KEY")}).merged_over(
+        BUILTIN)
+    compiled = packet_assets(load_packet(REPO_ROOT / "assets" / "demo"), catalog, AwpResource(state_dir=str(tmp_path)))
+    [(key, resource)] = compiled.resources.items()
+    shown = repr(resource.model_dump()) + repr(compiled.definitions().get_repository_def().get_top_level_resources())
+    assert key == "awp_demo" and "AWP_TEAM_KEY" in shown and secret not in shown
+    assert isinstance(resource, AwpResource) and resource.secrets(["team"]) == {"AWP_TEAM_KEY": secret}
+
+
 # The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry).
 DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.definitions", "awp_pipelines.components",
                  "awp_pipelines.cli", "awp_pipelines.api")
