@@ -20,3 +20,10 @@ class TeamTranslator(PacketTranslator):
 
     def get_pool(self, packet: Packet, prompt: Prompt) -> str:
         return TEAM_POOL
+
+
+class TeamKeys(PacketTranslator):
+    """Only the keys are the team's: the work-tree pools stay AWP's, so prompts on disjoint repos overlap."""
+
+    def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
+        return AssetKey(["team", *super().asset_key(packet, prompt).path])

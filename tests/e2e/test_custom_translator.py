@@ -56,3 +56,12 @@ def test_a_custom_key_and_pool_hold_for_status_remaining_and_the_leases(tmp_path
     assert [p.id for p in remaining.prompts] == ["03"]
     rest = api.run(root, api.Select(remaining=True), translator=DOTTED)
     assert rest.packet_run == result.packet_run and [o.prompt for o in rest.outcomes] == ["03"] and rest.ok
+
+
+def test_the_step_processes_of_a_parallel_run_build_the_job_with_the_same_translator(tmp_path: Path) -> None:
+    """Prompts on disjoint repos run in spawned step processes, each building the packet's job again: with the
+    run's translator (by its dotted path), or their steps would not be the run's."""
+    root = write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b"}, depends_on={"01": [], "02": []})
+    result = api.run(root, translator="translators.TeamKeys", parallel=2)
+    assert result.ok and [o.result for o in result.outcomes] == ["completed", "completed"]
+    assert [p.state for p in api.status(root, translator="translators.TeamKeys").prompts] == ["completed"] * 2
