@@ -135,8 +135,9 @@ def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
         return []
     # A pending step counts too: a step that ends frees its slot, then (a second transaction) its queue entry;
     # a kill between the two leaves an assigned entry that no slot backs, and it holds the pool all the same.
-    holders = {held.run_id for key in storage.get_concurrency_keys() for info in [storage.get_concurrency_info(key)]
-               for held in (*info.claimed_slots, *info.pending_steps)}
+    infos = [storage.get_concurrency_info(key) for key in storage.get_concurrency_keys()]
+    holders = {slot.run_id for info in infos for slot in info.claimed_slots}
+    holders |= {step.run_id for info in infos for step in info.pending_steps}
     if not holders:
         return []
     live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}
