@@ -175,14 +175,14 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
     from the end of the one before (or the start) to its own end, as the compute reports them."""
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.packet import load_packet
     from awp_pipelines.progress import AttemptEnded, ProgressEvent
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
-    compiled = packet_assets(packet, load_catalog(PROVIDERS), AwpRuntime(state_dir=str(state), commit=True))
+    compiled = packet_assets(packet, load_catalog(PROVIDERS), AwpResource(state_dir=str(state), commit=True))
     ids = prompt_ids if prompt_ids is not None else [p.id for p in packet.prompts]
     marks = [time.perf_counter()]
     walls: list[float] = []

@@ -18,8 +18,8 @@ from dagster import (
     Failure,
     MaterializeResult,
     SensorDefinition,
-    asset,
     define_asset_job,
+    multi_asset,
 )
 
 from awp_pipelines import tags
@@ -34,17 +34,10 @@ from awp_pipelines.orchestration.metadata import check_results, record_metadata,
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
-from awp_pipelines.orchestration.resources import (
-    RUNTIME_KEY,
-    AwpRuntime,
-    account_key,
-    canonical,
-    catalog_resources,
-    provider_key,
-)
+from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
-from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PacketPlan, PlanContext
 from awp_pipelines.redact import Redactor, redact
@@ -67,51 +60,44 @@ class CompiledPacket:
         return Definitions(assets=self.assets, jobs=[self.job], sensors=[self.sensor], resources=dict(self.resources))
 
 
-def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
-                  translator: PacketTranslator | None = None,
+def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None = None,
+                  translator: PacketTranslator | str | None = None,
                   plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL,
                   plan: PacketPlan | None = None) -> CompiledPacket:
     """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any), unless
     the caller resolved the whole packet's `plan` already (`awp run`). The job
     runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
-    daemon load fails with its file and line instead of storing the secret in its snapshots."""
+    daemon load fails with its file and line instead of storing the secret in its snapshots. `runtime`: the
+    resource's settings (the catalog's providers and accounts are added here); `translator`: a
+    `PacketTranslator` or its dotted path."""
     refuse_secrets(packet)
-    translator = translator or PacketTranslator()
-    keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
-    binding = PacketBinding.resolve(packet, catalog, keys, plan_context, plan)
+    translator = load_translator(translator)
+    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan)
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
+    resource = (runtime or AwpResource()).with_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
                            tags={tags.PACKET: packet.name, **tags.WORKER_LOSS_ONLY},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
-    providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
-    accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
-    runtime = canonical(runtime or AwpRuntime())
-    resources = {RUNTIME_KEY: runtime, **catalog_resources(catalog, providers, accounts)}
-    sensor = recovery_sensor(binding, job_name(packet), runtime.state_root(packet.root))
-    return CompiledPacket(binding, assets, job, sensor, resources)
+    sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
+    return CompiledPacket(binding, assets, job, sensor, {resource_key(packet): resource})
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,
                   redactor: Redactor) -> AssetsDefinition:
     packet = binding.packet
-    key = translator.asset_key(packet, prompt)
-    chain = binding.chains[prompt.id].candidates()
-    # Each asset lists only what it uses: its chain's providers and accounts.
-    uses = {RUNTIME_KEY, *(provider_key(c.provider) for c in chain),
-            *(account_key(c.account) for c in chain if c.account)}
+    spec = binding.specs[prompt.id]
+    key = spec.key
+    checks = translator.get_check_specs(spec, packet, prompt)
 
-    @asset(key=key, deps=translator.deps(packet, prompt), group_name=translator.group_name(packet),
-           description=redactor(translator.description(packet, prompt)),
-           check_specs=[spec._replace(description=redactor(spec.description or "")) if spec.description else spec
-                        for spec in translator.check_specs(packet, prompt)],
-           required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
-           pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
-           metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
-           owners=translator.owners(packet, prompt), output_required=False)
+    # Skippable: a prompt its packet run does not need ends with nothing materialized (start_gate).
+    @multi_asset(name=key.to_python_identifier(), required_resource_keys={resource_key(packet)},
+                 specs=[spec.replace_attributes(skippable=True, description=redactor(spec.description or ""))],
+                 check_specs=[c._replace(description=redactor(c.description)) if c.description else c
+                              for c in checks], pool=binding.pools[prompt.id])
     def _attempt(context: AssetExecutionContext, config: AttemptConfig) -> Iterator[MaterializeResult]:
         with signal_stop():  # under `awp run`, a signal ends the Attempt in order, its record stored
             try:

@@ -41,12 +41,12 @@ from awp_pipelines import tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.storage import ExecutionResult, build_reconstructable_job, execute_run, run_event_page
-from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import Packet
 from awp_pipelines.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.assets import CompiledPacket
+    from awp_pipelines.orchestration.binding import PacketBinding
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -60,11 +60,11 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
         "preload_modules": ["awp_pipelines.orchestration.assets"]}}}, name="awp_multiprocess")
 
 
-def can_overlap(packet: Packet, selected: list[str]) -> bool:
+def can_overlap(binding: PacketBinding, selected: list[str]) -> bool:
     """Whether two of the selected prompts may run at the same time: no dependency path between them (over
-    the whole packet: conservative) and different work-tree pools."""
-    pools = repo_pools(packet)
-    ancestors = _ancestors(packet)
+    the whole packet: conservative) and different work-tree pools (the translator's)."""
+    pools = binding.pools
+    ancestors = _ancestors(binding.packet)
     return any(pools[a] != pools[b] and a not in ancestors[b] and b not in ancestors[a]
                for i, a in enumerate(selected) for b in selected[i + 1:])
 
@@ -87,6 +87,7 @@ class JobSource:
     overrides: dict[str, str | None] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)
     parallel: int = DEFAULT_PARALLEL
+    translator: str | None = None  # the dotted path of the packet's translator (translator_path)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -96,14 +97,14 @@ def packet_job(source_json: str) -> JobDefinition:
     """The reconstructor: the packet's job with the quiet and console loggers, built from a JobSource."""
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.packet import load_packet
     from awp_pipelines.plan import Overrides, PlanContext
 
     source = JobSource(**json.loads(source_json))
     catalog = load_catalog(Path(source.providers_file) if source.providers_file else None)
     packet = load_packet(source.packet_root)
-    compiled = packet_assets(packet, catalog, AwpRuntime(**source.runtime),
+    compiled = packet_assets(packet, catalog, AwpResource(**source.runtime), source.translator,
                              plan_context=PlanContext(catalog, Overrides(**source.overrides)),
                              parallel=source.parallel)
     return resolve_job(compiled, {"awp_quiet": _quiet})

@@ -187,7 +187,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on
         # disjoint work trees run at the same time when they can.
-        source = options.parallel if options.parallel and can_overlap(binding.packet, fresh) else None
+        source = options.parallel if options.parallel and can_overlap(binding, fresh) else None
         _execute(job, instance, [binding.key(pid) for pid in fresh],
                  {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress,
                  _in_parallel(source, binding, progress) if source else None)

@@ -11,7 +11,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterInstance
 from awp_pipelines.catalog import BUILTIN
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import load_packet
 
@@ -37,7 +37,7 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
     packet = load_packet(demo)
-    defs = packet_assets(packet, BUILTIN, AwpRuntime()).definitions()
+    defs = packet_assets(packet, BUILTIN, AwpResource()).definitions()
     with DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
         assert not result.success  # 02 misses an item (blocking check), 03 is rate limited: sensors recover later
@@ -69,7 +69,7 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
     demo = tmp_path / "demo"
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    compiled = packet_assets(load_packet(demo), BUILTIN, AwpRuntime())
+    compiled = packet_assets(load_packet(demo), BUILTIN, AwpResource())
     defs = compiled.definitions()
     with DagsterInstance.ephemeral() as instance:
         first = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
