@@ -69,7 +69,14 @@ def _attempt_rows(d: dict[str, Any]) -> list[Row]:
                         f"`execute_attempt` alone: {engine:.0f} ms", f"{ratio:.1f}x", "<= 3x", _verdict(ratio <= 3)))
         store = data["store_bytes_per_attempt"] / 1024
         record = data["record_json_bytes"]["median"] / 1024 if data.get("record_json_bytes") else None
-        rows.append(Row(f"storage growth per Attempt ({mode})", f"{store:.1f} KiB",
+        steady = data.get("steady_store_bytes_per_attempt")
+        rows.append(Row(f"storage growth per Attempt ({mode}), a new instance", f"{store:.1f} KiB",
+                        f"`awp/record`: {record:.1f} KiB" if record else "—",
+                        f"{store / record:.1f}x" if record else "—", "<= 30 KiB", _verdict(store <= 30)))
+        if steady is None:
+            continue
+        store = steady / 1024
+        rows.append(Row(f"storage growth per Attempt ({mode}), the next packet run", f"{store:.1f} KiB",
                         f"`awp/record`: {record:.1f} KiB" if record else "—",
                         f"{store / record:.1f}x" if record else "—", "<= 30 KiB", _verdict(store <= 30)))
     return rows
