@@ -118,7 +118,9 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
         metadata = {**record_metadata(record, transcript, earlier, packet.root),
                     tags.AGENT_RUN_STATE: redact(after.text)}
         if record.result == "completed" and record.fact().done:
-            return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
+            # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
+            context.add_asset_metadata(metadata)
+            return MaterializeResult(check_results=check_results(record, packet.root))
         failure = attempt_failure(record)
         if record.result == "completed":
             # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes

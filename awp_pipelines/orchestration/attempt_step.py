@@ -67,6 +67,7 @@ from awp_pipelines.remote import RemoteTrees, trees_of
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.stops import StopMarker
 from awp_pipelines.tags import agent_run_id, attempt_id
+from awp_pipelines.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
@@ -263,7 +264,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
                              stopped=StopStore(context.instance).marker(packet_run))
-    return record, sink.transcript_markdown(), earlier, after
+    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after
 
 
 def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:

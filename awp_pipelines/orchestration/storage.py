@@ -36,8 +36,11 @@ from dagster._core.execution.execution_result import ExecutionResult
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log
+from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import ConsolidatedSqliteEventLogStorage
 from dagster._core.storage.runs.schema import KeyValueStoreTable
 from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
+from dagster._core.storage.sql import get_alembic_config, stamp_alembic_rev
 from dagster._core.storage.sqlalchemy_compat import db_select
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, ROOT_RUN_ID_TAG, SENSOR_NAME_TAG
 from dagster._core.utils import make_new_run_id
@@ -51,6 +54,8 @@ __all__ = [
 REPOSITORY_TAG = {REPOSITORY_LABEL_TAG: "__repository__@awp_pipelines"}
 # The embedded instance's run coordinator (dagster.yaml): runs start when launched, daemon or not.
 DEFAULT_RUN_COORDINATOR = ("dagster._core.run_coordinator", "DefaultRunCoordinator")
+# One event-log database for every run of the embedded instance (module, class), for its dagster.yaml.
+CONSOLIDATED_EVENT_LOG = ("dagster._core.storage.event_log", "ConsolidatedSqliteEventLogStorage")
 
 RECORD_EVENTS = frozenset({DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION})
 
@@ -253,3 +258,15 @@ def slot_holders(instance: DagsterInstance) -> set[str]:
 def claimed_slots(instance: DagsterInstance, pool: str) -> list[str]:
     """The run ids holding the pool's slots."""
     return [slot.run_id for slot in instance.event_log_storage.get_concurrency_info(pool).claimed_slots]
+
+
+def stamp_consolidated_event_log(instance: DagsterInstance) -> None:
+    """Dagster's consolidated SQLite event log creates its tables but never commits its alembic stamp (the
+    connection closes uncommitted): stamped here, or a migration would not know the schema is current."""
+    storage = instance.event_log_storage
+    if not isinstance(storage, ConsolidatedSqliteEventLogStorage):
+        return
+    with storage.index_connection() as conn:  # commits when the block ends
+        if conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar():
+            return
+        stamp_alembic_rev(get_alembic_config(consolidated_sqlite_event_log.__file__), conn)

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dagster import AssetCheckKey, AssetKey, DagsterInstance
+from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
 from awp_pipelines.catalog import BUILTIN
 from awp_pipelines.orchestration.assets import packet_assets
@@ -50,6 +50,10 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         meta = instance.get_latest_materialization_event(GREETING).asset_materialization.metadata
         # Without awp/ tags the Dagster run names the packet run, and the run is tagged with it.
         assert meta["awp/packet_run"].value == f"pr-{result.run_id[:8]}"
+        # The record is stored once: on the materialization, not again on the step's output.
+        assert isinstance(meta["awp/record"].value, dict)
+        outputs = instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_OUTPUT)
+        assert outputs and not [e for e in outputs if "awp/record" in e.dagster_event.event_specific_data.metadata]
         # An Attempt that did not complete produced no work product: observed, never materialized.
         assert instance.get_latest_materialization_event(CHANGELOG) is None
         assert instance.get_latest_materialization_event(STATUS) is None
