@@ -30,6 +30,7 @@ from awp_pipelines.progress import Listener, RunPlanned
 from awp_pipelines.redact import Redactor
 from awp_pipelines.runlock import packet_lock
 from awp_pipelines.selection import (
+    Selection,
     ended_explanation,
     nothing_selected,
     selection_from_flags,
@@ -44,6 +45,9 @@ from awp_pipelines.verifiers.report import VerifierReport
 
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.runner import PromptOutcome
+    from awp_pipelines.orchestration.translator import PacketTranslator
+
+    Translator = PacketTranslator | str | None  # a translator, or its dotted path (`pkg.module.Class`)
 
 __all__ = ["Overrides", "RepairResult", "RunResult", "Select", "lint", "load", "plan", "repair", "run", "status",
            "verify"]
@@ -116,24 +120,26 @@ def lint(packet: PathLike, *, providers: PathLike | None = None) -> LintReport:
 
 def plan(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
          providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
-         preflight: bool = False) -> PacketPlan:
+         preflight: bool = False, translator: Translator = None) -> PacketPlan:
     """The fully resolved plan of the selected prompts, each value with the layer that set it. `instance`
-    is where `remaining` looks for completed prompts. `preflight` refuses what `run` would refuse
-    (an unknown provider, a secret in the packet) before anything starts."""
+    is where `remaining` looks for completed prompts (under `translator`'s asset keys, as `run` stores them).
+    `preflight` refuses what `run` would refuse (an unknown provider, a secret in the packet) before anything
+    starts."""
     return _planned(packet, select, overrides, providers, instance, preflight, executables=False,
-                    packet_run=packet_run).plan
+                    packet_run=packet_run, translator=translator).plan
 
 
 def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
         simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
-        on_progress: Listener | None = None) -> RunResult:
+        on_progress: Listener | None = None, translator: Translator = None) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
     `parallel`: how many prompts may run at once (default 8; 1: one at a time): those with no dependency path
-    between them, on disjoint work trees, within the account leases.
+    between them, on disjoint work trees, within the account leases. `translator`: the asset keys and
+    work-tree pools (translator.py), as the code location's; status and `remaining` must be given the same.
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
@@ -142,22 +148,27 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.state import agent_run_records
+    from awp_pipelines.orchestration.translator import load_translator, translator_path
 
-    chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run)
+    translator = load_translator(translator)
+    chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run,
+                      translator=translator)
     loaded, found, planned, context = chosen.packet, chosen.catalog, chosen.plan, chosen.context
     if chosen.nothing_left is not None:  # --remaining found the packet run done: nothing to run, not an error
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
-    runtime = AwpRuntime(state_dir=str(state_dir) if state_dir else None, commit=commit,
-                         simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
+    runtime = AwpResource(state_dir=str(state_dir) if state_dir else None, commit=commit,
+                          simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
     width = parallel or DEFAULT_PARALLEL
-    compiled = packet_assets(loaded, found, runtime, plan_context=context, parallel=width)
+    compiled = packet_assets(loaded, found, runtime, translator, plan_context=context, parallel=width,
+                             plan=chosen.whole)
     # What a step process of a parallel run needs to build this same job again (it is spawned).
     catalog_file = Path(providers) if providers is not None else default_catalog_file()
     source = JobSource(str(loaded.root), str(catalog_file.resolve()) if catalog_file else None,
-                       asdict(context.overrides), runtime.model_dump(), width) if width > 1 else None
+                       asdict(context.overrides), runtime.settings(), width,
+                       translator_path(translator)) if width > 1 else None
     selected = [p.id for p in planned.prompts]
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts)))
@@ -167,7 +178,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
             options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
                                  parallel=source)
             ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
-            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, loaded, ran, o.prompt))
+            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
+                                                                              o.prompt))
                      for o in outcomes}
         finally:
             dagster.dispose()
@@ -175,15 +187,17 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
 
 
 def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
-           providers: PathLike | None = None) -> StatusReport:
+           providers: PathLike | None = None, translator: Translator = None) -> StatusReport:
     """The packet's newest packet run (or `packet_run`) as stored: each prompt's state, every Attempt, the
-    last verifier report and the totals (the schema of `awp schema status`)."""
+    last verifier report and the totals (the schema of `awp schema status`). `translator`: the one the
+    packet's assets were built with (its asset keys are where the Attempts are stored)."""
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
     from awp_pipelines.orchestration.status_read import status_report
+    from awp_pipelines.orchestration.translator import load_translator
 
     loaded = load(packet)
-    binding = PacketBinding.of(loaded, catalog(providers))
+    binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
     dagster = hold_connections(open_instance(loaded.root, _path(instance)))
     try:
         report = status_report(dagster, binding, packet_run)
@@ -197,14 +211,14 @@ def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance
 
 def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, packet_run: str | None = None,
            instance: PathLike | None = None, commit: bool = True, providers: PathLike | None = None,
-           on_progress: Listener | None = None) -> RepairResult:
+           on_progress: Listener | None = None, translator: Translator = None) -> RepairResult:
     """One repair Attempt of `prompt` in its latest packet run (or `packet_run`): its prompt carries the
     last Attempt's unmet items and the `note`. Nothing runs after it. A signal raises `Interrupted`."""
     from awp_pipelines.interrupts import stopping
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.manual import agent_run_now, note_tags, plan_repair
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, execute_launch, recover_from_dead_runners
     from awp_pipelines.orchestration.state import agent_run_records
 
@@ -214,8 +228,8 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
         raise PacketError(loaded.root, f"no prompt {pid} in packet {loaded.name}",
                           hint="ids: " + ", ".join(p.id for p in loaded.prompts))
     found = catalog(providers)
-    runtime = AwpRuntime(commit=commit)
-    compiled = packet_assets(loaded, found, runtime, plan_context=PlanContext(catalog=found))
+    runtime = AwpResource(commit=commit)
+    compiled = packet_assets(loaded, found, runtime, translator, plan_context=PlanContext(catalog=found))
     # As `run`: one runner per packet, a dead runner's runs ended first, and a signal stops in order.
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping():
         dagster = open_instance(loaded.root, _path(instance))
@@ -224,7 +238,7 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
             run_id, launch = plan_repair(dagster, compiled.binding, pid, packet_run, note)
             execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
                            Progress(event=on_progress))
-            record = agent_run_records(dagster, loaded, run_id, pid)[-1]
+            record = agent_run_records(dagster, compiled.binding, run_id, pid)[-1]
             now = agent_run_now(dagster, compiled.binding, run_id, pid)
         finally:
             dagster.dispose()
@@ -257,25 +271,29 @@ class _Chosen:
     select: Select
     plan: PacketPlan
     packet_run: str | None  # the packet run continued (--remaining reads the newest), None for a new one
+    whole: PacketPlan  # every prompt's plan, resolved once: `plan` is its selected part, the run's job builds on it
     nothing_left: str | None = None  # --remaining with nothing left: what to run instead
     stuck: str | None = None  # a resume where nothing can go on: why, and what to do
 
 
 def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
              providers: PathLike | None, instance: PathLike | None, preflight: bool, executables: bool,
-             packet_run: str | None = None) -> _Chosen:
+             packet_run: str | None = None, translator: Translator = None) -> _Chosen:
     loaded = load(packet)
     found = catalog(providers)
     chosen = select if isinstance(select, Select) else Select(ids=tuple(select))
     context = PlanContext(catalog=found, overrides=overrides or Overrides())
+    whole = build_plan(loaded, context)
     # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     statuses: dict[str, AgentRunStatus] = {}
     if chosen.remaining or packet_run is not None:
         from awp_pipelines.orchestration.binding import PacketBinding
         from awp_pipelines.orchestration.state import standing_at
+        from awp_pipelines.orchestration.translator import load_translator
 
-        packet_run, statuses = standing_at(PacketBinding.of(loaded, found, context), _path(instance), packet_run)
+        binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)
+        packet_run, statuses = standing_at(binding, _path(instance), packet_run)
         if chosen.remaining and packet_run is None:
             raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
                               "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
@@ -284,22 +302,28 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
                                      - remaining_of(loaded, statuses))
     ids = [p.id for p in selection.apply(loaded)]
     if not preflight:  # a plan shows what is selected; only a run refuses
-        return _Chosen(loaded, found, context, chosen, build_plan(loaded, context, selection), packet_run)
+        return _Chosen(loaded, found, context, chosen, _part(whole, loaded, selection), packet_run, whole)
     if not ids:
         refusal = nothing_selected(loaded, selection, packet_run, statuses)
         if not (chosen.remaining and statuses):
             raise refusal
-        empty = build_plan(loaded, context, selection)
-        return _Chosen(loaded, found, context, chosen, empty, packet_run, f"{refusal.message}; {refusal.hint}")
+        empty = _part(whole, loaded, selection)
+        return _Chosen(loaded, found, context, chosen, empty, packet_run, whole, f"{refusal.message}; {refusal.hint}")
     unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
     if unmet:
         raise upstream_refusal(loaded, unmet, packet_run)
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
-    planned = build_plan(loaded, context, selection)
+    planned = _part(whole, loaded, selection)
     refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
-    return _Chosen(loaded, found, context, chosen, planned, packet_run, None, stuck)
+    return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck)
+
+
+def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan:
+    """The selected prompts' part of the whole plan (a prompt's plan does not depend on the selection)."""
+    ids = {p.id for p in selection.apply(packet)}
+    return whole.model_copy(update={"prompts": [p for p in whole.prompts if p.id in ids]})
 
 
 def _path(value: PathLike | None) -> Path | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from awp_pipelines.committer import identity_overrides
 from awp_pipelines.model.manifest import DirtyTreePolicy
 from awp_pipelines.workspace import (
     WorkspaceError,
@@ -24,6 +23,7 @@ from awp_pipelines.workspace import (
     discard_changes,
     git,
     head,
+    identity_overrides,
     worktree_tree,
 )
 

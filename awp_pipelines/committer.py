@@ -14,10 +14,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.redact import Redactor
-from awp_pipelines.workspace import WorkspaceError, changed_paths, git, head
+from awp_pipelines.workspace import WorkspaceError, changed_paths, git, head, identity_overrides
 
 CommitStatus = Literal["committed", "no_changes"]
-FALLBACK_IDENTITY = {"user.name": "AWP Pipelines", "user.email": "awp@localhost"}
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
@@ -63,15 +62,6 @@ def with_trailers(message: str, trailers: Mapping[str, str], redactor: Redactor 
         if text:
             lines.append(f"{key}: {text}")
     return body + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
-
-
-def identity_overrides(repo: Path) -> list[str]:
-    args: list[str] = []
-    for key, fallback in FALLBACK_IDENTITY.items():
-        configured = git(repo, "config", "--get", key, ok_codes=(0, 1)).stdout.strip()
-        if not configured:
-            args += ["-c", f"{key}={fallback}"]
-    return args
 
 
 def _commit_one(name: str, repo: Path, text: str) -> CommitResult:

@@ -5,6 +5,11 @@
     attributes:
       path: ../../packets/release-notes     # packet folder, relative to this defs.yaml
       providers_file: ../../resources/providers.yaml
+      translator: my_project.translation.TeamTranslator   # optional: a PacketTranslator subclass
+
+The translator gives the asset keys, groups and work-tree pools (as `DbtProjectComponent`'s `translator`):
+a subclass of `PacketComponent` may instead override `get_translator`. The CLI reads that packet's runs with
+the same translator (`awp status --translator`, AWP_TRANSLATOR).
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from dagster import Component, ComponentLoadContext, Definitions, Model, Resolva
 
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 from awp_pipelines.packet import load_packet
 
 
@@ -26,10 +32,14 @@ class PacketComponent(Component, Model, Resolvable):
     path: str
     providers_file: str | None = None
     commit: bool = True
+    translator: str | None = None  # dotted path of a PacketTranslator subclass
+
+    def get_translator(self) -> PacketTranslator:
+        return load_translator(self.translator)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         base = Path(context.path)
         providers = (base / self.providers_file).resolve() if self.providers_file else None
         compiled = packet_assets(load_packet(base / self.path), load_catalog(providers),
-                                 AwpRuntime(commit=self.commit))
+                                 AwpResource(commit=self.commit), self.get_translator())
         return compiled.definitions()

@@ -39,8 +39,7 @@ class Launch:
     def intent(self, packet_run: str) -> RunIntent:
         t = self.target
         return RunIntent(packet_run=packet_run, mode=self.mode, provider=t.provider, account=t.account,
-                         model=t.model, effort=t.effort, reason=self.reason, parent_run=self.parent_run,
-                         attempt=self.attempt(packet_run))
+                         model=t.model, attempt=self.attempt(packet_run))
 
 
 @dataclass(frozen=True)

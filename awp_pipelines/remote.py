@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from awp_pipelines import tags
-from awp_pipelines.committer import FALLBACK_IDENTITY, CommitError
+from awp_pipelines.committer import CommitError
 from awp_pipelines.model.manifest import RemoteSpec
 from awp_pipelines.packet import Packet, Repo
-from awp_pipelines.workspace import WorkspaceError, changed_paths, git, is_git_repo
+from awp_pipelines.workspace import FALLBACK_IDENTITY, WorkspaceError, changed_paths, git, is_git_repo
 
 _CHECKPOINTS = "refs/awp/checkpoints"
 _NOT_IN_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.|^\.|\.lock$|\.$")
@@ -47,7 +47,7 @@ def _clone(repo: Repo, remote: RemoteSpec, packet_root: Path) -> None:
             args += ["--reference-if-able", str(reference), "--dissociate"]
     git(repo.path.parent, *args, remote.url, str(repo.path))
     for key, fallback in FALLBACK_IDENTITY.items():
-        # A worker without a git identity: its checkpoints (git commit-tree) need one as much as its commits.
+        # A clone AWP owns on a worker without a git identity: whoever commits in it (the agent too) has one.
         if not git(repo.path, "config", "--get", key, ok_codes=(0, 1)).stdout.strip():
             git(repo.path, "config", key, fallback)
 

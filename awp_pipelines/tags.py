@@ -10,7 +10,6 @@ must not import Dagster. A test (tests/test_vocabulary.py) fails when another mo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -85,7 +84,6 @@ WORKER_LOSS_ONLY = {"dagster/retry_on_asset_or_op_failure": "false"}
 Relaunch = Literal["retry", "resume", "fallback", "repair", "iterate"]
 Mode = Literal["run", Relaunch]
 MODES: tuple[Mode, ...] = get_args(Mode)
-_MODE_OF: dict[str, Mode] = {mode: mode for mode in MODES}
 _MAX_VALUE = 120
 _UNSAFE = re.compile(r"[\r\n\t]")
 
@@ -99,25 +97,15 @@ def short(value: str) -> str:
 
 @dataclass(frozen=True)
 class RunIntent:
-    """What a run was asked to do, as its tags say: set by `awp run` now, by sensors later."""
+    """What a user filters a launched run by, as its tags. Written, never read back: the launch itself
+    reaches the compute as the run's config (orchestration/attempt_config.py)."""
 
     packet_run: str | None = None
     mode: Mode = "run"
     provider: str | None = None
     account: str | None = None
     model: str | None = None
-    effort: str | None = None
-    reason: str | None = None
-    parent_run: str | None = None
     attempt: str | None = None  # the Attempt the launcher expects this run to be (its run key)
-
-    @classmethod
-    def from_tags(cls, tags: Mapping[str, str]) -> RunIntent:
-        """What the tags carry; the reason and effort are not among them (metadata keeps them, and the compute
-        asks the decision again), the parent run is Dagster's own tag."""
-        return cls(packet_run=tags.get(PACKET_RUN), mode=_MODE_OF.get(tags.get(MODE, "run"), "run"),
-                   provider=tags.get(PROVIDER), account=tags.get(ACCOUNT), model=tags.get(MODEL),
-                   parent_run=tags.get(DAGSTER_PARENT_RUN), attempt=tags.get(ATTEMPT))
 
     def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
         """Only what a user filters runs on (`RUN_TAGS`); the rest of the Attempt is in its metadata."""

@@ -14,6 +14,9 @@ from typing import Any
 from awp_pipelines.usage import TOKEN_FIELDS
 
 TRANSCRIPT_MAX_CHARS = 200_000
+# The copy in each Attempt's stored metadata (the asset page): every Attempt stores one, so it is kept small;
+# the JSONL named in its footer holds the whole stream.
+METADATA_TRANSCRIPT_CHARS = 16_000
 PROMPT_MAX_CHARS = 12_000  # the prompt shares the transcript's bound; its tail (repair items) is kept
 FILES_SHOWN = 20  # per repo; the rest are counted
 _SUMMARY_CHARS = 200

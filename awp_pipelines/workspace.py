@@ -153,13 +153,27 @@ def changed_since(before: Mapping[str, RepoState], after: Mapping[str, RepoState
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
+# Who AWP's own commits and checkpoints are by where the repo and the user configure nobody (a fresh worker).
+FALLBACK_IDENTITY = {"user.name": "AWP Pipelines", "user.email": "awp@localhost"}
+
+
+def identity_overrides(repo: Path | str) -> list[str]:
+    """`-c user.name=… -c user.email=…` for what git's config leaves unset: a commit never fails for it."""
+    args: list[str] = []
+    for key, fallback in FALLBACK_IDENTITY.items():
+        if not git(repo, "config", "--get", key, ok_codes=(0, 1)).stdout.strip():
+            args += ["-c", f"{key}={fallback}"]
+    return args
+
+
 def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str) -> str | None:
     """Commit the work tree's changes against `base` (untracked files included) to `ref`, without touching
     HEAD, the index or the tree. None when there is nothing to save."""
     if not changed_paths(repo):
         return None
     parents = ["-p", base] if base else []
-    sha = git(repo, "commit-tree", worktree_tree(repo, base), *parents, "-m", message).stdout.strip()
+    sha = git(repo, *identity_overrides(repo), "commit-tree", worktree_tree(repo, base), *parents,
+              "-m", message).stdout.strip()
     git(repo, "update-ref", ref, sha)
     return sha
 

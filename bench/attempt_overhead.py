@@ -170,19 +170,19 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
 
 
 def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
-                        prompt_ids: list[str] | None = None) -> Repetition:
+                        prompt_ids: list[str] | None = None, skip_stored: bool = False) -> Repetition:
     """`run_packet` in process (the selection as one run, then the recovery launches); each Attempt timed
     from the end of the one before (or the start) to its own end, as the compute reports them."""
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.packet import load_packet
     from awp_pipelines.progress import AttemptEnded, ProgressEvent
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
-    compiled = packet_assets(packet, load_catalog(PROVIDERS), AwpRuntime(state_dir=str(state), commit=True))
+    compiled = packet_assets(packet, load_catalog(PROVIDERS), AwpResource(state_dir=str(state), commit=True))
     ids = prompt_ids if prompt_ids is not None else [p.id for p in packet.prompts]
     marks = [time.perf_counter()]
     walls: list[float] = []
@@ -195,7 +195,7 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
 
     _, outcomes = run_packet(compiled, instance, ids, RunOptions(), Progress(event=on_event))
     total = time.perf_counter() - started
-    stored = _stored_attempts(instance)
+    stored = [(f"#{i}", None, 0) for i in range(len(walls))] if skip_stored else _stored_attempts(instance)
     if len(stored) != len(walls):
         raise RuntimeError(f"{mode}: {len(walls)} Attempts reported but {len(stored)} stored Attempt records")
     samples = [Sample(name, wall, engine, size) for wall, (name, engine, size) in zip(walls, stored, strict=True)]
@@ -296,6 +296,22 @@ def run_mode(mode: str, demo: Demo, scratch: Path, pg_url: str | None) -> Repeti
             rep = _dagster_repetition(mode, demo, folder / "state", instance)
             rep.store_bytes = growth()
             return rep
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def steady_growth(demo: Demo, scratch: Path) -> float:
+    """Bytes per Attempt that a second run of the packet adds to one SQLite instance (untimed): what a month of
+    Attempts grows the store by, without the one-off cost of a new instance (schema, snapshots, asset rows)."""
+    folder = Path(tempfile.mkdtemp(prefix="steady-", dir=scratch))
+    try:
+        with _sqlite_instance(folder / "dagster") as (instance, growth):
+            demo.reset()
+            _dagster_repetition("sqlite", demo, folder / "state", instance)
+            before = growth()
+            demo.reset()
+            rep = _dagster_repetition("sqlite", demo, folder / "state", instance, skip_stored=True)
+            return (growth() - before) / len(rep.samples)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -449,6 +465,9 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"{mode}: event-log storage per Attempt {store / 1024:.1f} KiB ({what}, median of "
                      f"repetitions); whole packet incl. compile {data['packet_total_ms_per_attempt']:.1f} ms "
                      "per Attempt")
+        if data.get("steady_store_bytes_per_attempt") is not None:
+            lines.append(f"{mode}: growth per Attempt of a second packet run on the same instance "
+                         f"{data['steady_store_bytes_per_attempt'] / 1024:.1f} KiB")
     stored = modes.get("sqlite") or modes.get("postgres") or {}
     rec = stored.get("record_json_bytes")
     if rec:
@@ -491,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in order:
                 reps.append(run_mode(mode, demo, scratch, pg_url))
         summary = summarize(reps, args.repeat)
+        if "sqlite" in summary["modes"]:
+            summary["modes"]["sqlite"]["steady_store_bytes_per_attempt"] = steady_growth(demo, scratch)
         profile = profile_one_attempt(demo, scratch) if args.profile else None
     if args.json:
         if profile:

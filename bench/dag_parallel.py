@@ -43,7 +43,7 @@ def daemon_runs(folder: Path, prompts: int, delay_ms: int) -> tuple[float, float
     from dagster import RunsFilter
     from deployment import deployment, make_project
 
-    from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+    from awp_pipelines.orchestration.instance import embedded_config
 
     sources = {"one": write_dag_packet(folder / "src" / "one", {"01": "r1"}, delay_ms, name="one"),
                "many": write_dag_packet(folder / "src" / "many", {f"{i + 1:02d}": f"r{i + 1}" for i in range(prompts)},
@@ -51,7 +51,7 @@ def daemon_runs(folder: Path, prompts: int, delay_ms: int) -> tuple[float, float
     project = make_project(folder / "project", sources)
     home = folder / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    (home / "dagster.yaml").write_text(embedded_config(home))
     walls = []
     with deployment(home, project) as dep:
         for name in ("one", "many"):

@@ -30,14 +30,14 @@ def awp_seconds(folder: Path, size: int) -> float:
     from awp_pipelines.catalog import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import RunOptions, run_packet
     from awp_pipelines.packet import load_packet
 
     ids = [f"{i + 1:02d}" for i in range(size)]  # prompt ids are two digits
     chain = {pid: [ids[i - 1]] for i, pid in enumerate(ids) if i}
     packet = load_packet(write_dag_packet(folder / "packet", dict.fromkeys(ids, "w"), 0, chain))
-    compiled = packet_assets(packet, BUILTIN, AwpRuntime())
+    compiled = packet_assets(packet, BUILTIN, AwpResource())
     instance = open_instance_folder(folder / "instance")
     try:
         start = time.perf_counter()

@@ -10,7 +10,7 @@ from pathlib import Path
 from e2e_support import race_processes
 
 from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.lease import account_lease, account_pool
+from awp_pipelines.orchestration.lease import account_pool, leased
 
 HOLD_S = 0.3
 
@@ -18,7 +18,7 @@ HOLD_S = 0.3
 def _hold(home: str, number: int, start_at: float, spans: multiprocessing.Queue) -> None:
     instance = open_instance_folder(Path(home))
     time.sleep(max(0.0, start_at - time.time()))  # every process claims at the same moment
-    with account_lease(instance, "shared", f"run-{number}", "step"):
+    with leased(instance, f"run-{number}", "step", {"account": "shared"}):
         began = time.time()
         time.sleep(HOLD_S)
         spans.put((began, time.time()))

@@ -10,6 +10,7 @@ import pytest
 
 from awp_pipelines.committer import CommitError, CommitResult, commit_targets, with_trailers
 from awp_pipelines.redact import REDACTED
+from awp_pipelines.workspace import save_checkpoint
 
 MakeRepo = Callable[[Path], Path]
 TRAILERS = {"AWP-Packet": "demo", "AWP-Prompt": "01", "AWP-Agent-Run": "r1.01", "AWP-Attempt": "r1.01.a2",
@@ -71,8 +72,9 @@ def test_trailer_values_are_single_line_and_redacted() -> None:
         with_trailers("  \n", {})
 
 
-def test_a_repo_without_identity_commits_as_awp_without_changing_its_config(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def anon_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repo on a machine that configures no git identity, where git refuses to guess one."""
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
@@ -82,12 +84,25 @@ def test_a_repo_without_identity_commits_as_awp_without_changing_its_config(
     sh_git(repo, "init", "--quiet")
     sh_git(repo, "config", "user.useConfigOnly", "true")  # git would refuse to guess an identity
     sh_git(repo, "config", "commit.gpgsign", "false")
-    (repo / "a.txt").write_text("a\n")
-    result = commit_targets({"anon": repo}, "feat: first", TRAILERS)["anon"]
+    return repo
+
+
+def test_a_repo_without_identity_commits_as_awp_without_changing_its_config(anon_repo: Path) -> None:
+    (anon_repo / "a.txt").write_text("a\n")
+    result = commit_targets({"anon": anon_repo}, "feat: first", TRAILERS)["anon"]
     assert result.status == "committed"
-    assert sh_git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == (
+    assert sh_git(anon_repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == (
         "AWP Pipelines <awp@localhost>|AWP Pipelines <awp@localhost>")
-    assert "user.name" not in sh_git(repo, "config", "--local", "--list")
+    assert "user.name" not in sh_git(anon_repo, "config", "--local", "--list")
+
+
+def test_a_repo_without_identity_still_gets_its_checkpoint(anon_repo: Path) -> None:
+    """A dead Attempt's work is saved as a checkpoint commit: on a worker with no git identity it was lost."""
+    (anon_repo / "half.txt").write_text("half\n")
+    sha = save_checkpoint(anon_repo, None, "refs/awp/checkpoints/ar/a1", "AWP checkpoint a1")
+    assert sha is not None
+    assert sh_git(anon_repo, "show", "-s", "--format=%an", sha).strip() == "AWP Pipelines"
+    assert "user.name" not in sh_git(anon_repo, "config", "--local", "--list")
 
 
 def test_a_configured_identity_is_kept(make_git_repo: MakeRepo, tmp_path: Path) -> None:

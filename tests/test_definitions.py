@@ -82,7 +82,7 @@ def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root:
 
 
 def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root: Path, tmp_path: Path) -> None:
-    """Each component builds through the one builder; equal resources are one object, so they merge."""
+    """Each component builds through the one builder, with a resource of its own: they merge."""
     for name in ("authoring_packet", "single_repo_packet"):
         shutil.copytree(compat_root / name, tmp_path / name)
     with create_defs_folder_sandbox() as sandbox:
@@ -99,6 +99,49 @@ def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root:
             for job in ("packet__authoring_packet", "packet__single_repo_packet"):
                 assert defs.resolve_job_def(job) is not None
                 assert defs.resolve_sensor_def(f"{job}__recovery") is not None
+
+
+def test_a_component_takes_its_translator_and_its_own_resource_settings(compat_root: Path, tmp_path: Path) -> None:
+    """`translator:` names a PacketTranslator subclass (as DbtProjectComponent takes one): its keys, group and
+    pool are the assets'. A component that does not commit loads beside one that does."""
+    from translators import TEAM_POOL
+
+    for name in ("authoring_packet", "single_repo_packet"):
+        shutil.copytree(compat_root / name, tmp_path / name)
+    with create_defs_folder_sandbox() as sandbox:
+        for name, attributes in (("authoring_packet", {"translator": "translators.TeamTranslator", "commit": False}),
+                                 ("single_repo_packet", {})):
+            sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
+                                       defs_yaml_contents={"type": "awp_pipelines.components.PacketComponent",
+                                                           "attributes": {"path": str(tmp_path / name),
+                                                                          **attributes}})
+        with sandbox.build_all_defs() as defs:
+            graph = defs.resolve_asset_graph()
+            team = {k for k in graph.get_all_asset_keys() if k.path[0] == "team"}
+            assert {k.path[1] for k in team} == {"authoring_packet"} and len(team) == len(
+                load_packet(tmp_path / "authoring_packet").prompts)
+            assert all(graph.get(k).group_name == "team" and graph.get(k).pools == {TEAM_POOL} for k in team)
+            assert {c.asset_key for c in graph.asset_check_keys if c.asset_key.path[0] == "team"} == team
+            authoring = next(k for k in team if graph.get(k).parent_keys)  # the graph's edges use the team keys
+            assert all(p in team for p in graph.get(authoring).parent_keys)
+
+
+def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI shows resource config: an account's credential is there by its variable's name only."""
+    from awp_pipelines.catalog import BUILTIN, AccountSpec, Catalog
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.resources import AwpResource
+
+    secret = "sk-ant-api03-" + "x" * 40
+    monkeypatch.setenv("AWP_TEAM_KEY", secret)
+    catalog = Catalog(accounts={"team": AccountSpec(provider="claude", credential_env="AWP_TEAM_KEY")}).merged_over(
+        BUILTIN)
+    compiled = packet_assets(load_packet(REPO_ROOT / "assets" / "demo"), catalog, AwpResource(state_dir=str(tmp_path)))
+    [(key, resource)] = compiled.resources.items()
+    shown = repr(resource.model_dump()) + repr(compiled.definitions().get_repository_def().get_top_level_resources())
+    assert key == "awp_demo" and "AWP_TEAM_KEY" in shown and secret not in shown
+    assert isinstance(resource, AwpResource) and resource.secrets(["team"]) == {"AWP_TEAM_KEY": secret}
 
 
 # The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry).

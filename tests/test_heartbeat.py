@@ -18,8 +18,9 @@ from dagster._core.test_utils import create_run_for_test
 from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.lease import pool_lease
+from awp_pipelines.orchestration.lease import leased, tree_pool
 from awp_pipelines.orchestration.parallel import parallel_executor
+from awp_pipelines.orchestration.storage import claimed_slots
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
     for run_id, packet, at in ((dead, "beats", stale), (alive, "beats", now - 5), (other_packet, "other", stale),
                                (ended, "beats", stale)):
         write_beat(instance, Beat(run_id, "step_01", packet, "host-b", 4242, at, 2.0))
-    with pool_lease(instance, "awp_tree_x", dead, "step_01@tree", "busy"):
+    with leased(instance, dead, "step_01", {"tree": "awp_x"}):
         reaped = reap_silent_runs(instance, "beats", now=now)
         assert [r.run_id for r in reaped] == [dead]
         failed = instance.get_run_by_id(dead)
@@ -66,7 +67,7 @@ def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
         # The beats of ended runs are dropped; the live ones, and another packet's, stay for their own judge.
         assert sorted(b.run_id for b in beats(instance)) == sorted([alive, other_packet])
         # Its work tree is free at once, for the retry: no grace as for a run whose worker ended it.
-        assert instance.event_log_storage.get_concurrency_info("awp_tree_x").claimed_slots == []
+        assert claimed_slots(instance, tree_pool("awp_x")) == []
 
 
 def test_a_beat_says_how_often_its_writer_beats_so_its_reader_needs_no_setting() -> None:
@@ -97,14 +98,14 @@ def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) ->
 
     from awp_pipelines.catalog import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.packet import load_packet
 
     demo = tmp_path / "demo"
     shutil.copytree(Path(__file__).resolve().parents[1] / "assets" / "demo", demo,
                     ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    compiled = packet_assets(load_packet(demo), BUILTIN, AwpRuntime())
+    compiled = packet_assets(load_packet(demo), BUILTIN, AwpResource())
     instance = open_instance_folder(tmp_path / "home")
     try:
         silent = create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.STARTED,

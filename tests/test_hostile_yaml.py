@@ -8,7 +8,7 @@ import pytest
 
 from awp_pipelines.bounds import SEVEN_DAYS_MS, parse_timeout_ms
 from awp_pipelines.errors import PacketError
-from awp_pipelines.yamlsrc import MAX_DEPTH, parse_yaml, split_front_matter
+from awp_pipelines.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, split_front_matter
 
 FILE = Path("packet.yaml")
 
@@ -65,3 +65,39 @@ def test_an_absurd_timeout_is_a_value_error_not_an_overflow(value: int | str) ->
 
 def test_a_long_but_sane_timeout_is_still_clamped_to_seven_days() -> None:
     assert parse_timeout_ms("3650d") == (SEVEN_DAYS_MS, "clamped to 7 days")
+
+
+def test_libyaml_and_the_pure_loader_read_every_packet_file_alike() -> None:
+    """The fast path (libyaml's parser, our composer) gives the same data and key lines as the pure loader, and
+    accepts nothing the pure loader refuses (the repo's packets, the malformed ones included)."""
+    from awp_pipelines import yamlsrc
+
+    def indexed(file: Path, parsed: tuple[object, object]) -> tuple[object, ...]:
+        doc = YamlDoc(file, parsed[1])
+        try:
+            if parsed[0] is not None:
+                yamlsrc._Indexer(doc).walk(parsed[0], ())  # type: ignore[arg-type]
+        except PacketError as err:
+            return ("refused", str(err))
+        return (doc.data, doc.lines)
+
+    root = Path(__file__).resolve().parent.parent
+    files = [p for p in root.rglob("*") if ".venv" not in p.parts
+             and (p.name.endswith(".prompt.md") or p.suffix == ".yaml")]
+    compared = 0
+    for file in files:
+        text = file.read_text(encoding="utf-8", errors="replace")
+        if file.suffix == ".md":
+            if not text.startswith("---\n") or "\n---\n" not in text[4:]:
+                continue
+            text = text[4:text.index("\n---\n", 4) + 1]
+        fast = yamlsrc._compose_fast(text)
+        try:
+            pure = yamlsrc._compose_pure(text, file, 0)
+        except PacketError:
+            assert fast is None, file  # what the pure loader refuses, the fast one does not accept
+            continue
+        assert fast is not None, file
+        assert indexed(file, fast) == indexed(file, pure), file
+        compared += 1
+    assert compared > 40

@@ -6,7 +6,6 @@ from awp_pipelines.launches import Launch, PromptState, continuation, manual_lau
 from awp_pipelines.model.recovery import RecoveryConfig
 from awp_pipelines.policy import AttemptFact, Target, chain_of, interrupted_fact
 from awp_pipelines.rotation import AccountUsage, Availability, Cooldown
-from awp_pipelines.tags import RunIntent
 
 CHAIN = chain_of("simulated", "m", None, ["a", "b"], [])
 RECOVERY = RecoveryConfig.model_validate({"retry": {"base_delay_ms": 1000, "max_delay_ms": 1000, "jitter": False}})
@@ -79,13 +78,10 @@ def test_a_launch_by_hand_continues_the_agent_run_even_after_its_budget() -> Non
     assert manual_launch(_state("01")).mode == "run"
 
 
-def test_launch_tags_round_trip_through_run_intent() -> None:
+def test_launch_tags_name_the_attempt_and_leave_the_rest_to_its_metadata() -> None:
     [launch] = next_launches([_state("01", _fact(1, "verification_failed"))], 100.0).due
     tags = launch.intent("pr-1").to_tags("demo", "01")
-    intent = RunIntent.from_tags({**tags, "dagster/parent_run_id": "run-01-1"})  # the launcher's lineage tag
-    sent = launch.intent("pr-1")
-    assert (intent.attempt, intent.mode, intent.provider, intent.model, intent.account, intent.parent_run) == \
-        (sent.attempt, sent.mode, sent.provider, sent.model, sent.account, sent.parent_run)
+    assert (tags["awp/provider"], tags["awp/account"]) == (launch.target.provider, launch.target.account)
     assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/mode"] == "repair"
     assert "awp/reason" not in tags and "awp/agent_run" not in tags  # the Attempt's metadata carries them
 

@@ -104,6 +104,12 @@ def providers_option(func: F) -> F:
                         help="providers.yaml to use (default: ./resources/providers.yaml, else built-ins).")(func)
 
 
+def translator_option(func: F) -> F:
+    return click.option("--translator", metavar="MODULE.CLASS", envvar="AWP_TRANSLATOR",
+                        help="The PacketTranslator subclass the packet's assets are built with (its asset keys "
+                        "and work-tree pools), as the code location's. Default: AWP's own.")(func)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(func)
 

@@ -15,6 +15,7 @@ from awp_pipelines.cli.common import (
     out,
     packet_argument,
     providers_option,
+    translator_option,
     user_errors,
 )
 from awp_pipelines.interrupts import Interrupted
@@ -29,10 +30,12 @@ from awp_pipelines.interrupts import Interrupted
               envvar="AWP_DAGSTER_HOME", help="Dagster home the runs are stored in. Default: <packet>/.awp/dagster.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
 @providers_option
+@translator_option
 @json_option
 @user_errors
 def repair_command(packet: Path, prompt_id: str, note: str | None, packet_run: str | None,
-                   instance_dir: Path | None, no_commit: bool, providers_file: Path | None, as_json: bool) -> None:
+                   instance_dir: Path | None, no_commit: bool, providers_file: Path | None, translator: str | None,
+                   as_json: bool) -> None:
     """Start one repair Attempt of prompt ID by hand, in its latest packet run (or --packet-run): its prompt
     carries the unmet items of the last Attempt and the note. Nothing runs after it.
 
@@ -40,7 +43,7 @@ def repair_command(packet: Path, prompt_id: str, note: str | None, packet_run: s
     """
     try:
         result = api.repair(packet, prompt_id, note=note, packet_run=packet_run, instance=instance_dir,
-                            commit=not no_commit, providers=providers_file)
+                            commit=not no_commit, providers=providers_file, translator=translator)
     except Interrupted as stopped:
         console.print(f"awp repair: {stopped}: the repair Attempt is recorded as interrupted, its partial "
                       "work checkpointed", highlight=False, markup=False)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from awp_pipelines.cli.common import open_packet, out, packet_run_id, providers_option, user_errors
+from awp_pipelines.cli.common import open_packet, out, packet_run_id, providers_option, translator_option, user_errors
 from awp_pipelines.cli.run_cmd import run_command
 from awp_pipelines.cli.status_cmd import instance_option
 from awp_pipelines.errors import PacketError
@@ -20,10 +20,11 @@ from awp_pipelines.errors import PacketError
               "the packet run (under `dagster dev`); nothing runs in this process.")
 @instance_option
 @providers_option
+@translator_option
 @click.pass_context
 @user_errors
 def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lift_only: bool,
-                   instance_dir: Path | None, providers_file: Path | None) -> None:
+                   instance_dir: Path | None, providers_file: Path | None, translator: str | None) -> None:
     """Resume a packet run stopped by Ctrl-C, SIGTERM or a cancel in the UI: its stop is lifted and, unless
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
@@ -47,7 +48,7 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
         return
     out.print(f"resuming packet run {packet_run} ({was})", markup=False)
     ctx.invoke(run_command, packet=packet, packet_run=packet_run, instance_dir=instance_dir,
-               providers_file=providers_file)
+               providers_file=providers_file, translator=translator)
 
 
 def register(group: click.Group) -> None:

@@ -20,6 +20,7 @@ from awp_pipelines.cli.common import (
     packet_run_id,
     providers_option,
     selection_options,
+    translator_option,
     user_errors,
 )
 from awp_pipelines.cli.plan_cmd import print_plan
@@ -54,6 +55,7 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 @click.option("--simulate-overlay", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="YAML {prompt id: simulate block} replacing the prompts' own (for tests and demos).")
 @providers_option
+@translator_option
 @json_option
 @user_errors
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
@@ -61,7 +63,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                 effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
                 packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool, parallel: int | None,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
-                providers_file: Path | None, as_json: bool) -> None:
+                providers_file: Path | None, translator: str | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
 
     Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
@@ -72,7 +74,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
     overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)
     if dry_run:
         plan = api.plan(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
-                        packet_run=packet_run, preflight=True)
+                        packet_run=packet_run, preflight=True, translator=translator)
         emit_json(plan) if as_json else print_plan(plan)
         return
     printer = _Printer(quiet=as_json)
@@ -81,7 +83,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
                          packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
                          state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose, parallel=parallel,
-                         on_progress=printer.event)
+                         on_progress=printer.event, translator=translator)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)
         sys.exit(stopped.exit_code)

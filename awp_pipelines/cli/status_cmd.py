@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from awp_pipelines import api
-from awp_pipelines.cli.common import emit_json, json_option, out, providers_option, user_errors
+from awp_pipelines.cli.common import emit_json, json_option, out, providers_option, translator_option, user_errors
 from awp_pipelines.status import AttemptSummary, StatusReport
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
@@ -30,14 +30,16 @@ def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--packet-run", metavar="ID", help="Show this packet run (default: the packet's newest).")
 @instance_option
 @providers_option
+@translator_option
 @json_option
 @user_errors
 def status_command(packet: Path, packet_run: str | None, instance_dir: Path | None, providers_file: Path | None,
-                   as_json: bool) -> None:
+                   translator: str | None, as_json: bool) -> None:
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
-    report = api.status(packet, packet_run=packet_run, instance=instance_dir, providers=providers_file)
+    report = api.status(packet, packet_run=packet_run, instance=instance_dir, providers=providers_file,
+                        translator=translator)
     if as_json:
         emit_json(report)
     else:

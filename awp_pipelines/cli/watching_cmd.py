@@ -15,7 +15,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from awp_pipelines.cli.common import open_catalog, open_packet, out, providers_option, user_errors
+from awp_pipelines.cli.common import open_catalog, open_packet, out, providers_option, translator_option, user_errors
 from awp_pipelines.cli.status_cmd import instance_option
 from awp_pipelines.status import WatchReading
 
@@ -34,17 +34,20 @@ _ENDED = ("completed", "failed", "blocked", "stopped", "not_started")  # interru
 @click.option("--packet-run", metavar="ID", help="Watch this packet run (default: the packet's newest).")
 @instance_option
 @providers_option
+@translator_option
 @user_errors
 def watch_command(packet: Path, interval: float, once: bool, as_json: bool, progress_timeout: float,
-                  packet_run: str | None, instance_dir: Path | None, providers_file: Path | None) -> None:
+                  packet_run: str | None, instance_dir: Path | None, providers_file: Path | None,
+                  translator: str | None) -> None:
     """Watch PACKET's newest packet run until it ends: prompts done, the Attempt running now, minutes quiet,
     dirty files and new commits per repo, and the violations `not_running` and `progress_stale`."""
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.translator import load_translator
     from awp_pipelines.orchestration.watching import watch_reading
 
     loaded = open_packet(packet)
-    binding = PacketBinding.of(loaded, open_catalog(providers_file))
+    binding = PacketBinding.of(loaded, open_catalog(providers_file), translator=load_translator(translator))
     instance = hold_connections(open_instance(loaded.root, instance_dir))
     try:
         def read() -> WatchReading:

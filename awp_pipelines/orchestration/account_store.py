@@ -1,8 +1,8 @@
 """Cooldowns and usage counts of accounts, kept in the Dagster instance's storage.
 
-Stored as JSON values in the run storage's key-value table (`set_cursor_values`/`get_cursor_values`),
-which SQLite and Postgres instances both have: a restart remembers them, and every process on the
-instance (webserver, daemon, `awp run`) sees the same ones. Usage counts are a rotation hint, not a
+Stored as JSON values in the instance's key-value table (storage.py), which SQLite and Postgres instances
+both have: a restart remembers them, and every process on the instance (webserver, daemon, `awp run`) sees
+the same ones. Usage counts are a rotation hint, not a
 budget: two processes counting at the same instant may lose one increment.
 """
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from awp_pipelines import tags
 from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.orchestration.storage import kv_get, kv_set
 from awp_pipelines.rotation import (
     AccountUsage,
     Availability,
@@ -37,7 +38,7 @@ M = TypeVar("M", bound=BaseModel)
 
 class AccountStore:
     def __init__(self, instance: DagsterInstance) -> None:
-        self._storage = instance.run_storage
+        self._instance = instance
 
     def cooldowns(self, accounts: Iterable[str]) -> dict[str, Cooldown]:
         return {c.account: c for c in self._read(_COOLDOWN, accounts, Cooldown)}
@@ -52,7 +53,7 @@ class AccountStore:
         return Availability(at, self.cooldowns(wanted), self.usage(wanted)) if wanted else Availability(at)
 
     def set_cooldown(self, cooldown: Cooldown) -> None:
-        self._storage.set_cursor_values({_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
+        kv_set(self._instance, {_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
 
     def record_failure(self, account: str, failure: FailureEnvelope, default_s: int,
                        at_ms: int | None = None) -> Cooldown | None:
@@ -66,12 +67,12 @@ class AccountStore:
         old = self.usage([account]).get(account) or AccountUsage(account=account)
         new = AccountUsage(account=account, attempts=old.attempts + 1,
                            last_used_ms=now_ms() if at_ms is None else at_ms)
-        self._storage.set_cursor_values({_USAGE + account: new.model_dump_json()})
+        kv_set(self._instance, {_USAGE + account: new.model_dump_json()})
         return new
 
     def _read(self, prefix: str, accounts: Iterable[str], model: type[M]) -> list[M]:
         keys = {prefix + a for a in accounts}
-        values = self._storage.get_cursor_values(keys)
+        values = kv_get(self._instance, keys)
         parsed = []
         for raw in values.values():
             try:

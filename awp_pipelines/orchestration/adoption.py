@@ -10,8 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance
-from dagster._core.events import StepMaterializationData
+from dagster import AssetMaterialization, DagsterInstance
 
 from awp_pipelines import tags
 from awp_pipelines.agent_run import AgentRunStatus
@@ -20,6 +19,7 @@ from awp_pipelines.committer import CommitResult
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import record_metadata
+from awp_pipelines.orchestration.storage import report_materialization
 from awp_pipelines.tags import agent_run_id, attempt_id
 from awp_pipelines.workspace import WorkspaceError, commit_of_attempt, git
 
@@ -93,8 +93,4 @@ def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_i
                                            metadata={**record_metadata(record, "", (), binding.packet.root),
                                                      tags.AGENT_RUN_STATE: AgentRunStatus("completed",
                                                                                           ADOPTED_REASON).text})
-    instance.report_dagster_event(
-        DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value,
-                     job_name=run.job_name if run else "__adopted__",
-                     event_specific_data=StepMaterializationData(materialization)),
-        run_id=run_id)
+    report_materialization(instance, run_id, run.job_name if run else "__adopted__", materialization)

@@ -18,35 +18,31 @@ from dagster import (
     Failure,
     MaterializeResult,
     SensorDefinition,
-    asset,
     define_asset_job,
+    multi_asset,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from awp_pipelines import tags
+from awp_pipelines.agent_run import AgentRunStatus
 from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.catalog import Catalog
 from awp_pipelines.lint import refuse_secrets
-from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop, start_gate
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import beating
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
-from awp_pipelines.orchestration.resources import (
-    RUNTIME_KEY,
-    AwpRuntime,
-    account_key,
-    canonical,
-    catalog_resources,
-    provider_key,
-)
+from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
+from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import PlanContext
+from awp_pipelines.plan import PacketPlan, PlanContext
 from awp_pipelines.redact import Redactor, redact
+from awp_pipelines.status import AttemptSummary
 
 
 @dataclass(frozen=True)
@@ -65,73 +61,70 @@ class CompiledPacket:
         return Definitions(assets=self.assets, jobs=[self.job], sensors=[self.sensor], resources=dict(self.resources))
 
 
-def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpRuntime | None = None,
-                  translator: PacketTranslator | None = None,
-                  plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL) -> CompiledPacket:
-    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any). The job
+def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None = None,
+                  translator: PacketTranslator | str | None = None,
+                  plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL,
+                  plan: PacketPlan | None = None) -> CompiledPacket:
+    """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any), unless
+    the caller resolved the whole packet's `plan` already (`awp run`). The job
     runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
-    daemon load fails with its file and line instead of storing the secret in its snapshots."""
+    daemon load fails with its file and line instead of storing the secret in its snapshots. `runtime`: the
+    resource's settings (the catalog's providers and accounts are added here); `translator`: a
+    `PacketTranslator` or its dotted path."""
     refuse_secrets(packet)
-    translator = translator or PacketTranslator()
-    keys = {translator.asset_key(packet, p): p.id for p in packet.prompts}
-    binding = PacketBinding.resolve(packet, catalog, keys, plan_context)
+    translator = load_translator(translator)
+    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan)
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
+    resource = (runtime or AwpResource()).with_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
                            tags={tags.PACKET: packet.name, **tags.WORKER_LOSS_ONLY},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
-    providers = {c.provider for chain in binding.chains.values() for c in chain.candidates()}
-    accounts = {c.account for chain in binding.chains.values() for c in chain.candidates() if c.account}
-    runtime = canonical(runtime or AwpRuntime())
-    resources = {RUNTIME_KEY: runtime, **catalog_resources(catalog, providers, accounts)}
-    sensor = recovery_sensor(binding, job_name(packet), runtime.state_root(packet.root))
-    return CompiledPacket(binding, assets, job, sensor, resources)
+    sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
+    return CompiledPacket(binding, assets, job, sensor, {resource_key(packet): resource})
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,
                   redactor: Redactor) -> AssetsDefinition:
     packet = binding.packet
-    key = translator.asset_key(packet, prompt)
-    chain = binding.chains[prompt.id].candidates()
-    # Each asset lists only what it uses: its chain's providers and accounts.
-    uses = {RUNTIME_KEY, *(provider_key(c.provider) for c in chain),
-            *(account_key(c.account) for c in chain if c.account)}
+    spec = binding.specs[prompt.id]
+    key = spec.key
+    checks = translator.get_check_specs(spec, packet, prompt)
 
-    @asset(key=key, deps=translator.deps(packet, prompt), group_name=translator.group_name(packet),
-           description=redactor(translator.description(packet, prompt)),
-           check_specs=[spec._replace(description=redactor(spec.description or "")) if spec.description else spec
-                        for spec in translator.check_specs(packet, prompt)],
-           required_resource_keys=uses, kinds=translator.kinds(packet, binding.plans[prompt.id]),
-           pool=translator.pool(packet, prompt), code_version=translator.code_version(packet, prompt),
-           metadata=translator.metadata(packet, prompt), tags=translator.tags(packet, prompt),
-           owners=translator.owners(packet, prompt), output_required=False)
-    def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
-        skip = start_gate(context, binding, prompt)
-        if skip is not None:  # not needed: nothing is materialized, and Dagster skips what follows
-            context.log.info(f"prompt {prompt.id} does not run: {skip}")
-            return
+    # Skippable: a prompt its packet run does not need ends with nothing materialized (start_gate).
+    @multi_asset(name=key.to_python_identifier(), required_resource_keys={resource_key(packet)},
+                 specs=[spec.replace_attributes(skippable=True, description=redactor(spec.description or ""))],
+                 check_specs=[c._replace(description=redactor(c.description)) if c.description else c
+                              for c in checks], pool=binding.pools[prompt.id])
+    def _attempt(context: AssetExecutionContext, config: AttemptConfig) -> Iterator[MaterializeResult]:
         # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
         # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
         with signal_stop(), beating(context.instance, context.run.run_id,
                                     context.get_step_execution_context().step.key, packet.name):
             try:
-                yield _run(context)
+                outcome = run_attempt(context, binding, prompt, config)
+                if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
+                    context.log.info(f"prompt {prompt.id} does not run: {outcome}")
+                    return
+                yield _result(context, *outcome)
             except Failure:  # the Attempt's events are logged before the raise
                 tag_root_run(context, binding)
                 raise
             # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
             tag_root_run(context, binding)
 
-    def _run(context: AssetExecutionContext) -> MaterializeResult:
-        record, transcript, earlier, after = run_attempt(context, binding, prompt)
+    def _result(context: AssetExecutionContext, record: AttemptRecord, transcript: str,
+                earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
         # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
         metadata = {**record_metadata(record, transcript, earlier, packet.root),
                     tags.AGENT_RUN_STATE: redact(after.text)}
         if record.result == "completed" and record.fact().done:
-            return MaterializeResult(metadata=metadata, check_results=check_results(record, packet.root))
+            # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
+            context.add_asset_metadata(metadata)
+            return MaterializeResult(check_results=check_results(record, packet.root))
         failure = attempt_failure(record)
         if record.result == "completed":
             # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes

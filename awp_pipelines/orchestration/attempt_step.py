@@ -2,9 +2,10 @@
 recovery sensor, GraphQL, `awp run`), the Attempt's identity comes from the stored history of its
 AgentRun, and what it does (run, retry, fallback, repair) from the decision function.
 
-A launcher that knows the decision (the sensor, `awp run`) puts it on the run's tags with the Attempt it
-expects; the compute follows the tags when that Attempt is the next one, and decides itself otherwise
-(a re-execution from the UI, a materialization by hand).
+A launcher that decided the launch (the sensor, `awp run`, `awp repair`) hands it over whole as the run's
+config (attempt_config.py); the compute follows it when it is the next Attempt, and decides itself otherwise
+(a re-execution from the UI, a materialization by hand). The packet run's history is read once, holding
+the work tree's lease: the gate, the decision and the dead work all answer from that one read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterExecutionInterruptedError, DagsterInstance, Failure
-from dagster._core.storage.tags import SENSOR_NAME_TAG
 
 from awp_pipelines import interrupts, progress, tags
 from awp_pipelines.agent_files import events_file as agent_events_file
@@ -27,17 +27,17 @@ from awp_pipelines.attempts import (
     AttemptSpec,
     AttemptTarget,
     control_setup,
-    execute_attempt,
     fault_pause,
     repair_instructions,
 )
-from awp_pipelines.catalog import Catalog
+from awp_pipelines.catalog import AccountSpec, ProviderSpec
 from awp_pipelines.events import EventSink
 from awp_pipelines.ids import check_id
-from awp_pipelines.launches import Launch, PromptState, manual_launch, next_launches, repair_launch
+from awp_pipelines.launches import Launch, PromptState, manual_launch, repair_launch
 from awp_pipelines.live import LiveFeed, ticking
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import (
@@ -49,32 +49,25 @@ from awp_pipelines.orchestration.history import (
     prompt_states,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.lease import account_lease, fail_if_stopping, tree_lease
+from awp_pipelines.orchestration.lease import Lease, fail_if_stopping, leased
 from awp_pipelines.orchestration.manual import latest_history
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.reaper import save_unrecorded_work
-from awp_pipelines.orchestration.resources import (
-    RUNTIME_KEY,
-    AccountResource,
-    AwpRuntime,
-    ProviderResource,
-    account_key,
-    provider_key,
-)
+from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.orchestration.translator import repo_pools
+from awp_pipelines.orchestration.storage import SENSOR_NAME_TAG
 from awp_pipelines.orphans import end_orphans
 from awp_pipelines.packet import Prompt
 from awp_pipelines.plan import PromptPlan, WorkRepo
-from awp_pipelines.policy import Chain, Target, past_unavailable
+from awp_pipelines.policy import Target, past_unavailable
 from awp_pipelines.probe import probe
 from awp_pipelines.progress import AttemptEnded, AttemptNote, AttemptStarted, ProgressEvent
-from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.redact import Redactor
 from awp_pipelines.remote import RemoteTrees, trees_of
 from awp_pipelines.status import AttemptSummary
 from awp_pipelines.stops import StopMarker
-from awp_pipelines.tags import RunIntent, agent_run_id, attempt_id
+from awp_pipelines.tags import agent_run_id, attempt_id
+from awp_pipelines.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.workspace import WorkspaceError, latest_checkpoint
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
@@ -145,36 +138,36 @@ def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
     context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
 
 
-def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                  packet_run: str) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
+def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+                  config: AttemptConfig) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
     """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
-    Attempts (the history table of this Attempt's record) and its state. A single-prompt run tagged
-    `awp/mode=repair` without its Attempt is a repair asked for by hand."""
-    history = packet_run_history(context.instance, packet_run, binding.keys)
+    Attempts (the history table of this Attempt's record) and its state. The launch its launcher decided
+    (the run's config) when it is the next Attempt; a single-prompt run tagged `awp/mode=repair` without one
+    is a repair asked for by hand; anything else is decided here."""
+    packet_run = history.packet_run
     state = prompt_states(binding, history, [prompt.id])[0]
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
     last = agent_run.last_record
     earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)
-    intent = RunIntent.from_tags(context.run.tags)
-    expected = attempt_id(agent_run_id(packet_run, prompt.id), state.started + 1)
     single = prompts_of_run(context.run, binding.keys) == {prompt.id}
-    if single and intent.attempt == expected and intent.provider:
-        return _as_decided(context, binding, history, state, intent), last, earlier, state
-    by_hand = repair_launch(state, context.run.tags.get(tags.NOTE)) if single and intent.mode == "repair" else None
+    decided = config.launch(prompt.id, state.started + 1) if single else None
+    if decided is not None:
+        return decided, last, earlier, state
+    by_hand = (repair_launch(state, context.run.tags.get(tags.NOTE))
+               if single and context.run.tags.get(tags.MODE) == "repair" else None)
     over = None if single else state.spending().exhausted()
     if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
         raise Failure(description=f"budget_exhausted: {over}", allow_retries=False)
     return by_hand or manual_launch(state), last, earlier, state
 
 
-def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> str | None:
+def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+               history: PacketRunHistory) -> str | None:
     """Whether the prompt's first Attempt may start in its packet run, however the run was launched (a run of
     several prompts, a UI re-execution, a materialization by hand): its upstream prompts must be completed
     in the packet run (a Failure names them), unless the run is tagged `awp/ignore_deps`. A reason to skip
     is returned when an agent's `finish` ended the packet run: the step ends with nothing materialized and
     Dagster skips what follows. A dead Attempt that committed is adopted first: its work counts."""
-    packet_run = packet_run_of(context, binding)
-    history = packet_run_history(context.instance, packet_run, binding.keys)
     adopt_committed(context.instance, binding, history)
     if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
         return None
@@ -183,103 +176,95 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     if status.finished_by is not None:
         return status.reason
     if status.held_by:
-        raise Failure(description=f"prompt {prompt.id} does not start in packet run {packet_run}: {status.reason} "
-                      f"(a prompt runs once its upstream prompts completed in its packet run; to run it anyway, "
-                      f"launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
+        raise Failure(description=f"prompt {prompt.id} does not start in packet run {history.packet_run}: "
+                      f"{status.reason} (a prompt runs once its upstream prompts completed in its packet run; to "
+                      f"run it anyway, launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
     return None
 
 
-def _as_decided(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,
-                state: PromptState, intent: RunIntent) -> Launch:
-    """The launch its launcher (the sensor, `awp run`, `awp repair`) decided, from its tags: the target as
-    tagged; the reason and parent run as the decision (or the repair by hand) gives them from the same history
-    (this run aside), which is what the launcher asked; the effort the chain gives that target. Tags stay what
-    a user filters on."""
-    prompt_id = state.prompt
-    outlook = next_launches(prompt_states(binding, history, exclude_run=context.run.run_id), time.time())
-    decided = next((la for la in (*outlook.due, *outlook.waiting) if la.prompt == prompt_id), None)
-    if (decided is None or decided.mode != intent.mode) and intent.mode == "repair":
-        decided = repair_launch(state, context.run.tags.get(tags.NOTE))
-    if decided is not None and decided.mode != intent.mode:
-        decided = None
-    effort = next((c.effort for c in binding.chains[prompt_id].candidates()
-                   if (c.provider, c.model, c.account) == (intent.provider, intent.model, intent.account)), None)
-    target = Target(intent.provider or "", intent.model, intent.account, effort)
-    reason = decided.reason if decided is not None else f"{intent.mode} launched by {_launcher(context)}"
-    parent = intent.parent_run or (decided.parent_run if decided is not None else None)
-    return Launch(prompt_id, state.started + 1, intent.mode, reason, target, parent)
+Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
 
 
-def _launcher(context: AssetExecutionContext) -> str:
-    return context.run.tags.get(SENSOR_NAME_TAG) or context.run.tags.get("user") or "hand"
-
-
-def run_attempt(context: AssetExecutionContext, binding: PacketBinding,
-                prompt: Prompt) -> tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]:
+def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+                config: AttemptConfig) -> Outcome | str:
     """One Attempt: its record, its transcript, the AgentRun's earlier Attempts, and the AgentRun's state once
-    it ended (what the asset's metadata says, in the words of `awp status`)."""
+    it ended (what the asset's metadata says, in the words of `awp status`); or, when it does not start
+    (start_gate), the reason it is not needed. Holding the work tree's lease, the packet run's history is
+    read once: no Attempt on this tree runs meanwhile, so what it says of the tree's dead Attempts holds."""
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
-    runtime: AwpRuntime = getattr(context.resources, RUNTIME_KEY)
-    packet = binding.packet
-    plan = binding.plans[prompt.id]
     packet_run = packet_run_of(context, binding)
+    step_key = context.get_step_execution_context().step.key
+    with leased(context.instance, context.run.run_id, step_key, {"tree": binding.pools[prompt.id]},
+                on_wait=context.log.info) as lease:
+        history = packet_run_history(context.instance, packet_run, binding.keys)
+        skip = start_gate(context, binding, prompt, history)
+        if skip is not None:
+            return skip
+        return _attempt(context, binding, prompt, history, config, lease)
+
+
+def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+             config: AttemptConfig, lease: Lease) -> Outcome:
+    """The Attempt, its work tree held: its launch, then its account's lease (the same Lease), then its agent."""
+    packet_run = history.packet_run
+    packet = binding.packet
+    resource: AwpResource = getattr(context.resources, resource_key(packet))
+    plan = binding.plans[prompt.id]
     _honour_stop(context, packet_run)
     _warn_without_daemon(context)
-    launch, last, earlier, state = choose_launch(context, binding, prompt, packet_run)
-    launch = _probed(context, binding.chains[prompt.id], launch, state)
+    launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
+    launch = _probed(context, resource, binding, launch, state)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
                                mode=launch.mode, parent_run=launch.parent_run, dagster_run=context.run.run_id)
-    provider, account = _resources_for(context, launch.target)
-    target = AttemptTarget(provider=provider.name, provider_kind=provider.kind,
-                           account=account.name if account else None,
+    provider, account = _specs_for(resource, binding, prompt.id, launch.target)
+    target = AttemptTarget(provider=launch.target.provider, provider_kind=provider.kind,
+                           account=launch.target.account,
                            model=launch.target.model or provider.default_model or plan.model,
                            effort=launch.target.effort, reason=launch.reason)
-    events_file = agent_events_file(runtime.state_root(packet.root), packet_run, prompt.id, identity.attempt_id)
-    secrets = account.secrets() if account else {}
+    events_file = agent_events_file(resource.state_root(packet.root), packet_run, prompt.id, identity.attempt_id)
+    secrets = resource.secrets([target.account])
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
     feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
     # Every credential of the catalog (any account an agent or a verifier may print, not only this prompt's
     # chain) and of the prompt's chain is kept out of everything the Attempt hands out.
-    redactor = Redactor.for_catalog(binding.catalog).with_values(_all_secrets(context, binding, prompt).values())
+    chain_secrets = resource.secrets([c.account for c in binding.chains[prompt.id].candidates()])
+    redactor = Redactor.for_catalog(binding.catalog).with_values(chain_secrets.values())
     sink = EventSink(events_file, identity.attempt_id, secrets=redactor.literals, root=packet.root, live=feed)
     continuing = launch.number > 1 and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
-                          commit=runtime.commit, simulate=runtime.overlay_for(prompt.id) or prompt.front.simulate,
+                          commit=resource.commit, simulate=resource.overlay_for(prompt.id) or prompt.front.simulate,
                           secret_env=secrets, spent_before=state.budget.packet_spent,
-                          control=control_setup(packet.manifest.agent_control, runtime.state_root(packet.root),
+                          control=control_setup(packet.manifest.agent_control, resource.state_root(packet.root),
                                                 identity, [f.mode for f in state.facts],
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
-                          redactor=redactor, agent_root=runtime.state_root(packet.root),
+                          redactor=redactor, agent_root=resource.state_root(packet.root),
                           trees=trees_of(packet, packet_run))
     _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                                   target.account, launch.reason))
-    step_key = context.get_step_execution_context().step.key
-    with (tree_lease(context.instance, repo_pools(packet)[prompt.id], context.run.run_id, step_key,
-                     on_wait=context.log.info),
-          account_lease(context.instance, target.account, context.run.run_id, step_key, on_wait=context.log.info),
-          ticking(sink.live)):
+    lease.take("account", target.account)
+    with ticking(sink.live):
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
         _end_orphans(context, packet.root, plan.repos)
-        _save_dead_work(context, binding, packet_run, prompt.id)
+        _save_dead_work(context, binding, history, prompt.id)
         _sync_trees(context, attempt.trees, plan.repos)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
-        _mark_started(context, binding, prompt.id, identity, launch, target, account)
-        record = execute_attempt(attempt, adapter_for(provider.spec()), sink,
-                                 cancel_on=(DagsterExecutionInterruptedError,), stop=interrupts.current())
+        _mark_started(context, binding, prompt.id, identity, launch, target)
+        record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
+                                     stop=interrupts.current())
     _said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
     _store_stop(context, packet_run, record)
-    if account is not None:
-        _account_after(context, account, record)
+    if account is not None and target.account is not None:
+        _account_after(context, target.account, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
                              stopped=StopStore(context.instance).marker(packet_run))
-    return record, sink.transcript_markdown(), earlier, after
+    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after
 
 
 def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:
@@ -289,8 +274,7 @@ def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:
 
 
 def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
-                  identity: AttemptIdentity, launch: Launch, target: AttemptTarget,
-                  account: AccountResource | None) -> None:
+                  identity: AttemptIdentity, launch: Launch, target: AttemptTarget) -> None:
     """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
     `interrupted` fact needs); the Attempt's record follows when it ends."""
@@ -299,8 +283,8 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
     if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
         raise Failure(description=f"Attempt {identity.attempt_id} is already started by {holder}: this process "
                       "starts no second one", allow_retries=False)
-    if account is not None:  # counted as it starts: the next choice, in any process, already sees it
-        AccountStore(context.instance).record_use(account.name)
+    if target.account is not None:  # counted as it starts: the next choice, in any process, already sees it
+        AccountStore(context.instance).record_use(target.account)
     marker: dict[str, Any] = {
         tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
         tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
@@ -313,14 +297,12 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
 
 
-def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, packet_run: str, prompt_id: str) -> None:
+def _save_dead_work(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,
+                    prompt_id: str) -> None:
     """Holding the work tree's lease, no live Attempt is on it: an Attempt on these trees that started and has
     no record died (a killed run worker, under the daemon). Its partial work becomes its AgentRun's checkpoint
     before this Attempt edits the tree, as the next `awp run` does for a dead runner (reaper.py)."""
-    pools = repo_pools(binding.packet)
-    sharing = [p for p, pool in pools.items() if pool == pools[prompt_id]]
-    history = packet_run_history(context.instance, packet_run, binding.keys)
-    for attempt in save_unrecorded_work(binding, history, packet_run, sharing):
+    for attempt in save_unrecorded_work(binding, history, history.packet_run, binding.sharing_pool(prompt_id)):
         context.log.warning(f"saved the partial work of Attempt {attempt}, whose process died, as its checkpoint")
 
 
@@ -343,17 +325,17 @@ def _end_orphans(context: AssetExecutionContext, packet_root: Path, repos: list[
                             "its runner died and it was still working in this tree")
 
 
-def _probed(context: AssetExecutionContext, chain: Chain, launch: Launch, state: PromptState) -> Launch:
+def _probed(context: AssetExecutionContext, resource: AwpResource, binding: PacketBinding, launch: Launch,
+            state: PromptState) -> Launch:
     """A `probe: true` target is checked just before its Attempt starts on it (probe.py: doctor's checks,
     and the models endpoint of an HTTP provider). When it is not available the Attempt goes to the next
     target the decision gives (`past_unavailable`); each probe's answer goes into the Attempt's reason."""
+    chain = binding.chains[launch.prompt]
     unavailable: set[tuple[str, str | None]] = set()
     notes: list[str] = []
     while (group := chain.group_of(launch.target)) is not None and group.probe:
-        provider, account = _resources_for(context, launch.target)
-        catalog = Catalog(providers={provider.name: provider.spec()},
-                          accounts={account.name: account.spec()} if account else {})
-        answer = probe(catalog, provider.name, account.name if account else None, model=launch.target.model)
+        _specs_for(resource, binding, launch.prompt, launch.target)
+        answer = probe(resource.catalog(), launch.target.provider, launch.target.account, model=launch.target.model)
         where = launch.target.provider + (f" ({launch.target.account})" if launch.target.account else "")
         if answer.ok:
             notes.append(f"probe of {where}: available ({answer.detail})")
@@ -394,37 +376,29 @@ def _warn_without_daemon(context: AssetExecutionContext) -> None:
         context.log.warning(f"No dagster-daemon is running on this instance. {NEEDS_DAEMON}")
 
 
-def _resources_for(context: AssetExecutionContext, target: Target) -> tuple[ProviderResource, AccountResource | None]:
-    provider = getattr(context.resources, provider_key(target.provider), None)
-    if not isinstance(provider, ProviderResource):
+def _specs_for(resource: AwpResource, binding: PacketBinding, prompt_id: str,
+               target: Target) -> tuple[ProviderSpec, AccountSpec | None]:
+    """The provider and account of a launch's target, as the resource holds them: only a target of the
+    prompt's own chain (its plan and fallback) runs it."""
+    chain = binding.chains[prompt_id].candidates()
+    if all(c.provider != target.provider for c in chain):
         raise Failure(description=f"provider '{target.provider}' is not among this prompt's targets (its plan "
                       "and fallback chain); launch it with a target of its own chain", allow_retries=False)
-    account = getattr(context.resources, account_key(target.account), None) if target.account else None
-    if target.account and not isinstance(account, AccountResource):
+    if target.account and all(c.account != target.account for c in chain):
         raise Failure(description=f"account '{target.account}' is not among this prompt's accounts",
                       allow_retries=False)
-    return provider, account
+    return resource.provider(target.provider), resource.account(target.account)
 
 
-def _all_secrets(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt) -> dict[str, str]:
-    """Every credential of this prompt's accounts (its whole chain): none of them is ever written out."""
-    found: dict[str, str] = {}
-    for candidate in binding.chains[prompt.id].candidates():
-        resource = getattr(context.resources, account_key(candidate.account), None) if candidate.account else None
-        if isinstance(resource, AccountResource):
-            found.update(resource.secrets())
-    return found
-
-
-def _account_after(context: AssetExecutionContext, account: AccountResource, record: AttemptRecord) -> None:
+def _account_after(context: AssetExecutionContext, name: str, account: AccountSpec, record: AttemptRecord) -> None:
     """Rest the account when the provider said it is exhausted (a rate limit with its reset time): the
     cooldown is stored in the instance, so every process and every later run honours it."""
     store = AccountStore(context.instance)
     failure = record.provider_failure or record.failure
     if failure is not None:
-        rest = store.record_failure(account.name, failure, account.cooldown_s)
+        rest = store.record_failure(name, failure, account.cooldown_s)
         if rest is not None:
-            context.log.info(f"account {account.name} rests until {rest.until_ms // 1000} (epoch s): "
+            context.log.info(f"account {name} rests until {rest.until_ms // 1000} (epoch s): "
                              f"{rest.failure_class}")
 
 

@@ -1,19 +1,23 @@
 """A packet bound to its resolved plans: what the builder, the compute, the sensor and `awp run` share.
 
 The plan is resolved once, when the definitions are built (by `awp run` with its CLI flags); the compute
-and the sensor read the resolved targets from here, never by resolving the plan again.
+and the sensor read the resolved targets from here, never by resolving the plan again. The asset keys and
+work-tree pools are the translator's (translator.py), asked once here: every reader takes them from the
+binding, so a custom key or pool holds for status, watch, `--remaining` and the leases alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
-from dagster import AssetKey
+from dagster import AssetKey, AssetSpec
 
 from awp_pipelines.catalog import Catalog
+from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet
-from awp_pipelines.plan import PlanContext, PromptPlan, build_plan
+from awp_pipelines.plan import PacketPlan, PlanContext, PromptPlan, build_plan
 from awp_pipelines.policy import Chain, chain_of
 from awp_pipelines.selection import Selection
 
@@ -23,24 +27,36 @@ class PacketBinding:
     packet: Packet
     plans: Mapping[str, PromptPlan]
     chains: Mapping[str, Chain]  # prompt id → primary target with its accounts, then the fallback chain
-    keys: Mapping[AssetKey, str]  # asset key → prompt id
+    specs: Mapping[str, AssetSpec]  # prompt id → the translator's asset spec
+    pools: Mapping[str, str]  # prompt id → the translator's work-tree pool
     catalog: Catalog | None = None  # every account's credential is kept out of what an Attempt stores
 
+    @cached_property
+    def keys(self) -> Mapping[AssetKey, str]:
+        """asset key → prompt id."""
+        return {spec.key: pid for pid, spec in self.specs.items()}
+
     def key(self, prompt_id: str) -> AssetKey:
-        return next(k for k, pid in self.keys.items() if pid == prompt_id)
+        return self.specs[prompt_id].key
+
+    def sharing_pool(self, prompt_id: str) -> list[str]:
+        """The prompts on the work trees of `prompt_id` (itself included)."""
+        return [p for p, pool in self.pools.items() if pool == self.pools[prompt_id]]
 
     @classmethod
-    def resolve(cls, packet: Packet, catalog: Catalog, keys: Mapping[AssetKey, str],
-                context: PlanContext | None = None) -> PacketBinding:
-        plan = build_plan(packet, context or PlanContext(catalog=catalog), Selection())
+    def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None,
+           translator: PacketTranslator | None = None, plan: PacketPlan | None = None) -> PacketBinding:
+        """The plan resolved (with `context`'s overrides; `plan`: the whole packet's plan when the caller
+        resolved it already, as `awp run` does), the keys and pools `translator` gives (default:
+        `[<packet>, <prompt>]` and the repo pools)."""
+        translator = translator or PacketTranslator()
+        plan = plan or build_plan(packet, context or PlanContext(catalog=catalog), Selection())
         plans = {p.id: p for p in plan.prompts}
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                                 p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
-        return cls(packet, plans, chains, dict(keys), catalog)
-
-    @classmethod
-    def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None) -> PacketBinding:
-        """With the default asset keys (`[<packet>, <prompt>]`): what the CLI's readers need."""
-        from awp_pipelines.orchestration.naming import prompt_key
-
-        return cls.resolve(packet, catalog, {prompt_key(packet, p.id): p.id for p in packet.prompts}, context)
+        specs = {p.id: translator.get_asset_spec(packet, p, plans[p.id]) for p in packet.prompts}
+        # The graph's edges are the packet's: each upstream prompt by the key the translator gave it.
+        specs = {p.id: specs[p.id].replace_attributes(deps=[*specs[p.id].deps, *(
+            specs[dep].key for dep in packet.dependencies(p))]) for p in packet.prompts}
+        pools = {p.id: translator.get_pool(packet, p) for p in packet.prompts}
+        return cls(packet, plans, chains, specs, pools, catalog)

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import os
 
-import sqlalchemy as sa
 from dagster import DagsterInstance
-from dagster._core.storage.runs.schema import KeyValueStoreTable
-from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 
 from awp_pipelines import tags
 from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.reaper import UNFINISHED
+from awp_pipelines.orchestration.storage import kv_insert, kv_swap, kv_value
 from awp_pipelines.runlock import process_start_time
 
 
@@ -33,24 +31,13 @@ def claim_attempt(instance: DagsterInstance, attempt_id: str, run_id: str) -> st
     (run:host:pid:start) that already starts it. A holder whose run has ended never started it (its start is
     stored right after the claim, and a stored start moves the count to the next Attempt id): its claim is
     taken over, by compare-and-set, so a run that died between the two steps never blocks the AgentRun."""
-    storage = instance.run_storage
-    if not isinstance(storage, SqlRunStorage):  # pragma: no cover - every shipped instance is SQL
-        raise TypeError(f"claims need a SQL run storage, not {type(storage).__name__}")
     key, me = tags.CLAIM_KEY + attempt_id, this_process(run_id)
-    table = KeyValueStoreTable
-    with storage.connect() as conn:
-        try:
-            conn.execute(table.insert().values(key=key, value=me))
-            return None
-        except sa.exc.IntegrityError:
-            pass
-    with storage.connect() as conn:
-        holder = conn.execute(sa.select(table.c.value).where(table.c.key == key)).scalar_one()
+    if kv_insert(instance, key, me):
+        return None
+    holder = kv_value(instance, key)
     if holder == me:
         return None
     holder_run = instance.get_run_by_id(holder.split(":", 1)[0])
     if holder_run is not None and holder_run.status in UNFINISHED:
         return holder
-    with storage.connect() as conn:
-        taken = conn.execute(table.update().where(table.c.key == key, table.c.value == holder).values(value=me))
-    return None if taken.rowcount == 1 else claim_attempt(instance, attempt_id, run_id)
+    return None if kv_swap(instance, key, holder, me) else claim_attempt(instance, attempt_id, run_id)

@@ -24,14 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-import sqlalchemy as sa
 from dagster import DagsterInstance, DagsterRun, RunsFilter
-from dagster._core.storage.runs.schema import KeyValueStoreTable
-from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 
 from awp_pipelines import tags
 from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.reaper import UNFINISHED
+from awp_pipelines.orchestration.storage import free_run_slots, kv_delete, kv_prefixed, kv_set
 
 DEFAULT_EVERY_S = 15.0
 
@@ -81,31 +79,14 @@ class Beat:
             return None
 
 
-def _storage(instance: DagsterInstance) -> SqlRunStorage | None:
-    """Every shipped instance (and Dagster's ephemeral one) stores runs in SQL; another storage has no beats."""
-    storage = instance.run_storage
-    return storage if isinstance(storage, SqlRunStorage) else None
-
-
 def write_beat(instance: DagsterInstance, beat: Beat) -> None:
-    instance.run_storage.set_cursor_values({beat.key: beat.dump()})
+    kv_set(instance, {beat.key: beat.dump()})
 
 
 def beats(instance: DagsterInstance) -> list[Beat]:
     """Every beat stored now (one per running prompt compute, on any host)."""
-    table, storage = KeyValueStoreTable, _storage(instance)
-    if storage is None:  # pragma: no cover - see _storage
-        return []
-    with storage.connect() as conn:
-        rows = conn.execute(sa.select(table.c.value).where(table.c.key.like(f"{tags.HEARTBEAT_KEY}%"))).all()
-    return [beat for (value,) in rows if (beat := Beat.parse(value)) is not None]
-
-
-def _forget(instance: DagsterInstance, keys: list[str]) -> None:
-    storage = _storage(instance)
-    if keys and storage is not None:
-        with storage.connect() as conn:
-            conn.execute(KeyValueStoreTable.delete().where(KeyValueStoreTable.c.key.in_(keys)))
+    return [beat for value in kv_prefixed(instance, tags.HEARTBEAT_KEY).values()
+            if (beat := Beat.parse(value)) is not None]
 
 
 @contextmanager
@@ -134,7 +115,7 @@ def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
         thread.join(timeout=every + 5)
         # A beat left behind (the database down just now) belongs to an ended run: reap_silent_runs drops it.
         with contextlib.suppress(Exception):
-            _forget(instance, [first.key])
+            kv_delete(instance, [first.key])
 
 
 def reap_silent_runs(instance: DagsterInstance, packet: str, now: float | None = None) -> list[DagsterRun]:
@@ -156,9 +137,8 @@ def reap_silent_runs(instance: DagsterInstance, packet: str, now: float | None =
                                    f"{beat.silent_for(now):.0f} s (bound {beat.bound_s:.0f} s): killed, or its "
                                    "host is gone")
         reaped.append(run)
-        if instance.event_log_storage.supports_global_concurrency_limits:
-            # No grace as for a run that just ended (reaper.py): its compute has been silent past the bound.
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        # No grace as for a run that just ended (reaper.py): its compute has been silent past the bound.
+        free_run_slots(instance, run.run_id)
     ended = {r.run_id for r in reaped} | ({b.run_id for b in mine} - set(live))
-    _forget(instance, [b.key for b in mine if b.run_id in ended])
+    kv_delete(instance, [b.key for b in mine if b.run_id in ended])
     return reaped

@@ -7,17 +7,12 @@ whole event log: on SQL storages one query by the run-id index per 500 runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
-from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
-from dagster._core.storage.sqlalchemy_compat import db_select
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
 from awp_pipelines import tags
 from awp_pipelines.agent_run import AgentRunStatus, PromptState, agent_run_states
@@ -26,6 +21,7 @@ from awp_pipelines.budget import Budget, Spend, total
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.storage import RECORD_EVENTS, attempt_events, plain_value
 from awp_pipelines.packet import Packet
 from awp_pipelines.policy import AttemptFact, Target, adopted_fact, interrupted_fact
 from awp_pipelines.rotation import Availability
@@ -36,12 +32,6 @@ from awp_pipelines.workspace import commit_of_attempt
 
 ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})
-_RECORD_EVENTS = {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION}
-
-
-def plain_value(value: object) -> object:
-    """A stored metadata entry as its plain Python value."""
-    return getattr(value, "value", value) if value is not None else None
 
 
 @dataclass
@@ -146,66 +136,6 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
                             StopStore(instance).marker(packet_run))
 
 
-AttemptEvent = tuple[str, AssetKey, dict[str, object]]  # run id, asset key, metadata as plain values
-_CHUNK = 500  # run ids per query
-
-
-def attempt_events(instance: DagsterInstance, run_ids: Sequence[str],
-                   keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
-    """The Attempt events (materializations, observations) of these runs on the packet's assets: runs in the
-    order given, each run's events in order. SQL storages (SQLite, Postgres) answer in one indexed query by
-    run id per 500 runs, decoding only the metadata; others are read run by run."""
-    storage = instance.event_log_storage
-    if isinstance(storage, SqlEventLogStorage):
-        return _events_by_sql(storage, run_ids, keys)
-    return _events_by_run(instance, run_ids, keys)
-
-
-def _events_by_run(instance: DagsterInstance, run_ids: Sequence[str],
-                   keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
-    found: list[AttemptEvent] = []
-    for run_id in run_ids:
-        for entry in instance.all_logs(run_id, of_type=_RECORD_EVENTS):
-            event = entry.dagster_event
-            data = event.event_specific_data if event else None
-            payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-            key = event.asset_key if event is not None else None
-            if key is not None and payload is not None and key in keys:
-                found.append((run_id, key, {k: plain_value(v) for k, v in payload.metadata.items()}))
-    return found
-
-
-def _events_by_sql(storage: SqlEventLogStorage, run_ids: Sequence[str],
-                   keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
-    """Dagster's own event table, read by its run-id index; asset events live in the index shard on SQLite.
-    Decoding the stored JSON ourselves skips Dagster's object rebuild, the bulk of the cost on long runs."""
-    table = SqlEventLogStorageTable
-    by_string = {key.to_string(): key for key in keys}
-    order = {run_id: index for index, run_id in enumerate(run_ids)}
-    rows: list[Any] = []
-    for start in range(0, len(run_ids), _CHUNK):
-        query = (db_select([table.c.id, table.c.run_id, table.c.asset_key, table.c.event])
-                 .where(table.c.run_id.in_(run_ids[start:start + _CHUNK]))
-                 .where(table.c.dagster_event_type.in_([t.value for t in _RECORD_EVENTS]))
-                 .where(table.c.asset_key.in_(list(by_string))))
-        with storage.index_connection() as conn:
-            rows.extend(conn.execute(query).fetchall())
-    rows.sort(key=lambda row: (order[row.run_id], row.id))
-    return [(row.run_id, by_string[row.asset_key], _stored_metadata(row.event)) for row in rows]
-
-
-def _stored_metadata(event_json: str) -> dict[str, object]:
-    """An asset event's metadata from its stored JSON (Dagster's serdes form: a list of entries, each value
-    in `entry_data` under its one field: `text`, `value`, `data`, `md_str`, `path`, …)."""
-    event = json.loads(event_json)["dagster_event"]["event_specific_data"]
-    payload = event.get("materialization") or event.get("asset_observation") or {}
-    meta: dict[str, object] = {}
-    for entry in payload.get("metadata_entries") or []:
-        fields = [v for k, v in (entry.get("entry_data") or {}).items() if k != "__class__"]
-        meta[entry["label"]] = fields[0] if len(fields) == 1 else None
-    return meta
-
-
 def _opt(value: object) -> str | None:
     return str(value) if value not in (None, "", "none", "default") else None
 
@@ -268,7 +198,7 @@ def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | 
 def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
     """Every Attempt record one run stored, in order."""
     found = []
-    for entry in instance.all_logs(run_id, of_type=_RECORD_EVENTS):
+    for entry in instance.all_logs(run_id, of_type=set(RECORD_EVENTS)):
         event = entry.dagster_event
         data = event.event_specific_data if event else None
         payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)

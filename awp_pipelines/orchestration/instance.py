@@ -4,22 +4,37 @@ unless told otherwise.
 The embedded instance gets the concurrency the packets need: one agent per work tree (the repo pools,
 limit 1) and one Attempt per account (lease pools, limit 1). Runs start as soon as they are launched (no
 queue to wait on a daemon); the daemon is needed for the recovery sensors, which `dagster dev` starts.
+
+Its event log is one SQLite database for every run (Dagster's consolidated event log), not one database per
+run: each per-run database began with the empty schema (about 170 KiB), and every asset event was stored
+twice, in the run's database and in the cross-run index. The concurrency pools live in the same database
+(`supports_global_concurrency_limits`), so leases work as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy.exc
 from dagster import DagsterInstance
-from dagster._core.instance.ref import InstanceRef
 from dagster_postgres.utils import DagsterPostgresException
 
-EMBEDDED_CONFIG = """\
+from awp_pipelines.orchestration.storage import (
+    CONSOLIDATED_EVENT_LOG,
+    DEFAULT_RUN_COORDINATOR,
+    InstanceRef,
+    stamp_consolidated_event_log,
+)
+
+# The pools and run handling of the embedded instance; alone, the whole config of instances made before the
+# consolidated event log (their event log is one database per run). New ones get embedded_config(folder).
+EMBEDDED_CONFIG = f"""\
 # Written by AWP for the embedded instance (SQLite). Serve the UI with the daemon on it:
 #   DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml
 telemetry:
@@ -27,8 +42,8 @@ telemetry:
 # Runs start when launched, daemon or not: the UI works with the webserver alone, and the run says when
 # no daemon is there to launch its retries, fallbacks and repairs.
 run_coordinator:
-  module: dagster._core.run_coordinator
-  class: DefaultRunCoordinator
+  module: {DEFAULT_RUN_COORDINATOR[0]}
+  class: {DEFAULT_RUN_COORDINATOR[1]}
 concurrency:
   pools:
     # Prompts that share a work tree share a pool: one agent at a time edits it.
@@ -41,6 +56,42 @@ run_monitoring:
 
 
 _EARLIER_CONFIG = "telemetry:\n  enabled: false\n"
+
+_EVENTS = f"""\
+# One event-log database for every run (not one per run); Dagster needs its folder as an absolute path,
+# which AWP rewrites when it opens a moved instance folder.
+event_log_storage:
+  module: {CONSOLIDATED_EVENT_LOG[0]}
+  class: {CONSOLIDATED_EVENT_LOG[1]}
+  config:
+    base_dir: {{base_dir}}
+"""
+_BASE_DIR = re.compile(r"^    base_dir: (.+)$", re.MULTILINE)
+
+
+def events_folder(folder: Path) -> Path:
+    return folder / "history" / "events"
+
+
+def embedded_config(folder: Path) -> str:
+    """The dagster.yaml of a new embedded instance in `folder` (absolute): pools, and one event-log database."""
+    return EMBEDDED_CONFIG + _EVENTS.format(base_dir=json.dumps(str(events_folder(folder.resolve()))))
+
+
+def _config_to_write(folder: Path, current: str | None) -> str | None:
+    """What open_instance_folder writes: a new instance's config; the pools for one of the earliest (its
+    event log stays per run: switching would hide its runs' events); the folder's own path for a moved
+    embedded instance. None: the config is used as it is (the user's, e.g. Postgres, or already right)."""
+    if current is None:
+        return embedded_config(folder)
+    if current == _EARLIER_CONFIG:
+        return EMBEDDED_CONFIG
+    found = _BASE_DIR.search(current)
+    if found and current != embedded_config(folder):
+        old = Path(json.loads(found.group(1))).parent.parent
+        if current == embedded_config(old):  # written by AWP for another place: the folder was moved
+            return embedded_config(folder)
+    return None
 
 
 def instance_home(packet_root: Path, home: Path | None = None) -> Path:
@@ -69,19 +120,22 @@ def instance_folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def open_instance_folder(folder: Path, default_config: str = EMBEDDED_CONFIG) -> DagsterInstance:
-    """The instance stored in `folder`. A folder without a dagster.yaml gets `default_config` (embedded SQLite);
-    one with a dagster.yaml (e.g. Postgres storage) is used as it is. Safe to call from many processes at once."""
+def open_instance_folder(folder: Path) -> DagsterInstance:
+    """The instance stored in `folder`. A folder without a dagster.yaml gets the embedded SQLite config; one
+    with a dagster.yaml (e.g. Postgres storage) is used as it is. Safe to call from many processes at once."""
     folder = folder.resolve()
     with instance_folder_lock(folder):
         config = folder / "dagster.yaml"
         # Also upgrades the config earlier versions wrote (telemetry only: no pools, so no one-agent-per-tree).
-        if not config.exists() or config.read_text(encoding="utf-8") == _EARLIER_CONFIG:
+        text = _config_to_write(folder, config.read_text(encoding="utf-8") if config.exists() else None)
+        if text is not None:
             # Written whole, then renamed: no process ever reads half a config.
             partial = folder / f".dagster.yaml.{os.getpid()}"
-            partial.write_text(default_config, encoding="utf-8")
+            partial.write_text(text, encoding="utf-8")
             partial.replace(config)
-        return DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+        instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+        stamp_consolidated_event_log(instance)
+        return instance
 
 
 def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstance:

@@ -1,73 +1,91 @@
-"""One Attempt per account at a time, however the run was launched: a lease on a Dagster concurrency
-pool per account (`awp_account_<name>`, limit 1), taken by the compute once it knows the account.
+"""One lease for the work tree and the account: a slot of a Dagster concurrency pool (limit 1) per work tree
+(`<repo pool>_tree`) and per account (`awp_account_<name>`), taken by the compute.
 
-The pool lives in the instance's storage, so every process and every run shares it, and it shows on the
-UI's concurrency page. A run that dies holding it is freed by Dagster's run monitoring
-(`free_slots_after_run_end_seconds`), like any op's pool slot.
+The pools live in the instance's storage, so every process and every run shares them, and they show on the
+UI's concurrency page. A run that dies holding one is freed by Dagster's run monitoring
+(`free_slots_after_run_end_seconds`), or by the next `awp run` (reaper.py), like any op's pool slot.
+
+A `Lease` holds its pools in one fixed order, the work tree's before the account's (the tree is known before
+the Attempt is decided, the account only after): every Attempt takes them in that order, so no two wait on
+each other. It gives them all back together when its block ends.
 """
 
 from __future__ import annotations
 
-import fcntl
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import Literal
 
 from dagster import DagsterInstance, Failure
 
 from awp_pipelines import interrupts
 from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.storage import claim_slot, ensure_pool, free_slot, pools_supported
 
 _POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+Kind = Literal["tree", "account"]
+_ORDER: tuple[Kind, ...] = ("tree", "account")
+_BUSY = {"tree": "another Attempt is editing this work tree", "account": "account {} is busy with another Attempt"}
 
 
 def account_pool(account: str) -> str:
     return f"awp_account_{dagster_name(account)}"
 
 
-@contextmanager
-def account_lease(instance: DagsterInstance, account: str | None, run_id: str, step_key: str,
-                  on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
-    if account is None:
-        yield
-        return
-    with pool_lease(instance, account_pool(account), run_id, f"{step_key}@account",
-                    f"account {account} is busy with another Attempt", on_wait):
-        yield
+def tree_pool(repo_pool: str) -> str:
+    """Also where Dagster's own op-pool claim can race (SQLite): one agent per work tree all the same."""
+    return f"{repo_pool}_tree"
+
+
+class Lease:
+    """The pools one Attempt holds, claimed one kind at a time in `_ORDER`, given back together."""
+
+    def __init__(self, instance: DagsterInstance, run_id: str, step_key: str,
+                 on_wait: Callable[[str], None] = lambda msg: None) -> None:
+        self._instance, self._run_id, self._step_key, self._on_wait = instance, run_id, step_key, on_wait
+        self._held: list[str] = []  # holder keys
+        self._kinds: list[Kind] = []
+
+    def take(self, kind: Kind, name: str | None) -> None:
+        """Wait for the pool of this work tree (a repo pool) or account; None: nothing to hold (no account)."""
+        if self._kinds and _ORDER.index(kind) <= _ORDER.index(self._kinds[-1]):
+            raise ValueError(f"a {kind} lease is taken before any {self._kinds[-1]} lease, once")
+        self._kinds.append(kind)
+        if name is None or not pools_supported(self._instance):
+            return
+        pool = tree_pool(name) if kind == "tree" else account_pool(name)
+        # Its own holder key: the op's own pool slot and each lease are freed independently.
+        holder = f"{self._step_key}@{kind}"
+        ensure_pool(self._instance, pool)
+        waited = 0
+        while not claim_slot(self._instance, pool, self._run_id, holder):
+            if waited == 0:
+                self._on_wait(f"{_BUSY[kind].format(name)}; waiting for it (pool {pool})")
+            _pause(_POLL_S[min(waited, len(_POLL_S) - 1)], pool)
+            waited += 1
+        self._held.append(holder)
+
+    def release(self) -> None:
+        for holder in reversed(self._held):
+            free_slot(self._instance, self._run_id, holder)
+        self._held.clear()
 
 
 @contextmanager
-def tree_lease(instance: DagsterInstance, repo_pool: str, run_id: str, step_key: str,
-               on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
-    """One agent per work tree, also where Dagster's own op-pool claim can race (SQLite): the same lease,
-    on `<repo pool>_tree`, taken before the account's (one order everywhere: no deadlock)."""
-    with pool_lease(instance, f"{repo_pool}_tree", run_id, f"{step_key}@tree",
-                    "another Attempt is editing this work tree", on_wait):
-        yield
-
-
-@contextmanager
-def pool_lease(instance: DagsterInstance, pool: str, run_id: str, holder: str, busy: str,
-               on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
-    """Hold the pool's one slot for the block. `holder` is its own step key, so the op's own pool slot
-    and this lease are freed independently."""
-    storage = instance.event_log_storage
-    if not storage.supports_global_concurrency_limits:
-        yield
-        return
-    ensure_pool(instance, pool)
-    waited = 0
-    while not _claim(instance, pool, run_id, holder):
-        if waited == 0:
-            on_wait(f"{busy}; waiting for it (pool {pool})")
-        _pause(_POLL_S[min(waited, len(_POLL_S) - 1)], pool)
-        waited += 1
+def leased(instance: DagsterInstance, run_id: str, step_key: str, pools: dict[Kind, str | None] | None = None,
+           on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[Lease]:
+    """A Lease for the block, holding `pools` (kind → repo pool or account) at once, in the fixed order; more
+    are taken with `take` inside the block. Everything it holds is given back when the block ends."""
+    lease = Lease(instance, run_id, step_key, on_wait)
     try:
-        yield
+        for kind in _ORDER:
+            if pools and kind in pools:
+                lease.take(kind, pools[kind])
+        yield lease
     finally:
-        storage.free_concurrency_slot_for_step(run_id, holder)
+        lease.release()
 
 
 def fail_if_stopping(what: str) -> None:
@@ -88,33 +106,3 @@ def _pause(seconds: float, pool: str) -> None:
         if left <= 0:
             return
         time.sleep(min(left, 0.1))
-
-
-def _claim(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:
-    """Dagster's claim selects a free slot, then takes it; on SQLite nothing locks the row in between, so
-    two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step."""
-    with _pools_lock(instance):
-        return instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed
-
-
-@contextmanager
-def _pools_lock(instance: DagsterInstance) -> Iterator[None]:
-    lock_file = Path(instance.root_directory) / ".awp-pools.lock"
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
-    """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
-    processes doing it at once would make two slots, so the instance folder's lock serialises it."""
-    storage = instance.event_log_storage
-    if pool in storage.get_concurrency_keys():
-        return
-    with _pools_lock(instance):
-        if pool not in storage.get_concurrency_keys():
-            storage.set_concurrency_slots(pool, limit)

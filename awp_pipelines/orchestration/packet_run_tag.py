@@ -5,12 +5,12 @@ the UI after its retry and repair complete the packet, so each Attempt's run wri
 from __future__ import annotations
 
 from dagster import AssetExecutionContext
-from dagster._core.storage.tags import ROOT_RUN_ID_TAG
 
 from awp_pipelines import tags
 from awp_pipelines.agent_run import packet_run_state
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.storage import ROOT_RUN_ID_TAG
 
 
 def tag_root_run(context: AssetExecutionContext, binding: PacketBinding) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,38 +28,30 @@ from dagster import (
     DagsterInstance,
     Definitions,
     EventLogEntry,
-    Executor,
     ExecutorDefinition,
-    Field,
-    InitExecutorContext,
     InitLoggerContext,
     JobDefinition,
     LoggerDefinition,
-    Selector,
     colored_console_logger,
-    executor,
     logger,
 )
-from dagster._core.definitions.executor_definition import (
-    IN_PROC_CONFIG,
-    MULTI_PROC_CONFIG,
-    _core_in_process_executor_creation,
-    _core_multiprocess_executor_creation,
-    multiple_process_executor_requirements,
-)
-from dagster._core.definitions.reconstruct import build_reconstructable_job
-from dagster._core.execution.api import execute_run
-from dagster._core.execution.execution_result import ExecutionResult
 
 from awp_pipelines import tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.translator import repo_pools
+from awp_pipelines.orchestration.storage import (
+    ExecutionResult,
+    build_reconstructable_job,
+    execute_run,
+    multi_or_in_process,
+    run_event_page,
+)
 from awp_pipelines.packet import Packet
 from awp_pipelines.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.assets import CompiledPacket
+    from awp_pipelines.orchestration.binding import PacketBinding
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -74,29 +65,15 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
     Run config `execution: {config: {in_process: {}}}` runs the steps in the run worker's process instead (a
     Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
     child), which may not start the forkserver's children."""
-    multiprocess = {"max_concurrent": max_concurrent, "start_method": {"forkserver": {
-        "preload_modules": ["awp_pipelines.orchestration.assets"]}}}
-
-    @executor(name="awp_multiprocess",
-              config_schema=Field(Selector({"multiprocess": MULTI_PROC_CONFIG, "in_process": IN_PROC_CONFIG}),
-                                  default_value={"multiprocess": multiprocess}),
-              requirements=lambda config: multiple_process_executor_requirements() if "multiprocess" in config
-              else [])
-    def _awp_executor(init_context: InitExecutorContext) -> Executor:
-        config = init_context.executor_config
-        if "multiprocess" in config and not multiprocessing.current_process().daemon:
-            return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
-        chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
-        return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
-
-    return _awp_executor
+    return multi_or_in_process("awp_multiprocess", {"max_concurrent": max_concurrent, "start_method": {
+        "forkserver": {"preload_modules": ["awp_pipelines.orchestration.assets"]}}})
 
 
-def can_overlap(packet: Packet, selected: list[str]) -> bool:
+def can_overlap(binding: PacketBinding, selected: list[str]) -> bool:
     """Whether two of the selected prompts may run at the same time: no dependency path between them (over
-    the whole packet: conservative) and different work-tree pools."""
-    pools = repo_pools(packet)
-    ancestors = _ancestors(packet)
+    the whole packet: conservative) and different work-tree pools (the translator's)."""
+    pools = binding.pools
+    ancestors = _ancestors(binding.packet)
     return any(pools[a] != pools[b] and a not in ancestors[b] and b not in ancestors[a]
                for i, a in enumerate(selected) for b in selected[i + 1:])
 
@@ -119,6 +96,7 @@ class JobSource:
     overrides: dict[str, str | None] = field(default_factory=dict)
     runtime: dict[str, Any] = field(default_factory=dict)
     parallel: int = DEFAULT_PARALLEL
+    translator: str | None = None  # the dotted path of the packet's translator (translator_path)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -128,14 +106,14 @@ def packet_job(source_json: str) -> JobDefinition:
     """The reconstructor: the packet's job with the quiet and console loggers, built from a JobSource."""
     from awp_pipelines.catalog import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpRuntime
+    from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.packet import load_packet
     from awp_pipelines.plan import Overrides, PlanContext
 
     source = JobSource(**json.loads(source_json))
     catalog = load_catalog(Path(source.providers_file) if source.providers_file else None)
     packet = load_packet(source.packet_root)
-    compiled = packet_assets(packet, catalog, AwpRuntime(**source.runtime),
+    compiled = packet_assets(packet, catalog, AwpResource(**source.runtime), source.translator,
                              plan_context=PlanContext(catalog, Overrides(**source.overrides)),
                              parallel=source.parallel)
     return resolve_job(compiled, {"awp_quiet": _quiet})
@@ -186,13 +164,12 @@ def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mappin
         cursor = None
         while True:
             last_round = done.is_set()
-            page = instance.event_log_storage.get_records_for_run(run_id, cursor=cursor, limit=1000)
-            for record in page.records:
+            records, cursor, more = run_event_page(instance, run_id, cursor)
+            for record in records:
                 event = _attempt_event(record.event_log_entry, prompts)
                 if event is not None and listener is not None:
                     listener(event)
-            cursor = page.cursor
-            if page.has_more:
+            if more:
                 continue
             if last_round:
                 return

@@ -1,7 +1,7 @@
 """Ctrl-C reaches `awp run`, not Dagster's log mirrors.
 
 In process, Dagster's local compute log manager mirrors each step's stdout and stderr to the terminal through
-a `tail -F` and a Python orphan watcher (dagster/_core/execution/compute_logs.py), started in `awp run`'s own
+a `tail -F` and a Python orphan watcher (Dagster's compute_logs module), started in `awp run`'s own
 process group: a terminal's Ctrl-C reached them too, and each watcher printed a `KeyboardInterrupt`
 traceback. Started in a process group of their own they never see it; Dagster still ends them when the step
 ends, and a watcher still ends its tail when `awp run` dies.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from dagster._core.execution import compute_logs
+from awp_pipelines.orchestration.storage import compute_logs
 
 
 class _OwnGroupSubprocess:

@@ -21,6 +21,7 @@ from awp_pipelines import tags
 from awp_pipelines.hosts import host_id
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
+from awp_pipelines.orchestration.storage import free_run_slots, slot_holders
 from awp_pipelines.runlock import live_holder, process_start_time
 from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 
@@ -116,8 +117,7 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     run = instance.get_run_by_id(run_id)
     if run is not None and run.status in UNFINISHED:
         instance.report_run_failed(run, "its end was never stored: the instance's database failed during it")
-    if instance.event_log_storage.supports_global_concurrency_limits:
-        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+    free_run_slots(instance, run_id)
 
 
 def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
@@ -134,18 +134,11 @@ def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
 def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     """Free the pool slots and queue entries held by runs that have ended (or no longer exist): nothing will ever
     free them without a daemon, and every later step of their pools would wait forever. The run ids freed."""
-    storage = instance.event_log_storage
-    if not storage.supports_global_concurrency_limits:
-        return []
-    # A pending step counts too: a step that ends frees its slot, then (a second transaction) its queue entry;
-    # a kill between the two leaves an assigned entry that no slot backs, and it holds the pool all the same.
-    infos = [storage.get_concurrency_info(key) for key in storage.get_concurrency_keys()]
-    holders = {s.run_id for info in infos for s in info.claimed_slots} | \
-        {p.run_id for info in infos for p in info.pending_steps}
+    holders = slot_holders(instance)  # a pending step (a queue entry) holds its pool too
     if not holders:
         return []
     live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}
     ended = sorted(holders - live - _settling(instance, holders - live))
     for run_id in ended:
-        storage.free_concurrency_slots_for_run(run_id)
+        free_run_slots(instance, run_id)
     return ended

@@ -1,43 +1,119 @@
-"""Dagster resources: the AWP runtime settings, and one resource per provider and per account.
+"""`AwpResource`: the Dagster resource that runs a prompt's Attempt (as dagster-dbt's `DbtCliResource` runs
+dbt): where state goes, how Attempts end, and the providers and accounts of providers.yaml as typed nested
+config. The compute asks it for the provider and account a launch names and has it run the Attempt.
 
-The compute reads the provider and account it runs on from these resources: providers.yaml is read once,
-when the definitions are built. Credentials are never resource config: an account names the variable that
-holds its credential, and only the Attempt's subprocess environment ever sees the value.
+Credentials are never resource config: an account names the variable that holds its credential (the UI shows
+that name), and only the Attempt's subprocess environment ever sees the value, read when the Attempt starts.
+The nested config is derived from the catalog's own models (`ProviderSpec`, `AccountSpec`): a field added
+there reaches the resource without a hand-kept copy.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import types
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from dagster import ConfigurableResource
+from dagster import Config, ConfigurableResource, Failure
+from pydantic import BaseModel, create_model
+from pydantic.fields import FieldInfo
 
+from awp_pipelines.attempts import AttemptRecord, AttemptSpec, execute_attempt
 from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.errors import PacketError
+from awp_pipelines.events import EventSink
+from awp_pipelines.interrupts import Stop
 from awp_pipelines.model.simulate import SimulateSpec
-from awp_pipelines.packet import normalize_id
+from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.packet import Packet, normalize_id
+from awp_pipelines.providers.registry import adapter_for
 from awp_pipelines.validation import validate_doc
 from awp_pipelines.yamlsrc import parse_yaml
 
-RUNTIME_KEY = "awp"
+
+def resource_key(packet: Packet) -> str:
+    """One resource per packet: components with their own providers file or `commit` load side by side."""
+    return f"awp_{dagster_name(packet.name)}"
 
 
-def provider_key(name: str) -> str:
-    return "provider_" + "".join(c if c.isalnum() else "_" for c in name)
+def _plain(annotation: Any) -> Any:
+    """The Dagster config type of a catalog field: constraints and literals are the catalog's to check."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _plain(args[0])
+    if origin is Literal:
+        return str
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_plain(a) for a in args)]  # noqa: UP007 - built at run time from a tuple
+    if origin in (dict, list):
+        return origin[tuple(_plain(a) for a in args)]
+    return annotation
 
 
-def account_key(name: str) -> str:
-    return "account_" + "".join(c if c.isalnum() else "_" for c in name)
+def _config_of(model: type[BaseModel]) -> type[Config]:
+    fields: dict[str, Any] = {
+        name: (_plain(f.annotation), FieldInfo(default=f.default, default_factory=f.default_factory,
+                                               description=f.description))
+        for name, f in model.model_fields.items()}
+    return create_model(model.__name__.replace("Spec", "Config"), __base__=Config, **fields)
 
 
-class AwpRuntime(ConfigurableResource):
-    """Where state goes and how Attempts end."""
+if TYPE_CHECKING:  # the same fields as the specs, built below
+    ProviderConfig = Config
+    AccountConfig = Config
+else:
+    ProviderConfig = _config_of(ProviderSpec)
+    AccountConfig = _config_of(AccountSpec)
+
+
+class AwpResource(ConfigurableResource):
+    """Runs a prompt's Attempt: its settings (state folder, commit, a test's simulate overlay) and the
+    providers and accounts an Attempt of the packet may use (`awp run`, the UI, the daemon: the same)."""
 
     state_dir: str | None = None  # default: <packet>/.awp
     commit: bool = True
     simulate_overlay: str | None = None  # test-only: {prompt id: simulate spec}
+    providers: dict[str, ProviderConfig] = {}
+    accounts: dict[str, AccountConfig] = {}
+
+    def with_catalog(self, catalog: Catalog) -> AwpResource:
+        """These settings over `catalog`'s providers and accounts (its aliases are the plan's, resolved)."""
+        return AwpResource(**self.settings(),
+                           providers={n: ProviderConfig(**s.model_dump()) for n, s in catalog.providers.items()},
+                           accounts={n: AccountConfig(**s.model_dump()) for n, s in catalog.accounts.items()})
+
+    def settings(self) -> dict[str, Any]:
+        """The runtime settings alone (what a spawned step process is given; it reads the catalog itself)."""
+        return self.model_dump(include={"state_dir", "commit", "simulate_overlay"})
+
+    def catalog(self) -> Catalog:
+        return Catalog(providers={n: ProviderSpec.model_validate(c.model_dump()) for n, c in self.providers.items()},
+                       accounts={n: AccountSpec.model_validate(c.model_dump()) for n, c in self.accounts.items()})
+
+    def provider(self, name: str) -> ProviderSpec:
+        if name not in self.providers:
+            raise Failure(description=f"provider '{name}' is not in this packet's providers file",
+                          allow_retries=False)
+        return ProviderSpec.model_validate(self.providers[name].model_dump())
+
+    def account(self, name: str | None) -> AccountSpec | None:
+        if name is None:
+            return None
+        if name not in self.accounts:
+            raise Failure(description=f"account '{name}' is not in this packet's providers file",
+                          allow_retries=False)
+        return AccountSpec.model_validate(self.accounts[name].model_dump())
+
+    def secrets(self, accounts: list[str | None]) -> dict[str, str]:
+        """{variable: value} of these accounts' credentials, read from the environment now."""
+        catalog = self.catalog()
+        return {k: v for name in accounts for k, v in catalog.account_secrets(name).items()}
+
+    def run_attempt(self, spec: AttemptSpec, sink: EventSink, cancel_on: tuple[type[BaseException], ...] = (),
+                    stop: Stop | None = None) -> AttemptRecord:
+        """Run the Attempt on the provider its target names, through that provider's adapter."""
+        return execute_attempt(spec, adapter_for(self.provider(spec.target.provider)), sink,
+                               cancel_on=cancel_on, stop=stop)
 
     def state_root(self, packet_root: Path) -> Path:
         root = Path(self.state_dir) if self.state_dir else packet_root / ".awp"
@@ -60,64 +136,3 @@ class AwpRuntime(ConfigurableResource):
         return validate_doc(SimulateSpec, doc, data=spec) if spec is not None else None
 
 
-class ProviderResource(ConfigurableResource):
-    """One provider from resources/providers.yaml; which one an Attempt uses comes from its launch."""
-
-    name: str
-    kind: str
-    command: str | None = None
-    base_url: str | None = None
-    default_model: str | None = None
-    credential_env: str | None = None
-    config_dir_env: str | None = None
-
-    def spec(self) -> ProviderSpec:
-        return ProviderSpec.model_validate(self.model_dump(exclude={"name"}))
-
-
-class AccountResource(ConfigurableResource):
-    name: str
-    provider: str
-    credential_env: str | None = None
-    config_dir: str | None = None
-    base_url: str | None = None  # the account's own endpoint: the probe and the Attempt use it over the provider's
-    cooldown_s: int = 3600
-
-    def secrets(self) -> dict[str, str]:
-        """{variable: value} of this account's credential, read from the environment at run time."""
-        var = self.credential_env
-        return {var: os.environ[var]} if var and os.environ.get(var) else {}
-
-    def spec(self) -> AccountSpec:
-        return AccountSpec.model_validate(self.model_dump(exclude={"name"}))
-
-
-R = TypeVar("R", bound=ConfigurableResource)
-# Equal config, one object: Dagster merges definitions (several packets, several components) only when a
-# resource key maps to the very same object.
-_CANONICAL: dict[str, ConfigurableResource] = {}
-
-
-def canonical(resource: R) -> R:
-    key = f"{type(resource).__qualname__}:{json.dumps(resource.model_dump(), sort_keys=True)}"
-    found = _CANONICAL.setdefault(key, resource)
-    assert isinstance(found, type(resource))  # the key names the class: an equal key holds the same class
-    return found
-
-
-def catalog_resources(catalog: Catalog, providers: set[str] | None = None,
-                      accounts: set[str] | None = None) -> dict[str, ConfigurableResource]:
-    """Resources for the named providers and accounts (all of the catalog's when not named)."""
-    out: dict[str, ConfigurableResource] = {}
-    for name, spec in catalog.providers.items():
-        if providers is None or name in providers:
-            out[provider_key(name)] = canonical(ProviderResource(name=name, **_fields(spec, ProviderResource)))
-    for name, account in catalog.accounts.items():
-        if accounts is None or name in accounts:
-            out[account_key(name)] = canonical(AccountResource(name=name, **_fields(account, AccountResource)))
-    return out
-
-
-def _fields(spec: ProviderSpec | AccountSpec, resource: type[ConfigurableResource]) -> dict[str, Any]:
-    wanted = set(resource.model_fields) - {"name"}
-    return {k: v for k, v in spec.model_dump().items() if k in wanted}

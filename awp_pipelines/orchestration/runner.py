@@ -24,9 +24,6 @@ from dagster import (
     JobDefinition,
     logger,
 )
-from dagster._core.events import RunFailureReason
-from dagster._core.execution.execution_result import ExecutionResult
-from dagster._core.utils import make_new_run_id
 
 from awp_pipelines import interrupts, tags
 from awp_pipelines.attempts import AttemptRecord
@@ -36,6 +33,7 @@ from awp_pipelines.interrupts import Interrupted
 from awp_pipelines.launches import Launch, Outlook, next_launches
 from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
+from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     PacketRunHistory,
@@ -48,11 +46,15 @@ from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_t
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.storage import (
+    REPOSITORY_TAG,
+    ExecutionResult,
+    RunFailureReason,
+    make_new_run_id,
+)
 from awp_pipelines.progress import LaunchDecided, Listener, listening
 from awp_pipelines.stops import StopMarker
 
-# The code location of workspace.yaml: runs tagged with it show under the job in the UI.
-REPOSITORY_TAG = {".dagster/repository": "__repository__@awp_pipelines"}
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 
 
@@ -185,7 +187,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on
         # disjoint work trees run at the same time when they can.
-        source = options.parallel if options.parallel and can_overlap(binding.packet, fresh) else None
+        source = options.parallel if options.parallel and can_overlap(binding, fresh) else None
         _execute(job, instance, [binding.key(pid) for pid in fresh],
                  {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress,
                  _in_parallel(source, binding, progress) if source else None)
@@ -210,7 +212,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
         for launch in outlook.due:
             progress.launched(launch)
             _execute(job, instance, [binding.key(launch.prompt)],
-                     {**base, **launch_tags(binding, history, launch)}, options, progress)
+                     {**base, **launch_tags(binding, history, launch)}, options, progress, launch=launch)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
 
@@ -238,7 +240,8 @@ def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_r
     binding = compiled.binding
     history = packet_run_history(instance, packet_run, binding.keys)
     run_tags = {**_base_tags(binding.packet.name, packet_run), **launch_tags(binding, history, launch), **extra_tags}
-    _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress())
+    _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress(),
+             launch=launch)
 
 
 def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
@@ -269,9 +272,12 @@ def _in_parallel(source: JobSource, binding: PacketBinding, progress: Progress) 
 
 
 def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
-             options: RunOptions, progress: Progress, executor: Executor | None = None) -> None:
+             options: RunOptions, progress: Progress, executor: Executor | None = None,
+             launch: Launch | None = None) -> None:
+    """One run of `keys`; a `launch` (one prompt's, decided here) goes to the compute as its run config."""
     # Dagster's console log only with --verbose; else a silent logger stands in for its default console.
     loggers = {"console": {"config": {"log_level": "INFO"}}} if options.verbose else {"silent": {}}
+    run_config = {"loggers": loggers, **(launch_run_config(keys[0], launch) if launch is not None else {})}
     stop = interrupts.current()
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
@@ -283,7 +289,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
         else:
             with listening(progress.event):  # the compute runs in this thread: its events come back as values
                 result = job.execute_in_process(instance=instance, asset_selection=keys, raise_on_error=False,
-                                                tags=run_tags, run_config={"loggers": loggers}, run_id=run_id)
+                                                tags=run_tags, run_config=run_config, run_id=run_id)
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.

@@ -11,8 +11,8 @@ from awp_pipelines.attempts import AttemptRecord
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import prompt_key
 from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.orchestration.translator import PacketTranslator
 from awp_pipelines.packet import Packet
 
 
@@ -35,9 +35,9 @@ def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | Non
         instance.dispose()
 
 
-def agent_run_records(instance: DagsterInstance, packet: Packet, packet_run: str,
+def agent_run_records(instance: DagsterInstance, packet: PacketBinding | Packet, packet_run: str,
                       prompt_id: str) -> list[AttemptRecord]:
-    """The stored records of one AgentRun, oldest first."""
-    keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
+    """The stored records of one AgentRun, oldest first. A bare Packet reads the default translator's keys."""
+    keys = packet.keys if isinstance(packet, PacketBinding) else PacketTranslator().asset_keys(packet)
     history = packet_run_history(instance, packet_run, keys).agent_runs.get(prompt_id)
     return history.records if history else []

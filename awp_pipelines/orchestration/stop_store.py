@@ -8,16 +8,17 @@ import time
 from dagster import DagsterInstance
 
 from awp_pipelines import tags
+from awp_pipelines.orchestration.storage import kv_get, kv_set
 from awp_pipelines.stops import StopMarker, StopState
 
 
 class StopStore:
     def __init__(self, instance: DagsterInstance) -> None:
-        self._storage = instance.run_storage
+        self._instance = instance
 
     def state(self, packet_run: str) -> StopState:
         key = tags.STOP_KEY + packet_run
-        return StopState.parse(self._storage.get_cursor_values({key}).get(key))
+        return StopState.parse(kv_get(self._instance, {key}).get(key))
 
     def marker(self, packet_run: str) -> StopMarker | None:
         return self.state(packet_run).marker
@@ -37,4 +38,4 @@ class StopStore:
         return old.marker
 
     def _write(self, packet_run: str, state: StopState) -> None:
-        self._storage.set_cursor_values({tags.STOP_KEY + packet_run: state.dump()})
+        kv_set(self._instance, {tags.STOP_KEY + packet_run: state.dump()})

@@ -1,16 +1,24 @@
-"""Packet → Dagster specs, one overridable method per field (as dagster-dbt's and dagster-sling's
-translators): subclass `PacketTranslator` to change keys, groups, descriptions or pools, and pass it to
-`packet_assets`."""
+"""Packet → Dagster specs (the shape of dagster-dbt's `DagsterDbtTranslator`): `get_asset_spec` gives a
+prompt's asset spec, `get_check_specs` its blocking checks, `get_pool` its work-tree pool. Each is built from
+one overridable method per field; subclass `PacketTranslator` to change keys, groups, descriptions or pools,
+and pass it to `packet_assets`, the SDK (`translator=`), `awp --translator`, or `PacketComponent`'s `translator`
+attribute.
+
+The translator is authoritative: the builder asks it once per prompt, the binding (binding.py) keeps the keys
+and pools it gave, and every reader (status, watch, `--remaining`, the leases, the sensor) takes them from the
+binding, never from `naming.prompt_key` or `repo_pools` directly."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import warnings
 
 from dagster import (
     AssetCheckSpec,
     AssetKey,
+    AssetSpec,
     BetaWarning,
     CodeReferencesMetadataValue,
     LocalFileCodeReference,
@@ -18,6 +26,7 @@ from dagster import (
 )
 
 from awp_pipelines import tags
+from awp_pipelines.errors import PacketError
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
 from awp_pipelines.packet import Packet, Prompt
 from awp_pipelines.plan import PromptPlan
@@ -28,8 +37,32 @@ MAX_KINDS = 3  # Dagster's limit per asset
 
 
 class PacketTranslator:
+    def get_asset_spec(self, packet: Packet, prompt: Prompt, plan: PromptPlan) -> AssetSpec:
+        """The prompt's asset: its key is what the binding maps to the prompt (every reader finds it there)."""
+        return AssetSpec(key=self.asset_key(packet, prompt), deps=self.deps(packet, prompt),
+                         group_name=self.group_name(packet), description=self.description(packet, prompt),
+                         kinds=self.kinds(packet, plan), code_version=self.code_version(packet, prompt),
+                         metadata=self.metadata(packet, prompt), tags=self.tags(packet, prompt),
+                         owners=self.owners(packet, prompt))
+
+    def get_check_specs(self, asset: AssetSpec, packet: Packet, prompt: Prompt) -> list[AssetCheckSpec]:
+        """One blocking check per verifier item, on `asset` (this translator's spec of the prompt)."""
+        contract = prompt.front.verify
+        return [AssetCheckSpec(name=item.check_name, asset=asset.key, blocking=True,
+                               description=item.description or item.label)
+                for item in (contract_items(contract) if contract is not None else [])]
+
+    def get_pool(self, packet: Packet, prompt: Prompt) -> str:
+        """The prompt's work-tree pool: prompts with one pool never run at once (the op pool and the tree
+        lease both use it). Default: prompts whose target repos overlap share one."""
+        return repo_pools(packet)[prompt.id]
+
     def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
         return prompt_key(packet, prompt.id)
+
+    def asset_keys(self, packet: Packet) -> dict[AssetKey, str]:
+        """asset key → prompt id, by `asset_key` (what a reader with no plan at hand needs)."""
+        return {self.asset_key(packet, p): p.id for p in packet.prompts}
 
     def group_name(self, packet: Packet) -> str:
         return dagster_name(packet.name)
@@ -39,17 +72,9 @@ class PacketTranslator:
         return f"{prompt.name}\n\n{first_paragraph(prompt.body)}".strip()
 
     def deps(self, packet: Packet, prompt: Prompt) -> list[AssetKey]:
-        return [self.asset_key(packet, packet.prompt(dep)) for dep in packet.dependencies(prompt)]
-
-    def check_specs(self, packet: Packet, prompt: Prompt) -> list[AssetCheckSpec]:
-        contract = prompt.front.verify
-        key = self.asset_key(packet, prompt)
-        return [AssetCheckSpec(name=item.check_name, asset=key, blocking=True,
-                               description=item.description or item.label)
-                for item in (contract_items(contract) if contract is not None else [])]
-
-    def pool(self, packet: Packet, prompt: Prompt) -> str:
-        return repo_pools(packet)[prompt.id]
+        """Upstream assets outside the packet (none by default). The prompt's upstream prompts are added by
+        the binding, under the keys this translator gave them, whichever method set those keys."""
+        return []
 
     def kinds(self, packet: Packet, plan: PromptPlan) -> set[str]:
         """The provider, then the repos it works in, then `agent`: Dagster shows at most three."""
@@ -74,6 +99,28 @@ class PacketTranslator:
                 LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
         return {tags.PROMPT_FILE: MetadataValue.path(prompt_file_path(packet, prompt)),
                 "dagster/code_references": reference}
+
+
+def load_translator(translator: PacketTranslator | str | None) -> PacketTranslator:
+    """A translator, or the dotted path of a `PacketTranslator` subclass (`pkg.module.Class` or
+    `pkg.module:Class`) as a component's YAML or `awp --translator` names it; None: the default."""
+    if translator is None or isinstance(translator, PacketTranslator):
+        return translator or PacketTranslator()
+    module, _, name = translator.replace(":", ".").rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), name) if module else None
+    except ImportError as err:
+        raise PacketError(translator, f"the translator does not import: {err}",
+                          hint="name a PacketTranslator subclass as package.module.Class") from None
+    if not (isinstance(found, type) and issubclass(found, PacketTranslator)):
+        raise PacketError(translator, "the translator is not a PacketTranslator subclass",
+                          hint="name a PacketTranslator subclass as package.module.Class")
+    return found()
+
+
+def translator_path(translator: PacketTranslator) -> str:
+    """The dotted path `load_translator` takes back: a spawned step process builds the same job with it."""
+    return f"{type(translator).__module__}:{type(translator).__qualname__}"
 
 
 def prompt_file_path(packet: Packet, prompt: Prompt) -> str:

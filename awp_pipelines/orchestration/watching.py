@@ -17,6 +17,7 @@ from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.orchestration.storage import latest_event_time
 from awp_pipelines.status import (
     AttemptSummary,
     CurrentAttempt,
@@ -46,7 +47,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     # A run whose `awp run` process is gone (kill -9) is not running, whatever its stored status says.
     dead = [run for run in unfinished if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
     unfinished = [run for run in unfinished if run not in dead]
-    last_event = {run.run_id: _latest_event_time(instance, run.run_id) for run in unfinished}
+    last_event = {run.run_id: latest_event_time(instance, run.run_id) for run in unfinished}
     running: list[tuple[str, AttemptSummary]] = []
     for state in states.values():
         agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())
@@ -84,8 +85,3 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
                         agent_runs={p: s.state for p, s in statuses.items()}, current=current, pending=pending,
                         minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
                         violations=violations, details=details)
-
-
-def _latest_event_time(instance: DagsterInstance, run_id: str) -> float | None:
-    records = instance.event_log_storage.get_records_for_run(run_id, limit=1, ascending=False).records
-    return records[0].timestamp if records else None

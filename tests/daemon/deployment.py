@@ -83,10 +83,10 @@ def init_workspaces(project: Path, packets: list[str]) -> None:
 
 def embedded_home(home: Path) -> Path:
     """A Dagster home holding the embedded instance's dagster.yaml (SQLite, as `awp run` makes it)."""
-    from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+    from awp_pipelines.orchestration.instance import embedded_config
 
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    (home / "dagster.yaml").write_text(embedded_config(home))
     return home
 
 

@@ -17,7 +17,7 @@ from dagster import DagsterEventType, DagsterInstance, RunsFilter
 from deployment import REPO_ROOT, Deployment, all_finished, deployment, make_project
 
 from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG
+from awp_pipelines.orchestration.instance import embedded_config
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +76,7 @@ def running(request: pytest.FixtureRequest, project: Path, tmp_path: Path) -> It
     else:  # the embedded instance, as `awp run` and the README's UI command create it
         home, env = project / "assets" / "demo" / ".awp" / "dagster", {}
         home.mkdir(parents=True)
-        (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+        (home / "dagster.yaml").write_text(embedded_config(home))
     with deployment(home, project, env) as dep:
         yield dep
 

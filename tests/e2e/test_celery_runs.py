@@ -199,6 +199,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     Celery task STARTED, but its heartbeat goes silent, so the sensor fails the run, frees its slots and
     launches the third Attempt, which runs on the other worker from the checkpoint the first one pushed."""
     from awp_pipelines.orchestration.heartbeat import beats
+    from awp_pipelines.orchestration.storage import slot_holders
 
     a2, a3 = f"{PACKET_RUN}.01.a2", f"{PACKET_RUN}.01.a3"
     with _topology(tmp_path, fresh_pg_database, make_git_repo, repos=FOUR, attempts=KILLED_MID_ATTEMPT,
@@ -225,7 +226,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
             runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
             retry = _run_of(i, a3)
             return (retry is not None and retry.status == DagsterRunStatus.SUCCESS and len(runs) >= 6
-                    and all(r.is_finished for r in runs) and not _held_slots(i))
+                    and all(r.is_finished for r in runs) and not slot_holders(i))
         top.dep.wait_until(settled, 900, "the retry on the other worker and every run to end, no slot held")
         with top.dep.instance() as instance:
             killed = instance.get_run_by_id(hung.run_id)
@@ -252,8 +253,3 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     checkpoints = _git("-C", top.remotes["alpha"], "for-each-ref", "--format=%(refname)", "refs/awp/checkpoints/")
     assert f"{PACKET_RUN}.01/{PACKET_RUN}.01.a1" in checkpoints
 
-
-def _held_slots(instance: DagsterInstance) -> list[str]:
-    storage = instance.event_log_storage
-    return [f"{key}: {slot.run_id[:8]}" for key in storage.get_concurrency_keys()
-            for slot in storage.get_concurrency_info(key).claimed_slots]

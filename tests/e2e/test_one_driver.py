@@ -14,7 +14,7 @@ from dagster import DagsterInstance, build_sensor_context
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.launches import Launch
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
 from awp_pipelines.packet import load_packet
 from awp_pipelines.runlock import packet_lock
@@ -40,7 +40,7 @@ def test_the_sensor_launches_nothing_for_a_packet_run_awp_run_is_driving(
     providers.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated"},
                                                       "sim-b": {"provider": "simulated"}}}))
     packet = load_packet(_packet(tmp_path / "pkt", make_git_repo))
-    compiled = packet_assets(packet, load_catalog(providers), AwpRuntime())
+    compiled = packet_assets(packet, load_catalog(providers), AwpResource())
     defs = compiled.definitions()
     seen: list[tuple[str, list[str]]] = []
     with DagsterInstance.ephemeral() as instance:
@@ -51,7 +51,7 @@ def test_the_sensor_launches_nothing_for_a_packet_run_awp_run_is_driving(
             seen.append((launch.mode, [r.run_key or "" for r in tick.run_requests or []]))
 
         # As `awp run` and the SDK do: the runner holds the packet's lock while it drives.
-        with packet_lock(packet, AwpRuntime().state_root(packet.root)):
+        with packet_lock(packet, AwpResource().state_root(packet.root)):
             _, outcomes = run_packet(compiled, instance, ["01"], RunOptions(), Progress(launch=sensor_tick_before))
         after = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
     assert [(o.prompt, o.result) for o in outcomes] == [("01", "completed")]

@@ -6,11 +6,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dagster import AssetCheckKey, AssetKey, DagsterInstance
+from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
 
 from awp_pipelines.catalog import BUILTIN
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.history import attempt_records
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.translator import repo_pools
 from awp_pipelines.packet import load_packet
 
@@ -36,7 +37,7 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
     packet = load_packet(demo)
-    defs = packet_assets(packet, BUILTIN, AwpRuntime()).definitions()
+    defs = packet_assets(packet, BUILTIN, AwpResource()).definitions()
     with DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
         assert not result.success  # 02 misses an item (blocking check), 03 is rate limited: sensors recover later
@@ -49,6 +50,10 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         meta = instance.get_latest_materialization_event(GREETING).asset_materialization.metadata
         # Without awp/ tags the Dagster run names the packet run, and the run is tagged with it.
         assert meta["awp/packet_run"].value == f"pr-{result.run_id[:8]}"
+        # The record is stored once: on the materialization, not again on the step's output.
+        assert isinstance(meta["awp/record"].value, dict)
+        outputs = instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_OUTPUT)
+        assert outputs and not [e for e in outputs if "awp/record" in e.dagster_event.event_specific_data.metadata]
         # An Attempt that did not complete produced no work product: observed, never materialized.
         assert instance.get_latest_materialization_event(CHANGELOG) is None
         assert instance.get_latest_materialization_event(STATUS) is None
@@ -68,7 +73,7 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
     demo = tmp_path / "demo"
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    compiled = packet_assets(load_packet(demo), BUILTIN, AwpRuntime())
+    compiled = packet_assets(load_packet(demo), BUILTIN, AwpResource())
     defs = compiled.definitions()
     with DagsterInstance.ephemeral() as instance:
         first = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
@@ -80,8 +85,16 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
         assert requests["02"].asset_selection == [CHANGELOG]
         assert requests["02"].tags["dagster/parent_run_id"] == first.run_id
         # One prompt, one step: run in the run worker's process (a Celery prefork child may not fork steps).
-        assert requests["02"].run_config == {"execution": {"config": {"in_process": {}}}}
+        assert requests["02"].run_config["execution"] == {"config": {"in_process": {}}}
         # The cursor moved past the run: the next tick asks for nothing new.
         again = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs,
                                                                    cursor=tick.cursor))
         assert again.run_requests == []
+        # The decided launch travels whole as the run's config; the compute follows it, deciding nothing again.
+        decided = requests["02"].run_config["ops"][CHANGELOG.to_python_identifier()]["config"]
+        assert (decided["number"], decided["mode"], decided["parent_run"]) == (2, "repair", first.run_id)
+        repair = defs.resolve_job_def("packet__demo").execute_in_process(
+            instance=instance, raise_on_error=False, asset_selection=[CHANGELOG], tags=requests["02"].tags,
+            run_config=requests["02"].run_config)
+        [record] = attempt_records(instance, repair.run_id)
+        assert (record.identity.attempt_id, record.target.reason) == (f"{packet_run}.02.a2", decided["reason"])

@@ -10,6 +10,8 @@ from dagster import DagsterInstance, RunsFilter
 from e2e_support import awp
 
 from awp_pipelines import tags
+from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.parallel import can_overlap
 from awp_pipelines.packet import load_packet
 
@@ -60,8 +62,9 @@ def test_parallel_one_runs_the_same_packet_one_prompt_at_a_time(tmp_path: Path) 
 
 
 def test_only_a_selection_with_independent_prompts_on_disjoint_trees_can_overlap(tmp_path: Path) -> None:
-    packet = load_packet(write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b", "03": "a", "04": "c"},
-                                          depends_on={"04": ["02"]}))
+    packet = PacketBinding.of(load_packet(write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b", "03": "a",
+                                                                              "04": "c"}, depends_on={"04": ["02"]})),
+                              BUILTIN)
     assert can_overlap(packet, ["01", "02"])
     assert not can_overlap(packet, ["01", "03"])  # one work tree
     assert not can_overlap(packet, ["02", "04"])  # 04 waits for 02

@@ -16,7 +16,7 @@ from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.state import agent_run_records
 from awp_pipelines.packet import load_packet
 
@@ -124,7 +124,7 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
     }
     root = _packet(tmp_path / "pkt", make_git_repo, independent)
     packet = load_packet(root)
-    compiled = packet_assets(packet, load_catalog(_providers(tmp_path, "round_robin")), AwpRuntime())
+    compiled = packet_assets(packet, load_catalog(_providers(tmp_path, "round_robin")), AwpResource())
     defs = compiled.definitions()
     job = defs.resolve_job_def("packet__rot")
     with DagsterInstance.ephemeral() as instance:

@@ -133,7 +133,7 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
 def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-untyped-def]
     """SQL storages read the Attempt events in one query and decode the stored JSON themselves: they must
     find what Dagster's own per-run API finds, with the same values, in the same order."""
-    from awp_pipelines.orchestration import history
+    from awp_pipelines.orchestration import storage
     from awp_pipelines.orchestration.naming import prompt_key
     from awp_pipelines.packet import load_packet
 
@@ -141,8 +141,8 @@ def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-u
     keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}
     [packet_run] = {r.tags["awp/packet_run"] for r in instance.get_runs(RunsFilter(tags={"awp/packet": "demo"}))}
     run_ids = [r.run_id for r in instance.get_runs(RunsFilter(tags={"awp/packet_run": packet_run}))]
-    by_sql = history.attempt_events(instance, run_ids, keys)
-    by_run = history._events_by_run(instance, run_ids, keys)
+    by_sql = storage.attempt_events(instance, run_ids, keys)
+    by_run = storage.events_by_run(instance, run_ids, keys)
     assert len(by_run) == 10  # five Attempts: a marker and a record each
     assert by_sql == by_run
     assert isinstance(by_sql[-1][2]["awp/record"], dict) and isinstance(by_sql[0][2]["awp/attempt_number"], int)

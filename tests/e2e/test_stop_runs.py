@@ -15,7 +15,7 @@ from dagster import DagsterInstance, DagsterRunStatus, SensorResult, build_senso
 from awp_pipelines import tags
 from awp_pipelines.catalog import BUILTIN
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.status_read import status_report
 from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.packet import load_packet
@@ -28,7 +28,7 @@ def _demo(tmp_path: Path) -> CompiledPacket:
     demo = tmp_path / "demo"
     shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
     subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    return packet_assets(load_packet(demo), BUILTIN, AwpRuntime())
+    return packet_assets(load_packet(demo), BUILTIN, AwpResource())
 
 
 def _tick(compiled: CompiledPacket, instance: DagsterInstance, cursor: str | None = None) -> SensorResult:

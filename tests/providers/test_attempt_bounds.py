@@ -65,16 +65,20 @@ def test_timeout_5s_with_a_session_that_resumes_twice_ends_at_the_attempts_deadl
     events = tmp_path / "events.jsonl"
     record = execute_attempt(spec, adapter_for(catalog.providers["claude"], "claude"),
                              EventSink(events, identity.attempt_id, secrets=(DROPPING_KEY,)))
-    # Each session drops after 2 s: the first, two resumes on what is left, and no third once the 5 s passed.
-    assert record.resumes == 2
+    # Each session drops after 2 s; every resume gets only what is left of the one 5 s deadline, and none starts
+    # once it passed. How many fit depends on how fast the machine starts a session (two on a quiet one), so
+    # the test holds the rule, not the count: a fresh 5 s per resume (the bug) fails every line below.
+    assert 1 <= record.resumes <= 2
     assert record.failure is not None and record.failure.failure_class == "transport_timeout"
     assert record.failure.provider_code == "deadline" and "the Attempt's deadline (5s" in record.failure.message
     deadlines = [e["deadline_ms"] for e in _events(events, "run_started")]
-    assert len(deadlines) == 3 and deadlines[0] == 5000
-    assert deadlines[0] > deadlines[1] > deadlines[2] > 0  # each resume got only what was left
-    # The sessions together stayed within the one deadline (plus the kill of the last one).
+    assert len(deadlines) == record.resumes + 1 and deadlines[0] == 5000
+    assert all(a > b > 0 for a, b in zip(deadlines, deadlines[1:], strict=False))  # only what was left
     ended = [e["elapsed_ms"] for e in _events(events, "run_failed") if "elapsed_ms" in e]
-    assert len(ended) == 3 and sum(ended) <= 5000 + 2000
+    assert len(ended) == len(deadlines)
+    # What a resume was given is what the sessions before it had left (to the scheduling of one session start).
+    for k in range(1, len(deadlines)):
+        assert deadlines[k] <= 5000 - sum(ended[:k]) + 50  # ms rounding
     assert [e["idle_ms"] for e in _events(events, "run_started")] == [plan.bounds.idle_timeout_ms] * 3
 
 

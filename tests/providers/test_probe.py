@@ -139,15 +139,18 @@ def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
     assert record.target.reason.startswith("primary target of the plan")
 
 
-def test_an_account_resource_keeps_the_accounts_own_endpoint() -> None:
-    """The compute rebuilds the probe's catalog from the resources: a per-account base_url must survive."""
-    from awp_pipelines.orchestration.resources import account_key, catalog_resources
+def test_the_resource_keeps_every_field_of_the_catalogs_providers_and_accounts() -> None:
+    """The compute probes and runs from the resource's catalog: a per-account base_url, the plain `env`
+    settings and the provider's model prefixes must survive (a hand-kept copy of the fields lost them)."""
+    from awp_pipelines.orchestration.resources import AwpResource
 
-    catalog = Catalog(providers={"router": ProviderSpec(kind="openai_http")},
+    catalog = Catalog(providers={"router": ProviderSpec(kind="openai_http", models=["gpt-"], env={"A": "1"})},
                       accounts={"router-a": AccountSpec(provider="router", credential_env="AWP_PROBE_KEY",
-                                                        base_url=BASE)})
-    resource = catalog_resources(catalog)[account_key("router-a")]
-    assert resource.spec() == catalog.accounts["router-a"]  # type: ignore[attr-defined]
+                                                        base_url=BASE, env={"IS_SANDBOX": "1"}, cooldown_s=7)})
+    resource = AwpResource().with_catalog(catalog)
+    assert resource.catalog() == catalog
+    assert resource.account("router-a") == catalog.accounts["router-a"]
+    assert resource.provider("router") == catalog.providers["router"]
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from e2e_support import awp, postgres_instance_dir
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
 from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import EMBEDDED_CONFIG, open_instance
+from awp_pipelines.orchestration.instance import embedded_config, open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
@@ -241,7 +241,7 @@ def test_no_canary_anywhere_after_a_run_launched_as_the_ui_launches_it_under_the
     make_git_repo(packet / "workspace")
     home = packet / ".awp" / "dagster"  # the embedded instance, as the README's UI command serves it
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(EMBEDDED_CONFIG)
+    (home / "dagster.yaml").write_text(embedded_config(home))
     with deployment(home, project) as running:  # webserver + daemon; the canaries are in their environment
         run_id = running.launch_job("packet__canary")
         running.wait_until(lambda i: (run := i.get_run_by_id(run_id)) is not None and run.status in FINISHED,

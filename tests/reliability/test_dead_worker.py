@@ -16,7 +16,7 @@ from reliability.crash import UNFINISHED, checkpoint_refs, commits_per_prompt, e
 from awp_pipelines.catalog import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.resources import AwpRuntime
+from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.packet import load_packet
 
 
@@ -30,7 +30,7 @@ def test_a_launch_after_a_dead_worker_saves_its_partial_work_and_continues_from_
                           check=True).stdout  # a.txt, written by the dead Attempt
 
     loaded = load_packet(packet)
-    compiled = packet_assets(loaded, load_catalog(None), AwpRuntime())
+    compiled = packet_assets(loaded, load_catalog(None), AwpResource())
     instance = open_instance(packet)
     try:
         for run in instance.get_runs():  # what Dagster's run monitoring does to a run whose worker died

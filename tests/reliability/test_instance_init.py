@@ -51,7 +51,7 @@ def test_eight_processes_opening_a_fresh_instance_leave_it_intact(
                     seconds=time.monotonic() - started,
                     note=f"instance {'intact' if intact else 'BROKEN'}: one alembic head in {len(versions)} dbs")
     assert all(ok), [err[-2000:] for code, _, err in results if code]
-    assert set(versions) == {"history/runs.db", "history/runs/index.db", "schedules/schedules.db"}
+    assert set(versions) == {"history/runs.db", "history/events/event_log.db", "schedules/schedules.db"}
     assert intact, versions
     instance = open_instance_folder(folder)
     try:

@@ -1,0 +1,322 @@
+"""Every use of Dagster's internals, in one module: what a Dagster upgrade may break is here and nowhere else
+(tests/test_storage_boundary.py holds it).
+
+- Event queries: a packet run's Attempt events read from the event-log table by its run-id index, the
+  stored serdes JSON decoded here (SQL storages); a run's event records, newest or by page.
+- A key-value store: the run storage's key-value table (`set_cursor_values`), for the accounts' cooldowns
+  and usage, the user's stops and the Attempt claims (a unique insert, then compare-and-set).
+- Pool slots: Dagster's global concurrency pools, created, claimed, freed, and their holders listed.
+- Run tags Dagster owns, and the few internal classes and functions the runner and the builder need.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    DagsterEvent,
+    DagsterEventType,
+    DagsterInstance,
+    EventLogRecord,
+    Executor,
+    ExecutorDefinition,
+    Field,
+    InitExecutorContext,
+    Selector,
+    executor,
+)
+from dagster._core.definitions.executor_definition import (
+    IN_PROC_CONFIG,
+    MULTI_PROC_CONFIG,
+    _core_in_process_executor_creation,
+    _core_multiprocess_executor_creation,
+    multiple_process_executor_requirements,
+)
+from dagster._core.definitions.reconstruct import build_reconstructable_job
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+from dagster._core.events import RunFailureReason, StepMaterializationData
+from dagster._core.execution import compute_logs
+from dagster._core.execution.api import execute_run
+from dagster._core.execution.execution_result import ExecutionResult
+from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log
+from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import ConsolidatedSqliteEventLogStorage
+from dagster._core.storage.runs.schema import KeyValueStoreTable
+from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
+from dagster._core.storage.sql import get_alembic_config, stamp_alembic_rev
+from dagster._core.storage.sqlalchemy_compat import db_select
+from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, ROOT_RUN_ID_TAG, SENSOR_NAME_TAG
+from dagster._core.utils import make_new_run_id
+
+__all__ = [
+    "ROOT_RUN_ID_TAG", "SENSOR_NAME_TAG", "ExecutionResult", "InstanceRef", "RunFailureReason",
+    "UnresolvedAssetJobDefinition", "build_reconstructable_job", "compute_logs", "execute_run", "make_new_run_id",
+]
+
+# The code location of workspace.yaml: runs tagged with it show under the job in the UI.
+REPOSITORY_TAG = {REPOSITORY_LABEL_TAG: "__repository__@awp_pipelines"}
+# The embedded instance's run coordinator (dagster.yaml): runs start when launched, daemon or not.
+DEFAULT_RUN_COORDINATOR = ("dagster._core.run_coordinator", "DefaultRunCoordinator")
+# One event-log database for every run of the embedded instance (module, class), for its dagster.yaml.
+CONSOLIDATED_EVENT_LOG = ("dagster._core.storage.event_log", "ConsolidatedSqliteEventLogStorage")
+
+RECORD_EVENTS = frozenset({DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION})
+
+
+def plain_value(value: object) -> object:
+    """A stored metadata entry as its plain Python value."""
+    return getattr(value, "value", value) if value is not None else None
+
+
+# --- Event queries ---------------------------------------------------------------------------------------
+
+AttemptEvent = tuple[str, AssetKey, dict[str, object]]  # run id, asset key, metadata as plain values
+_CHUNK = 500  # run ids per query
+
+
+def attempt_events(instance: DagsterInstance, run_ids: Sequence[str],
+                   keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
+    """The Attempt events (materializations, observations) of these runs on the packet's assets: runs in the
+    order given, each run's events in order. SQL storages (SQLite, Postgres) answer in one indexed query by
+    run id per 500 runs, decoding only the metadata; others are read run by run."""
+    storage = instance.event_log_storage
+    if isinstance(storage, SqlEventLogStorage):
+        return _events_by_sql(storage, run_ids, keys)
+    return events_by_run(instance, run_ids, keys)
+
+
+def events_by_run(instance: DagsterInstance, run_ids: Sequence[str],
+                  keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
+    """As `attempt_events`, through Dagster's public per-run API (any storage)."""
+    found: list[AttemptEvent] = []
+    for run_id in run_ids:
+        for entry in instance.all_logs(run_id, of_type=set(RECORD_EVENTS)):
+            event = entry.dagster_event
+            data = event.event_specific_data if event else None
+            payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
+            key = event.asset_key if event is not None else None
+            if key is not None and payload is not None and key in keys:
+                found.append((run_id, key, {k: plain_value(v) for k, v in payload.metadata.items()}))
+    return found
+
+
+def _events_by_sql(storage: SqlEventLogStorage, run_ids: Sequence[str],
+                   keys: Mapping[AssetKey, str]) -> list[AttemptEvent]:
+    """Dagster's own event table, read by its run-id index; asset events live in the index shard on SQLite.
+    Decoding the stored JSON ourselves skips Dagster's object rebuild, the bulk of the cost on long runs."""
+    table = SqlEventLogStorageTable
+    by_string = {key.to_string(): key for key in keys}
+    order = {run_id: index for index, run_id in enumerate(run_ids)}
+    rows: list[Any] = []
+    for start in range(0, len(run_ids), _CHUNK):
+        query = (db_select([table.c.id, table.c.run_id, table.c.asset_key, table.c.event])
+                 .where(table.c.run_id.in_(run_ids[start:start + _CHUNK]))
+                 .where(table.c.dagster_event_type.in_([t.value for t in RECORD_EVENTS]))
+                 .where(table.c.asset_key.in_(list(by_string))))
+        with storage.index_connection() as conn:
+            rows.extend(conn.execute(query).fetchall())
+    rows.sort(key=lambda row: (order[row.run_id], row.id))
+    return [(row.run_id, by_string[row.asset_key], _stored_metadata(row.event)) for row in rows]
+
+
+def _stored_metadata(event_json: str) -> dict[str, object]:
+    """An asset event's metadata from its stored JSON (Dagster's serdes form: a list of entries, each value
+    in `entry_data` under its one field: `text`, `value`, `data`, `md_str`, `path`, …)."""
+    event = json.loads(event_json)["dagster_event"]["event_specific_data"]
+    payload = event.get("materialization") or event.get("asset_observation") or {}
+    meta: dict[str, object] = {}
+    for entry in payload.get("metadata_entries") or []:
+        fields = [v for k, v in (entry.get("entry_data") or {}).items() if k != "__class__"]
+        meta[entry["label"]] = fields[0] if len(fields) == 1 else None
+    return meta
+
+
+def run_event_page(instance: DagsterInstance, run_id: str, cursor: str | None,
+                   limit: int = 1000) -> tuple[list[EventLogRecord], str, bool]:
+    """One page of a run's event records, oldest first: the records, the next cursor, whether more follow."""
+    page = instance.event_log_storage.get_records_for_run(run_id, cursor=cursor, limit=limit)
+    return list(page.records), page.cursor, page.has_more
+
+
+def latest_event_time(instance: DagsterInstance, run_id: str) -> float | None:
+    records = instance.event_log_storage.get_records_for_run(run_id, limit=1, ascending=False).records
+    return records[0].timestamp if records else None
+
+
+def report_materialization(instance: DagsterInstance, run_id: str, job_name: str,
+                           materialization: AssetMaterialization) -> None:
+    """Store a materialization in a run's event log from outside its steps (an ended run's log still takes
+    events)."""
+    instance.report_dagster_event(
+        DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value, job_name=job_name,
+                     event_specific_data=StepMaterializationData(materialization)),
+        run_id=run_id)
+
+
+# --- The key-value store ---------------------------------------------------------------------------------
+
+def kv_get(instance: DagsterInstance, keys: set[str]) -> dict[str, str]:
+    """The stored values of `keys` (absent ones left out)."""
+    return dict(instance.run_storage.get_cursor_values(keys))
+
+
+def kv_set(instance: DagsterInstance, values: Mapping[str, str]) -> None:
+    instance.run_storage.set_cursor_values(dict(values))
+
+
+def _sql_run_storage(instance: DagsterInstance) -> SqlRunStorage:
+    storage = instance.run_storage
+    if not isinstance(storage, SqlRunStorage):  # pragma: no cover - every shipped instance is SQL
+        raise TypeError(f"claims need a SQL run storage, not {type(storage).__name__}")
+    return storage
+
+
+def kv_insert(instance: DagsterInstance, key: str, value: str) -> bool:
+    """Insert `key` only if it is not there: of two processes doing it at once (any hosts, SQLite or
+    PostgreSQL), one wins (the key is unique). Whether this one did."""
+    with _sql_run_storage(instance).connect() as conn:
+        try:
+            conn.execute(KeyValueStoreTable.insert().values(key=key, value=value))
+            return True
+        except sa.exc.IntegrityError:
+            return False
+
+
+def kv_value(instance: DagsterInstance, key: str) -> str:
+    """The value of a key known to exist."""
+    table = KeyValueStoreTable
+    with _sql_run_storage(instance).connect() as conn:
+        return str(conn.execute(sa.select(table.c.value).where(table.c.key == key)).scalar_one())
+
+
+def kv_swap(instance: DagsterInstance, key: str, old: str, new: str) -> bool:
+    """Compare-and-set: `key` becomes `new` only if it still holds `old`. Whether it did."""
+    table = KeyValueStoreTable
+    with _sql_run_storage(instance).connect() as conn:
+        taken = conn.execute(table.update().where(table.c.key == key, table.c.value == old).values(value=new))
+    return bool(taken.rowcount == 1)
+
+
+def kv_prefixed(instance: DagsterInstance, prefix: str) -> dict[str, str]:
+    """Every key starting with `prefix`, with its value (e.g. the heartbeats of running computes)."""
+    table = KeyValueStoreTable
+    with _sql_run_storage(instance).connect() as conn:
+        rows = conn.execute(sa.select(table.c.key, table.c.value).where(table.c.key.like(f"{prefix}%"))).all()
+    return {str(key): str(value) for key, value in rows}
+
+
+def kv_delete(instance: DagsterInstance, keys: Sequence[str]) -> None:
+    if keys:
+        with _sql_run_storage(instance).connect() as conn:
+            conn.execute(KeyValueStoreTable.delete().where(KeyValueStoreTable.c.key.in_(list(keys))))
+
+
+# --- Executors -------------------------------------------------------------------------------------------
+
+def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorDefinition:
+    """Dagster's multi-or-in-process executor with AWP's multiprocess settings as its default: run config
+    `execution: {config: {in_process: {}}}` runs the steps in the run worker's own process, and so does a
+    daemonic process (a Celery prefork child), which may not start step processes."""
+
+    @executor(name=name, config_schema=Field(Selector({"multiprocess": MULTI_PROC_CONFIG,
+                                                       "in_process": IN_PROC_CONFIG}),
+                                             default_value={"multiprocess": dict(multiprocess)}),
+              requirements=lambda config: multiple_process_executor_requirements() if "multiprocess" in config
+              else [])
+    def _executor(init_context: InitExecutorContext) -> Executor:
+        config = init_context.executor_config
+        if "multiprocess" in config and not multiprocessing.current_process().daemon:
+            return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
+        chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
+        return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
+
+    return _executor
+
+
+# --- Pool slots ------------------------------------------------------------------------------------------
+
+def pools_supported(instance: DagsterInstance) -> bool:
+    return bool(instance.event_log_storage.supports_global_concurrency_limits)
+
+
+@contextmanager
+def _pools_lock(instance: DagsterInstance) -> Iterator[None]:
+    lock_file = Path(instance.root_directory) / ".awp-pools.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
+    """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
+    processes doing it at once would make two slots, so the instance folder's lock serialises it."""
+    storage = instance.event_log_storage
+    if pool in storage.get_concurrency_keys():
+        return
+    with _pools_lock(instance):
+        if pool not in storage.get_concurrency_keys():
+            storage.set_concurrency_slots(pool, limit)
+
+
+def claim_slot(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:
+    """Dagster's claim selects a free slot, then takes it; on SQLite nothing locks the row in between, so
+    two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step."""
+    with _pools_lock(instance):
+        return bool(instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
+
+
+def free_slot(instance: DagsterInstance, run_id: str, holder: str) -> None:
+    instance.event_log_storage.free_concurrency_slot_for_step(run_id, holder)
+
+
+def free_run_slots(instance: DagsterInstance, run_id: str) -> None:
+    """Every slot and queue entry the run holds."""
+    if pools_supported(instance):
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+
+
+def slot_holders(instance: DagsterInstance) -> set[str]:
+    """The runs that hold a pool slot, or an entry of a pool's queue (a pending step counts too: a step that
+    ends frees its slot, then, in a second transaction, its queue entry; a kill between the two leaves an
+    assigned entry that no slot backs, and it holds the pool all the same)."""
+    if not pools_supported(instance):
+        return set()
+    storage = instance.event_log_storage
+    held: set[str] = set()
+    for key in storage.get_concurrency_keys():
+        info = storage.get_concurrency_info(key)
+        held |= {slot.run_id for slot in info.claimed_slots if slot.run_id}
+        held |= {step.run_id for step in info.pending_steps if step.run_id}
+    return held
+
+
+def claimed_slots(instance: DagsterInstance, pool: str) -> list[str]:
+    """The run ids holding the pool's slots."""
+    return [slot.run_id for slot in instance.event_log_storage.get_concurrency_info(pool).claimed_slots]
+
+
+def stamp_consolidated_event_log(instance: DagsterInstance) -> None:
+    """Dagster's consolidated SQLite event log creates its tables but never commits its alembic stamp (the
+    connection closes uncommitted): stamped here, or a migration would not know the schema is current."""
+    storage = instance.event_log_storage
+    if not isinstance(storage, ConsolidatedSqliteEventLogStorage):
+        return
+    with storage.index_connection() as conn:  # commits when the block ends
+        if conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar():
+            return
+        stamp_alembic_rev(get_alembic_config(consolidated_sqlite_event_log.__file__), conn)

@@ -1,0 +1,49 @@
+"""The recovery sensor's tick reads the runs that ended since its cursor (one index range on status and update
+time, whatever the packet) and looks only at its own packet's: its cursor moves past every run that ended,
+so the next tick starts after them, and no other packet's history is read."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from dag_packets import write_dag_packet
+from dagster import DagsterRun, DagsterRunStatus, build_sensor_context
+
+from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.orchestration import sensors
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.sensors import RecoveryCursor
+from awp_pipelines.packet import load_packet
+
+
+def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    packet = load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="tick"))
+    compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))
+    read: list[str] = []
+    real = sensors.packet_run_history
+    monkeypatch.setattr(sensors, "packet_run_history",
+                        lambda instance, packet_run, keys: read.append(packet_run) or real(instance, packet_run, keys))
+    instance = open_instance_folder(tmp_path / "instance")
+    try:
+        start = time.time() - 1
+        for job, tags in ((job_name(packet), {"awp/packet": "tick", "awp/packet_run": "pr-mine"}),
+                          ("packet__other", {"awp/packet": "other", "awp/packet_run": "pr-other"})):
+            instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.FAILURE,
+                                        tags=tags))
+            time.sleep(1.1)  # SQLite stores update times by the second: the other run ends a second later
+        other = instance.get_run_records()[0]  # the newest: the other packet's run ended last
+        assert other.dagster_run.tags["awp/packet"] == "other"
+        result = compiled.sensor.evaluate_tick(build_sensor_context(
+            instance=instance, cursor=RecoveryCursor(after=start).dump(), definitions=compiled.definitions()))
+    finally:
+        instance.dispose()
+    assert read == ["pr-mine"]
+    assert json.loads(result.cursor or "{}")["after"] >= other.update_timestamp.timestamp()
