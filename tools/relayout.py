@@ -1,0 +1,349 @@
+"""Move the package's modules into the layout of docs/architecture.md, and rewrite every reference to them.
+
+Run from the repository root:
+
+    python tools/relayout.py                  # git mv what is still at its old path, then rewrite references
+    python tools/relayout.py --rewrite-only   # only rewrite references (files merged after the move)
+    python tools/relayout.py --check          # say what would change; exit 1 if anything would
+
+It is idempotent: a second run changes nothing. A file whose new path already exists is not moved (the old
+path then holds a shim or a merged re-creation; the script says so). A line holding the text `relayout: keep`
+is never rewritten (a shim's docstring naming its old path on purpose). Imports are re-sorted with
+`ruff check --select I --fix` when ruff is installed, so longer module paths still fit the line length.
+Stdlib only, so it runs before `make install`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = "awp_pipelines"
+KEEP = "relayout: keep"
+# The SDK's functions, re-exported at the package root: `from awp_pipelines import plan` names the function
+# once plan.py has moved, so these names are never rewritten in that form (and `awp_pipelines.lint(` neither).
+SDK_NAMES = frozenset({"load", "lint", "plan", "run", "status", "repair", "verify"})
+
+# New folders: path -> the docstring of its __init__.py (created when missing).
+FOLDERS: dict[str, str] = {
+    "awp_pipelines/core": "The pure core: no Dagster. One folder per layer; docs/architecture.md says which may "
+                          "import which.",
+    "awp_pipelines/core/records": "What an Attempt leaves behind and how it is written: events, transcript, "
+                                  "live lines, commit, usage, failure envelope, run tags, all redacted.",
+    "awp_pipelines/core/packet": "What a packet is, read from disk: the packet, its models, and the project's "
+                                 "settings files (providers.yaml, prices.yaml, automation.yaml, home profile).",
+    "awp_pipelines/core/decisions": "The decision function: what happens next from a packet run's history "
+                                    "(policy, launches, budget, rotation, agent-run state, stops, agent control).",
+    "awp_pipelines/core/planning": "The plan of a packet run: prompts selected, targets resolved, providers "
+                                   "checked before and during the run.",
+    "awp_pipelines/core/engine": "The Attempt engine: one Attempt run end to end, and what reads its records back "
+                                 "(status report).",
+    "awp_pipelines/cli_features": "Features only the CLI uses: prompt authoring, blame, JSON Schemas.",
+}
+
+# old path -> new path (a file, or a whole package folder). Keep sorted by new folder.
+MOVES: dict[str, str] = {
+    # core/records: the bottom; imports no other core folder
+    "awp_pipelines/redact.py": "awp_pipelines/core/records/redact.py",
+    "awp_pipelines/tags.py": "awp_pipelines/core/records/run_tags.py",
+    "awp_pipelines/usage.py": "awp_pipelines/core/records/usage.py",
+    "awp_pipelines/jsonl.py": "awp_pipelines/core/records/jsonl.py",
+    "awp_pipelines/failures.py": "awp_pipelines/core/records/failures.py",
+    "awp_pipelines/lifecycle.py": "awp_pipelines/core/records/attempt_lifecycle.py",
+    "awp_pipelines/events.py": "awp_pipelines/core/records/events.py",
+    "awp_pipelines/transcript.py": "awp_pipelines/core/records/transcript.py",
+    "awp_pipelines/live.py": "awp_pipelines/core/records/live_lines.py",
+    "awp_pipelines/agent_files.py": "awp_pipelines/core/records/agent_files.py",
+    "awp_pipelines/committer.py": "awp_pipelines/core/records/committer.py",
+    "awp_pipelines/workspace.py": "awp_pipelines/core/records/workspace.py",
+    # core/packet
+    "awp_pipelines/packet.py": "awp_pipelines/core/packet/packet.py",
+    "awp_pipelines/model": "awp_pipelines/core/packet/model",
+    "awp_pipelines/errors.py": "awp_pipelines/core/packet/errors.py",
+    "awp_pipelines/ids.py": "awp_pipelines/core/packet/ids.py",
+    "awp_pipelines/yamlsrc.py": "awp_pipelines/core/packet/yamlsrc.py",
+    "awp_pipelines/validation.py": "awp_pipelines/core/packet/validation.py",
+    "awp_pipelines/bounds.py": "awp_pipelines/core/packet/bounds.py",
+    "awp_pipelines/templates.py": "awp_pipelines/core/packet/templates.py",
+    "awp_pipelines/profile.py": "awp_pipelines/core/packet/home_profile.py",
+    "awp_pipelines/automation.py": "awp_pipelines/core/packet/automation.py",
+    "awp_pipelines/catalog.py": "awp_pipelines/core/packet/providers_config.py",
+    "awp_pipelines/prices.py": "awp_pipelines/core/packet/prices.py",
+    # core/decisions
+    "awp_pipelines/policy.py": "awp_pipelines/core/decisions/policy.py",
+    "awp_pipelines/launches.py": "awp_pipelines/core/decisions/next_launches.py",
+    "awp_pipelines/budget.py": "awp_pipelines/core/decisions/budget.py",
+    "awp_pipelines/rotation.py": "awp_pipelines/core/decisions/rotation.py",
+    "awp_pipelines/agent_run.py": "awp_pipelines/core/decisions/agent_run.py",
+    "awp_pipelines/stops.py": "awp_pipelines/core/decisions/stops.py",
+    "awp_pipelines/control.py": "awp_pipelines/core/decisions/agent_control.py",
+    # providers, verifiers, lint: whole folders into core/
+    "awp_pipelines/providers": "awp_pipelines/core/providers",
+    "awp_pipelines/verifiers": "awp_pipelines/core/verifiers",
+    "awp_pipelines/lint": "awp_pipelines/core/lint",
+    # core/planning
+    "awp_pipelines/plan.py": "awp_pipelines/core/planning/plan.py",
+    "awp_pipelines/selection.py": "awp_pipelines/core/planning/selection.py",
+    "awp_pipelines/preflight.py": "awp_pipelines/core/planning/preflight.py",
+    "awp_pipelines/doctor.py": "awp_pipelines/core/planning/provider_checks.py",
+    "awp_pipelines/probe.py": "awp_pipelines/core/planning/target_probe.py",
+    "awp_pipelines/model_lists.py": "awp_pipelines/core/planning/model_lists.py",
+    # core/engine
+    "awp_pipelines/attempts.py": "awp_pipelines/core/engine/attempts.py",
+    "awp_pipelines/interrupts.py": "awp_pipelines/core/engine/interrupts.py",
+    "awp_pipelines/orphans.py": "awp_pipelines/core/engine/orphans.py",
+    "awp_pipelines/progress.py": "awp_pipelines/core/engine/progress.py",
+    "awp_pipelines/cleantree.py": "awp_pipelines/core/engine/cleantree.py",
+    "awp_pipelines/remote.py": "awp_pipelines/core/engine/remote.py",
+    "awp_pipelines/confirmation.py": "awp_pipelines/core/engine/confirmation.py",
+    "awp_pipelines/provenance.py": "awp_pipelines/core/engine/provenance.py",
+    "awp_pipelines/runlock.py": "awp_pipelines/core/engine/runlock.py",
+    "awp_pipelines/status.py": "awp_pipelines/core/engine/status_report.py",
+    # CLI-only features, beside cli/
+    "awp_pipelines/authoring.py": "awp_pipelines/cli_features/authoring.py",
+    "awp_pipelines/blame.py": "awp_pipelines/cli_features/blame.py",
+    "awp_pipelines/schema.py": "awp_pipelines/cli_features/schema.py",
+    # the Dagster layer: all of it in orchestration/, with names that say what they hold
+    "awp_pipelines/definitions.py": "awp_pipelines/orchestration/definitions.py",
+    "awp_pipelines/components.py": "awp_pipelines/orchestration/components.py",
+    "awp_pipelines/orchestration/state.py": "awp_pipelines/orchestration/standing.py",
+    "awp_pipelines/orchestration/manual.py": "awp_pipelines/orchestration/manual_repair.py",
+    "awp_pipelines/orchestration/attempt_step.py": "awp_pipelines/orchestration/attempt_compute.py",
+}
+
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".sh", ".txt", ".json"}
+TEXT_NAMES = {"Makefile", "Dockerfile"}
+SELF = Path("tools/relayout.py")
+
+
+def dotted(path: str) -> str:
+    """`awp_pipelines/core/x.py` -> `awp_pipelines.core.x` (a folder's path is its package)."""
+    return path.removesuffix(".py").replace("/", ".")
+
+
+# old dotted module -> new dotted module; a folder's entry maps every module under it by prefix
+MODULES: dict[str, str] = {dotted(old): dotted(new) for old, new in MOVES.items()}
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+# an old module name standing alone: not inside a longer dotted name or identifier
+_DOTTED = re.compile(r"(?<![\w.])(" + "|".join(re.escape(m) for m in sorted(MODULES, key=len, reverse=True))
+                     + r")(?![\w(])")
+_PATHS = re.compile(r"(?<![\w.])(" + "|".join(re.escape(p) for p in sorted(MOVES, key=len, reverse=True))
+                    + r")(?![\w])")
+# `from awp_pipelines[.sub] import a, b as c` (one line, or parenthesised over several)
+_FROM = re.compile(r"^(?P<indent>[ \t]*)from[ \t]+(?P<pkg>awp_pipelines(?:\.\w+)*)[ \t]+import[ \t]+"
+                   r"(?:\((?P<paren>[^)]*)\)|(?P<line>[^\n#]*?))(?P<tail>[ \t]*(?:#[^\n]*)?)$", re.M)
+
+
+def new_module(name: str) -> str:
+    """The module's new dotted name (itself when it did not move)."""
+    for old in sorted(MODULES, key=len, reverse=True):
+        if name == old or name.startswith(old + "."):
+            return MODULES[old] + name[len(old):]
+    return name
+
+
+def _split_from(match: re.Match[str]) -> str:
+    """`from P import a, b`, where P.a moved, becomes `from P' import a` lines grouped by the new package."""
+    pkg = match["pkg"]
+    body = match["paren"] if match["paren"] is not None else match["line"]
+    names = [n.strip() for n in body.replace("\n", " ").split(",") if n.strip()]
+    if not names or any(not re.fullmatch(rf"{_NAME}(?:\s+as\s+{_NAME})?", n) for n in names):
+        return match[0]
+    groups: dict[str, list[str]] = {}
+    moved = False
+    for entry in names:
+        name, _, alias = (part.strip() for part in entry.partition(" as "))
+        full = f"{pkg}.{name}"
+        if full in MODULES and not (pkg == PACKAGE and name in SDK_NAMES):
+            moved = True
+            parent, _, leaf = MODULES[full].rpartition(".")
+            local = alias or name
+            groups.setdefault(parent, []).append(leaf if leaf == local else f"{leaf} as {local}")
+        else:
+            groups.setdefault(pkg, []).append(entry)
+    if not moved:
+        return match[0]
+    lines = [f"{match['indent']}from {parent} import {', '.join(items)}" for parent, items in groups.items()]
+    lines[0] += match["tail"]
+    return "\n".join(lines)
+
+
+def _resolve(package: str, level: int, module: str | None) -> str:
+    base = package.split(".")
+    base = base[:len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _old_location(path: Path) -> str:
+    """The dotted package a file was in before the move (its current one when it did not move)."""
+    text = path.as_posix()
+    for old, new in sorted(MOVES.items(), key=lambda kv: len(kv[1]), reverse=True):
+        if text == new or text.startswith(new + "/"):
+            text = old + text[len(new):]
+            break
+    return dotted(text).rpartition(".")[0] if not text.endswith("/__init__.py") else dotted(text[:-12])
+
+
+def _fix_relative(path: Path, text: str) -> str:
+    """A relative import that reached a module which moved elsewhere becomes absolute."""
+    if "from ." not in text:
+        return text
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    lines = text.splitlines(keepends=True)
+    here = dotted(path.as_posix()).rpartition(".")[0] if path.name != "__init__.py" else dotted(path.parent.as_posix())
+    before = _old_location(path)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.level and node.lineno == node.end_lineno):
+            continue
+        old_target = _resolve(before, node.level, node.module)
+        if new_module(old_target) == old_target or _resolve(here, node.level, node.module) == new_module(old_target):
+            continue
+        line = lines[node.lineno - 1]
+        relative = "." * node.level + (node.module or "")
+        lines[node.lineno - 1] = re.sub(rf"from\s+{re.escape(relative)}\s+import",
+                                        f"from {new_module(old_target)} import", line, count=1)
+    return "".join(lines)
+
+
+def rewrite(path: Path, text: str) -> str:
+    """Every reference to an old module or file path in `text`, rewritten; lines marked `relayout: keep` kept."""
+    if path.suffix == ".py":
+        text = _fix_relative(path, text)
+        text = _FROM.sub(lambda m: m[0] if KEEP in m[0] else _split_from(m), text)
+    out = []
+    for line in text.splitlines(keepends=True):
+        if KEEP not in line:
+            line = _DOTTED.sub(lambda m: MODULES[m[1]], line)
+            line = _PATHS.sub(lambda m: MOVES[m[1]], line)
+        out.append(line)
+    return "".join(out)
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], check=True, capture_output=True, text=True).stdout
+
+
+def tracked(prefix: str = "") -> list[str]:
+    return [f for f in git("ls-files", "-z", *([prefix] if prefix else [])).split("\0") if f]
+
+
+@dataclass
+class Report:
+    moved: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)
+
+
+def _ensure_package(folder: Path, report: Report, dry: bool) -> None:
+    for parent in reversed([folder, *folder.parents]):
+        if parent.as_posix() in ("", ".", PACKAGE) or not parent.as_posix().startswith(PACKAGE + "/"):
+            continue
+        init = parent / "__init__.py"
+        if init.exists() or init.as_posix() in report.created or (
+                parent.as_posix() not in FOLDERS and parent.exists()):
+            continue
+        report.created.append(init.as_posix())
+        if not dry:
+            parent.mkdir(parents=True, exist_ok=True)
+            doc = FOLDERS.get(parent.as_posix(), "")
+            init.write_text(f'"""{doc}"""\n' if doc else "", encoding="utf-8")
+            git("add", init.as_posix())
+
+
+def move(report: Report, dry: bool) -> None:
+    for old, new in MOVES.items():
+        if not tracked(old):
+            continue
+        if Path(new).exists():
+            report.skipped.append(f"{old} (its new path {new} exists already; left where it is)")
+            continue
+        _ensure_package(Path(new).parent, report, dry)
+        report.moved.append(f"{old} -> {new}")
+        if dry:
+            continue
+        git("mv", old, new)
+        leftover = Path(old)
+        if leftover.is_dir():  # caches the move left behind would make a namespace package of the old name
+            for cache in leftover.rglob("__pycache__"):
+                shutil.rmtree(cache, ignore_errors=True)
+            for folder in sorted((d for d in [leftover, *leftover.rglob("*")] if d.is_dir()), reverse=True):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+
+
+def text_files() -> Iterable[Path]:
+    for name in tracked():
+        path = Path(name)
+        if path == SELF or not path.is_file():
+            continue
+        if path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES or (not path.suffix and _shebang(path)):
+            yield path
+
+
+def _shebang(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(2) == b"#!"
+
+
+def rewrite_all(report: Report, dry: bool) -> None:
+    for path in text_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        new = rewrite(path, text)
+        if new != text:
+            report.rewritten.append(path.as_posix())
+            if not dry:
+                path.write_text(new, encoding="utf-8")
+
+
+def sort_imports(files: list[str]) -> None:
+    """Longer module paths and split imports re-sorted and re-wrapped to the line length, if ruff is here."""
+    ruff = Path(".venv/bin/ruff") if Path(".venv/bin/ruff").exists() else shutil.which("ruff")
+    python = [f for f in files if f.endswith(".py")]
+    if ruff and python:
+        subprocess.run([str(ruff), "check", "--quiet", "--select", "I", "--fix", *python], check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rewrite-only", action="store_true", help="rewrite references; move nothing")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a run would change files")
+    args = parser.parse_args(argv)
+    if not Path(PACKAGE, "__init__.py").is_file():
+        parser.error("run it from the repository root")
+    report = Report()
+    if not args.rewrite_only:
+        move(report, args.check)
+    rewrite_all(report, args.check)
+    if not args.check:
+        sort_imports(report.rewritten)
+    verb = "would " if args.check else ""
+    for line in report.created:
+        print(f"{verb}create {line}")
+    for line in report.moved:
+        print(f"{verb}move {line}")
+    for line in report.skipped:
+        print(f"skip {line}")
+    for line in report.rewritten:
+        print(f"{verb}rewrite {line}")
+    changed = report.created or report.moved or report.rewritten
+    if not changed:
+        print("nothing to do: the layout and every reference are current")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
