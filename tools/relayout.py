@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,7 +258,8 @@ def _ensure_package(folder: Path, report: Report, dry: bool) -> None:
         if not dry:
             parent.mkdir(parents=True, exist_ok=True)
             doc = FOLDERS.get(parent.as_posix(), "")
-            init.write_text(f'"""{doc}"""\n' if doc else "", encoding="utf-8")
+            text = "\n".join(textwrap.wrap(f'"""{doc}"""', 116)) + "\n" if doc else ""
+            init.write_text(text, encoding="utf-8")
             git("add", init.as_posix())
 
 
