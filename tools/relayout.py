@@ -29,7 +29,8 @@ from pathlib import Path
 PACKAGE = "awp_pipelines"
 KEEP = "relayout: keep"
 # The SDK's functions, re-exported at the package root: `from awp_pipelines import plan` names the function
-# once plan.py has moved, so these names are never rewritten in that form (and `awp_pipelines.lint(` neither).
+# once plan.py has moved, so it is rewritten only where the file reads an attribute of it (`plan.build_plan`: a
+# module; a function has none worth reading). `awp_pipelines.lint(` is never rewritten.
 SDK_NAMES = frozenset({"load", "lint", "plan", "run", "status", "repair", "verify"})
 
 # New folders: path -> the docstring of its __init__.py (created when missing).
@@ -151,7 +152,7 @@ def new_module(name: str) -> str:
     return name
 
 
-def _split_from(match: re.Match[str]) -> str:
+def _split_from(match: re.Match[str], text: str) -> str:
     """`from P import a, b`, where P.a moved, becomes `from P' import a` lines grouped by the new package."""
     pkg = match["pkg"]
     body = match["paren"] if match["paren"] is not None else match["line"]
@@ -163,7 +164,9 @@ def _split_from(match: re.Match[str]) -> str:
     for entry in names:
         name, _, alias = (part.strip() for part in entry.partition(" as "))
         full = f"{pkg}.{name}"
-        if full in MODULES and not (pkg == PACKAGE and name in SDK_NAMES):
+        sdk_function = pkg == PACKAGE and name in SDK_NAMES and not re.search(
+            rf"(?<![\w.]){alias or name}\.[A-Za-z_]", text)
+        if full in MODULES and not sdk_function:
             moved = True
             parent, _, leaf = MODULES[full].rpartition(".")
             local = alias or name
@@ -221,7 +224,8 @@ def rewrite(path: Path, text: str) -> str:
     """Every reference to an old module or file path in `text`, rewritten; lines marked `relayout: keep` kept."""
     if path.suffix == ".py":
         text = _fix_relative(path, text)
-        text = _FROM.sub(lambda m: m[0] if KEEP in m[0] else _split_from(m), text)
+        whole = text
+        text = _FROM.sub(lambda m: m[0] if KEEP in m[0] else _split_from(m, whole), text)
     out = []
     for line in text.splitlines(keepends=True):
         if KEEP not in line:
