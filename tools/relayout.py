@@ -107,6 +107,7 @@ MOVES: dict[str, str] = {
     "awp_pipelines/confirmation.py": "awp_pipelines/core/engine/confirmation.py",
     "awp_pipelines/provenance.py": "awp_pipelines/core/engine/provenance.py",
     "awp_pipelines/runlock.py": "awp_pipelines/core/engine/runlock.py",
+    "awp_pipelines/hosts.py": "awp_pipelines/core/engine/hosts.py",
     "awp_pipelines/status.py": "awp_pipelines/core/engine/status_report.py",
     # CLI-only features, beside cli/
     "awp_pipelines/authoring.py": "awp_pipelines/cli_features/authoring.py",
