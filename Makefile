@@ -77,5 +77,5 @@ bench-status: install
 # The JSON Schemas that ship with the package, regenerated from the pydantic models (a test checks they match).
 .PHONY: schemas
 schemas: install
-	$(VENV)/bin/python -c "from awp_pipelines.schema import schema_text; \
+	$(VENV)/bin/python -c "from awp_pipelines.cli_features.schema import schema_text; \
 	open('awp_pipelines/schemas/status.schema.json', 'w').write(schema_text('status'))"

@@ -18,18 +18,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from awp_pipelines.agent_run import AgentRunStatus
-from awp_pipelines.attempts import AttemptRecord, Usage, total_usage
-from awp_pipelines.catalog import Catalog, load_catalog
-from awp_pipelines.errors import PacketError
-from awp_pipelines.lint import LintReport, lint_packet, refuse_secrets
-from awp_pipelines.packet import Packet, load_packet, normalize_id
-from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, build_plan
-from awp_pipelines.preflight import refuse_unknown_providers
-from awp_pipelines.progress import Listener, RunPlanned
-from awp_pipelines.redact import Redactor
-from awp_pipelines.runlock import packet_lock
-from awp_pipelines.selection import (
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.engine.attempts import AttemptRecord, Usage, total_usage
+from awp_pipelines.core.engine.progress import Listener, RunPlanned
+from awp_pipelines.core.engine.runlock import packet_lock
+from awp_pipelines.core.engine.status_report import StatusReport
+from awp_pipelines.core.lint import LintReport, lint_packet, refuse_secrets
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import Packet, load_packet, normalize_id
+from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
+from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PlanContext, build_plan
+from awp_pipelines.core.planning.preflight import refuse_unknown_providers
+from awp_pipelines.core.planning.selection import (
     Selection,
     ended_explanation,
     nothing_selected,
@@ -37,11 +37,11 @@ from awp_pipelines.selection import (
     unmet_upstream,
     upstream_refusal,
 )
-from awp_pipelines.selection import remaining as remaining_of
-from awp_pipelines.status import StatusReport
-from awp_pipelines.verifiers.context import VerifyContext
-from awp_pipelines.verifiers.engine import run_contract
-from awp_pipelines.verifiers.report import VerifierReport
+from awp_pipelines.core.planning.selection import remaining as remaining_of
+from awp_pipelines.core.records.redact import Redactor
+from awp_pipelines.core.verifiers.context import VerifyContext
+from awp_pipelines.core.verifiers.engine import run_contract
+from awp_pipelines.core.verifiers.report import VerifierReport
 
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.runner import PromptOutcome
@@ -143,14 +143,14 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
-    from awp_pipelines.catalog import default_catalog_file
-    from awp_pipelines.interrupts import stopping
+    from awp_pipelines.core.engine.interrupts import stopping
+    from awp_pipelines.core.packet.providers_config import default_catalog_file
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
-    from awp_pipelines.orchestration.state import agent_run_records
+    from awp_pipelines.orchestration.standing import agent_run_records
     from awp_pipelines.orchestration.translator import load_translator, translator_path
 
     translator = load_translator(translator)
@@ -214,13 +214,13 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
            on_progress: Listener | None = None, translator: Translator = None) -> RepairResult:
     """One repair Attempt of `prompt` in its latest packet run (or `packet_run`): its prompt carries the
     last Attempt's unmet items and the `note`. Nothing runs after it. A signal raises `Interrupted`."""
-    from awp_pipelines.interrupts import stopping
+    from awp_pipelines.core.engine.interrupts import stopping
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.manual import agent_run_now, note_tags, plan_repair
+    from awp_pipelines.orchestration.manual_repair import agent_run_now, note_tags, plan_repair
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, execute_launch, recover_from_dead_runners
-    from awp_pipelines.orchestration.state import agent_run_records
+    from awp_pipelines.orchestration.standing import agent_run_records
 
     loaded = load(packet)
     pid = normalize_id(prompt)
@@ -289,7 +289,7 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     statuses: dict[str, AgentRunStatus] = {}
     if chosen.remaining or packet_run is not None:
         from awp_pipelines.orchestration.binding import PacketBinding
-        from awp_pipelines.orchestration.state import standing_at
+        from awp_pipelines.orchestration.standing import standing_at
         from awp_pipelines.orchestration.translator import load_translator
 
         binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)

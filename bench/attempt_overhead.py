@@ -102,7 +102,9 @@ class Repetition:
 def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     """The pure engine, Attempt by Attempt, driven by the same pure decision code as the sensor and `awp run`
     (`launches.first_launch` and `launches.continuation`), with no Dagster at all."""
-    from awp_pipelines.attempts import (
+    from awp_pipelines.core.decisions.next_launches import PromptState, continuation, first_launch
+    from awp_pipelines.core.decisions.policy import chain_of
+    from awp_pipelines.core.engine.attempts import (
         AttemptIdentity,
         AttemptRecord,
         AttemptSpec,
@@ -110,14 +112,12 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
         execute_attempt,
         repair_instructions,
     )
-    from awp_pipelines.catalog import load_catalog
-    from awp_pipelines.events import EventSink
-    from awp_pipelines.launches import PromptState, continuation, first_launch
-    from awp_pipelines.packet import load_packet
-    from awp_pipelines.plan import PlanContext, build_plan
-    from awp_pipelines.policy import chain_of
-    from awp_pipelines.providers.registry import adapter_for
-    from awp_pipelines.tags import agent_run_id, attempt_id
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.core.planning.plan import PlanContext, build_plan
+    from awp_pipelines.core.providers.registry import adapter_for
+    from awp_pipelines.core.records.events import EventSink
+    from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -173,12 +173,12 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
                         prompt_ids: list[str] | None = None, skip_stored: bool = False) -> Repetition:
     """`run_packet` in process (the selection as one run, then the recovery launches); each Attempt timed
     from the end of the one before (or the start) to its own end, as the compute reports them."""
-    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.core.engine.progress import AttemptEnded, ProgressEvent
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
-    from awp_pipelines.packet import load_packet
-    from awp_pipelines.progress import AttemptEnded, ProgressEvent
 
     started = time.perf_counter()
     packet = load_packet(demo.root)

@@ -8,7 +8,7 @@ ARTIFACT.md and carries the AWP trailers `attempts._commit` writes. Two lines ar
 commit). Each answer is timed three ways, the median of --repeat runs:
 
   git       `git blame --porcelain -L n,n` on the same line (the floor: what git alone costs)
-  core      `awp_pipelines.blame.blame()` in this process (git blame + one `git log` for the trailers)
+  core      `awp_pipelines.cli_features.blame.blame()` in this process (git blame + one `git log` for the trailers)
   cli       the `awp blame FILE:LINE --json` command as a user runs it (Python start-up and imports included)
 
 Only the ratios in one run mean anything on a shared machine; the goal is `cli` under 1 s.
@@ -64,7 +64,7 @@ def timed(action: Callable[[], object], repeat: int) -> float:
 
 
 def measure(file: Path, line: int, repeat: int, expect_attempt: str) -> dict[str, float]:
-    from awp_pipelines.blame import blame
+    from awp_pipelines.cli_features.blame import blame
 
     def git_blame() -> None:
         subprocess.run(["git", "-C", str(file.parent), "blame", "--porcelain", "-L", f"{line},{line}", "--",

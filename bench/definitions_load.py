@@ -39,7 +39,7 @@ def write_project(root: Path, packets: int, prompts: int) -> None:
 def child_awp(root: str) -> float:
     os.environ["AWP_PROJECT_ROOT"] = root
     start = time.perf_counter()
-    from awp_pipelines.definitions import defs
+    from awp_pipelines.orchestration.definitions import defs
 
     defs.get_repository_def()
     return time.perf_counter() - start

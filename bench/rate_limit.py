@@ -43,13 +43,13 @@ def write_packet(root: Path, backoff_ms: int, limited: bool) -> Path:
 
 def run_once(folder: Path, backoff_ms: int, limited: bool) -> tuple[float, float | None]:
     """(whole run, gap from the refused Attempt's end to the next one's start, or None without a limit)."""
-    from awp_pipelines.catalog import BUILTIN
+    from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, ProgressEvent
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance_folder
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
-    from awp_pipelines.packet import load_packet
-    from awp_pipelines.progress import AttemptEnded, AttemptStarted, ProgressEvent
 
     packet = load_packet(write_packet(folder / "packet", backoff_ms, limited))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))

@@ -56,13 +56,13 @@ def setup(folder: Path, past: int) -> tuple[Any, Any, Any, str]:
     """(instance, sensor, definitions, cursor) with `past` old runs and one packet run that ended now."""
     from dagster import DagsterRun, DagsterRunStatus
 
-    from awp_pipelines.catalog import BUILTIN
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance_folder
     from awp_pipelines.orchestration.naming import job_name
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.sensors import RecoveryCursor
-    from awp_pipelines.packet import load_packet
 
     packet = load_packet(write_dag_packet(folder / "packet", {"01": "r1", "02": "r2"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))

@@ -75,10 +75,10 @@ def make_packet(folder: Path, prompts: int) -> Path:
 # -- the synthetic history -----------------------------------------------------------------------------------
 
 def _record(packet_run: str, prompt: str, number: int, mode: str, completed: bool, run_id: str):  # type: ignore[no-untyped-def]
-    from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
-    from awp_pipelines.committer import CommitResult
-    from awp_pipelines.tags import agent_run_id, attempt_id
-    from awp_pipelines.verifiers.report import ItemResult, VerifierReport
+    from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+    from awp_pipelines.core.records.committer import CommitResult
+    from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
+    from awp_pipelines.core.verifiers.report import ItemResult, VerifierReport
 
     agent_run = agent_run_id(packet_run, prompt)
     items = [ItemResult(kind="contains", check_name=f"notes_md_contains_line_{i}", label=f"contains: NOTES.md ({i})",
@@ -106,10 +106,10 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     from dagster._core.events import AssetObservationData, DagsterEvent, StepMaterializationData
     from dagster._core.events.log import EventLogEntry
 
+    from awp_pipelines.core.engine.status_report import AttemptSummary
     from awp_pipelines.orchestration.history import ATTEMPT_STARTED
     from awp_pipelines.orchestration.metadata import record_metadata
     from awp_pipelines.orchestration.naming import job_name, prompt_key
-    from awp_pipelines.status import AttemptSummary
 
     prompts = [p.id for p in packet.prompts]
     job = job_name(packet)
@@ -186,11 +186,11 @@ def main() -> None:
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
-    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.binding import PacketBinding
     from awp_pipelines.orchestration.instance import hold_connections
     from awp_pipelines.orchestration.status_read import status_report
-    from awp_pipelines.packet import load_packet
 
     with postgres() as server, fresh_database(server, "awp_bench") as db, tempfile.TemporaryDirectory() as tmp:
         packet = load_packet(make_packet(Path(tmp) / "bench", args.prompts))

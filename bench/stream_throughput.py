@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from awp_pipelines.catalog import ProviderSpec  # noqa: E402
-from awp_pipelines.events import EventSink  # noqa: E402
-from awp_pipelines.providers.base import ProviderRequest  # noqa: E402
-from awp_pipelines.providers.claude_code import ClaudeCodeAdapter  # noqa: E402
+from awp_pipelines.core.packet.providers_config import ProviderSpec  # noqa: E402
+from awp_pipelines.core.providers.base import ProviderRequest  # noqa: E402
+from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter  # noqa: E402
+from awp_pipelines.core.records.events import EventSink  # noqa: E402
 
 SESSION = "b3c1f5e2-bench-session"
 _PROSE = ("the adapter reads each line as it arrives and writes one normalised event per line; "

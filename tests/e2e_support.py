@@ -24,9 +24,9 @@ def awp(*args: str | Path) -> Result:
 
 def stored_records(packet: Path, packet_run: str, prompt: str = "01") -> list[dict]:
     """The AgentRun's Attempt records as stored in the packet's embedded instance, oldest first, as JSON."""
+    from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.state import agent_run_records
-    from awp_pipelines.packet import load_packet
+    from awp_pipelines.orchestration.standing import agent_run_records
 
     instance = open_instance(packet)
     try:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from awp_pipelines.agent_run import (
+from awp_pipelines.core.decisions.agent_run import (
     PromptState,
     StopMarker,
     agent_run_states,
     packet_run_state,
     resumable_prompts,
 )
-from awp_pipelines.launches import next_launches
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, chain_of, interrupted_fact
+from awp_pipelines.core.decisions.next_launches import next_launches
+from awp_pipelines.core.decisions.policy import AttemptFact, chain_of, interrupted_fact
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 
 CHAIN = chain_of("simulated", "m", None, [], [])
 RECOVERY = RecoveryConfig.model_validate({"retry": {"jitter": False}})

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import yaml
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.catalog import load_catalog
-from awp_pipelines.events import EventSink
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.records.events import EventSink
 
 
 class Interrupted(BaseException):

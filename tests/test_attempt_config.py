@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dagster import AssetKey
 
-from awp_pipelines.launches import Launch
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.policy import Target
 from awp_pipelines.orchestration.attempt_config import AttemptConfig, launch_run_config
-from awp_pipelines.policy import Target
 
 DECIDED = Launch("02", 3, "fallback", "provider_rate_limit: fell back to the next provider",
                  Target("codex", "gpt-x", "work", "high"), "run-02-2")

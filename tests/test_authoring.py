@@ -11,10 +11,10 @@ import yaml
 from click.testing import CliRunner, Result
 from packet_sources import PACKET_NAMES
 
-from awp_pipelines.authoring import VERIFY_PLACEHOLDER, checklist_path, new_prompt, sync_checklists
 from awp_pipelines.cli import cli
-from awp_pipelines.packet import CHECKLIST_SUFFIX, load_packet
-from awp_pipelines.profile import load_profile, profiles_dir, templates_dir
+from awp_pipelines.cli_features.authoring import VERIFY_PLACEHOLDER, checklist_path, new_prompt, sync_checklists
+from awp_pipelines.core.packet.home_profile import load_profile, profiles_dir, templates_dir
+from awp_pipelines.core.packet.packet import CHECKLIST_SUFFIX, load_packet
 
 
 def awp(*args: str | Path) -> Result:

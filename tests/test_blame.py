@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from awp_pipelines.blame import BlameError, blame, dagster_run_url, parse_target
 from awp_pipelines.cli import cli
-from awp_pipelines.committer import commit_targets
+from awp_pipelines.cli_features.blame import BlameError, blame, dagster_run_url, parse_target
+from awp_pipelines.core.records.committer import commit_targets
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MakeRepo = Callable[[Path], Path]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from awp_pipelines.budget import Budget, Spend, total
-from awp_pipelines.launches import PromptState, next_launches
-from awp_pipelines.model.budget import BudgetConfig
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, chain_of, decide
+from awp_pipelines.core.decisions.budget import Budget, Spend, total
+from awp_pipelines.core.decisions.next_launches import PromptState, next_launches
+from awp_pipelines.core.decisions.policy import AttemptFact, chain_of, decide
+from awp_pipelines.core.packet.model.budget import BudgetConfig
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 
 CHAIN = chain_of("simulated", "m", None, [], [])
 RECOVERY = RecoveryConfig.model_validate({"repair": {"max_attempts": 5}})

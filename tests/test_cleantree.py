@@ -11,17 +11,23 @@ from typing import Any
 import pytest
 import yaml
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.catalog import load_catalog
-from awp_pipelines.cleantree import DirtyTree, ensure_clean
-from awp_pipelines.errors import PacketError
-from awp_pipelines.events import EventSink, read_events
-from awp_pipelines.model.simulate import SimulateSpec
-from awp_pipelines.packet import Packet, load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
-from awp_pipelines.providers.simulated import SimulatedProvider
-from awp_pipelines.transcript import render_transcript
+from awp_pipelines.core.engine.attempts import (
+    AttemptIdentity,
+    AttemptRecord,
+    AttemptSpec,
+    AttemptTarget,
+    execute_attempt,
+)
+from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.model.simulate import SimulateSpec
+from awp_pipelines.core.packet.packet import Packet, load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.providers.simulated import SimulatedProvider
+from awp_pipelines.core.records.events import EventSink, read_events
+from awp_pipelines.core.records.transcript import render_transcript
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from dagster import Definitions
 
 from awp_pipelines.cli import cli
-from awp_pipelines.definitions import build_definitions
-from awp_pipelines.errors import PacketError
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.orchestration.definitions import build_definitions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.committer import CommitError, CommitResult, commit_targets, with_trailers
-from awp_pipelines.redact import REDACTED
-from awp_pipelines.workspace import save_checkpoint
+from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets, with_trailers
+from awp_pipelines.core.records.redact import REDACTED
+from awp_pipelines.core.records.workspace import save_checkpoint
 
 MakeRepo = Callable[[Path], Path]
 TRAILERS = {"AWP-Packet": "demo", "AWP-Prompt": "01", "AWP-Agent-Run": "r1.01", "AWP-Attempt": "r1.01.a2",

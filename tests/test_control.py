@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.control import (
+from awp_pipelines.core.decisions.agent_control import (
     ControlError,
     iteration_of,
     make_request,
@@ -15,9 +15,9 @@ from awp_pipelines.control import (
     read_directive,
     record_progress,
 )
-from awp_pipelines.model.control import AgentControlConfig
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, chain_of, decide
+from awp_pipelines.core.decisions.policy import AttemptFact, chain_of, decide
+from awp_pipelines.core.packet.model.control import AgentControlConfig
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 
 CONFIG = AgentControlConfig.model_validate({"enabled": True, "completion_verify": {"files_exist": ["x"]},
                                             "max_iterations": 3})

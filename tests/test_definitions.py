@@ -13,12 +13,12 @@ import pytest
 from dagster import AssetKey
 from dagster.components.testing import create_defs_folder_sandbox
 
-from awp_pipelines.components import PacketComponent
-from awp_pipelines.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
-from awp_pipelines.errors import PacketError
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.verifiers.items import contract_items
+from awp_pipelines.orchestration.components import PacketComponent
+from awp_pipelines.orchestration.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
 from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import load_packet
-from awp_pipelines.verifiers.items import contract_items
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +88,7 @@ def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root:
     with create_defs_folder_sandbox() as sandbox:
         for name in ("authoring_packet", "single_repo_packet"):
             sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
-                                       defs_yaml_contents={"type": "awp_pipelines.components.PacketComponent",
+                                       defs_yaml_contents={"type": "awp_pipelines.orchestration.components.PacketComponent",
                                                            "attributes": {"path": str(tmp_path / name)}})
         with sandbox.build_all_defs() as defs:
             graph = defs.resolve_asset_graph()
@@ -112,7 +112,7 @@ def test_a_component_takes_its_translator_and_its_own_resource_settings(compat_r
         for name, attributes in (("authoring_packet", {"translator": "translators.TeamTranslator", "commit": False}),
                                  ("single_repo_packet", {})):
             sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
-                                       defs_yaml_contents={"type": "awp_pipelines.components.PacketComponent",
+                                       defs_yaml_contents={"type": "awp_pipelines.orchestration.components.PacketComponent",
                                                            "attributes": {"path": str(tmp_path / name),
                                                                           **attributes}})
         with sandbox.build_all_defs() as defs:
@@ -129,7 +129,7 @@ def test_a_component_takes_its_translator_and_its_own_resource_settings(compat_r
 def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The UI shows resource config: an account's credential is there by its variable's name only."""
-    from awp_pipelines.catalog import BUILTIN, AccountSpec, Catalog
+    from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, Catalog
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.resources import AwpResource
 
@@ -145,7 +145,7 @@ def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tm
 
 
 # The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry).
-DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.definitions", "awp_pipelines.components",
+DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.orchestration.definitions", "awp_pipelines.orchestration.components",
                  "awp_pipelines.cli", "awp_pipelines.api")
 
 
@@ -155,7 +155,7 @@ def test_pure_core_imports_nothing_from_dagster() -> None:
     pure = sorted(".".join(("awp_pipelines", *f.relative_to(package).with_suffix("").parts)).removesuffix(".__init__")
                   for f in package.rglob("*.py"))
     pure = [m for m in pure if not m.startswith(DAGSTER_LAYER)]
-    assert "awp_pipelines.launches" in pure and "awp_pipelines.policy" in pure
+    assert "awp_pipelines.core.decisions.next_launches" in pure and "awp_pipelines.core.decisions.policy" in pure
     code = ("import importlib, sys\n"
             f"for m in {pure!r}: importlib.import_module(m)\n"
             "print(sorted(n for n in sys.modules if n == 'dagster' or n.startswith('dagster.')))")
@@ -189,8 +189,8 @@ def test_kinds_stay_within_dagsters_limit_of_three() -> None:
 
 # Edges that must not exist: (importer package, imported package). The model is data: it checks nothing and
 # writes nothing; lint reads packets, it does not author them.
-FORBIDDEN_EDGES = (("awp_pipelines.model", "awp_pipelines.verifiers"), ("awp_pipelines.model", "awp_pipelines.lint"),
-                   ("awp_pipelines.lint", "awp_pipelines.authoring"), ("awp_pipelines.model", "awp_pipelines.policy"))
+FORBIDDEN_EDGES = (("awp_pipelines.core.packet.model", "awp_pipelines.core.verifiers"), ("awp_pipelines.core.packet.model", "awp_pipelines.core.lint"),
+                   ("awp_pipelines.core.lint", "awp_pipelines.cli_features.authoring"), ("awp_pipelines.core.packet.model", "awp_pipelines.core.decisions.policy"))
 
 
 def _imports(file: Path) -> set[str]:
@@ -213,7 +213,7 @@ def test_layering_edges_point_the_right_way() -> None:
                 wrong += [f"{module} imports {name}" for name in _imports(file)
                           if name == imported or name.startswith(imported + ".")]
     assert wrong == []
-    assert "awp_pipelines.templates" in _imports(package / "lint" / "hygiene.py")  # the walk sees imports
+    assert "awp_pipelines.core.packet.templates" in _imports(package / "lint" / "hygiene.py")  # the walk sees imports
 
 
 KEY = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file of the repository holds a key-shaped text

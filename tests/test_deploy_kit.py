@@ -97,7 +97,7 @@ def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_att
         monkeypatch: pytest.MonkeyPatch) -> None:
     from dagster_celery.launcher import CeleryRunLauncher
 
-    from awp_pipelines.bounds import derive_bounds
+    from awp_pipelines.core.packet.bounds import derive_bounds
 
     monkeypatch.setenv("AWP_CELERY_BROKER", "redis://127.0.0.1:6379/0")
     monkeypatch.setenv("AWP_CELERY_BACKEND", "redis://127.0.0.1:6379/1")

@@ -107,7 +107,7 @@ def test_workspace_yaml_loads_the_awp_pipelines_code_location() -> None:
         "load_from": [
             {
                 "python_module": {
-                    "module_name": "awp_pipelines.definitions",
+                    "module_name": "awp_pipelines.orchestration.definitions",
                     "working_directory": ".",
                     "location_name": "awp_pipelines",
                 }

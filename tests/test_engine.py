@@ -11,7 +11,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from awp_pipelines.attempts import (
+from awp_pipelines.core.engine.attempts import (
     AttemptIdentity,
     AttemptRecord,
     AttemptSpec,
@@ -19,14 +19,14 @@ from awp_pipelines.attempts import (
     completion,
     execute_attempt,
 )
-from awp_pipelines.catalog import load_catalog
-from awp_pipelines.events import EventSink
-from awp_pipelines.failures import FailureClass, FailureEnvelope
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.base import ProviderOutcome
-from awp_pipelines.providers.simulated import SimulatedProvider
-from awp_pipelines.verifiers.report import Fault, ItemResult, VerifierReport
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.base import ProviderOutcome
+from awp_pipelines.core.providers.simulated import SimulatedProvider
+from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.failures import FailureClass, FailureEnvelope
+from awp_pipelines.core.verifiers.report import Fault, ItemResult, VerifierReport
 
 CONTRACT = {"files_exist": ["done.txt"], "contains": [{"path": "done.txt", "text": "done"}]}
 WRITES_DONE = {"messages": ["writing it"], "writes": [{"path": "done.txt", "text": "done\n"}]}

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.events import EventSink, read_events, render_transcript
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.redact import REDACTED
+from awp_pipelines.core.records.events import EventSink, read_events, render_transcript
+from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.core.records.redact import REDACTED
 
 ACCOUNT_SECRET = "acct-credential-0f9e8d7c"
 
@@ -66,7 +66,7 @@ def test_lines_are_on_disk_before_the_process_dies(tmp_path: Path) -> None:
     path = tmp_path / "crash.jsonl"
     script = textwrap.dedent(f"""
         import os
-        from awp_pipelines.events import EventSink
+        from awp_pipelines.core.records.events import EventSink
         sink = EventSink({str(path)!r}, "a1")
         sink.message("first")
         sink.tool_call_started("Edit", input={{"file": "x"}})

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.failures import BUDGETED_CLASSES, FAILURE_CLASSES, FailureEnvelope
-from awp_pipelines.model.recovery import ClassAttempts
-from awp_pipelines.model.simulate import SimulatedError
-from awp_pipelines.redact import REDACTED
+from awp_pipelines.core.packet.model.recovery import ClassAttempts
+from awp_pipelines.core.packet.model.simulate import SimulatedError
+from awp_pipelines.core.records.failures import BUDGETED_CLASSES, FAILURE_CLASSES, FailureEnvelope
+from awp_pipelines.core.records.redact import REDACTED
 
 
 @pytest.mark.parametrize("cls", ["protocol_error", "transport_disconnect", "transport_timeout"])

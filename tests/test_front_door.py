@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from awp_pipelines.authoring import PACKETS_DIR
 from awp_pipelines.cli import cli
 from awp_pipelines.cli.common import summary
-from awp_pipelines.definitions import REPO_PACKETS_DIR
+from awp_pipelines.cli_features.authoring import PACKETS_DIR
+from awp_pipelines.orchestration.definitions import REPO_PACKETS_DIR
 
 
 def awp(*args: str | Path) -> Result:

@@ -15,7 +15,7 @@ from dagster._core.executor.in_process import InProcessExecutor
 from dagster._core.executor.multiprocess import MultiprocessExecutor
 from dagster._core.test_utils import create_run_for_test
 
-from awp_pipelines.hosts import host_id
+from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
@@ -96,10 +96,10 @@ def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) ->
 
     from dagster import build_sensor_context
 
-    from awp_pipelines.catalog import BUILTIN
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.packet import load_packet
 
     demo = tmp_path / "demo"
     shutil.copytree(Path(__file__).resolve().parents[1] / "assets" / "demo", demo,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.bounds import SEVEN_DAYS_MS, parse_timeout_ms
-from awp_pipelines.errors import PacketError
-from awp_pipelines.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, split_front_matter
+from awp_pipelines.core.packet.bounds import SEVEN_DAYS_MS, parse_timeout_ms
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.yamlsrc import MAX_DEPTH, YamlDoc, parse_yaml, split_front_matter
 
 FILE = Path("packet.yaml")
 
@@ -70,7 +70,7 @@ def test_a_long_but_sane_timeout_is_still_clamped_to_seven_days() -> None:
 def test_libyaml_and_the_pure_loader_read_every_packet_file_alike() -> None:
     """The fast path (libyaml's parser, our composer) gives the same data and key lines as the pure loader, and
     accepts nothing the pure loader refuses (the repo's packets, the malformed ones included)."""
-    from awp_pipelines import yamlsrc
+    from awp_pipelines.core.packet import yamlsrc
 
     def indexed(file: Path, parsed: tuple[object, object]) -> tuple[object, ...]:
         doc = YamlDoc(file, parsed[1])

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from test_attempt_cancel import one_prompt_attempt
 
-from awp_pipelines.attempts import execute_attempt
-from awp_pipelines.events import EventSink
-from awp_pipelines.interrupts import Interrupted, Stop, current, stopping
-from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.engine.attempts import execute_attempt
+from awp_pipelines.core.engine.interrupts import Interrupted, Stop, current, stopping
+from awp_pipelines.core.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.records.events import EventSink
 
 
 def test_outside_a_cut_in_block_a_signal_only_asks_to_stop() -> None:
@@ -63,7 +63,7 @@ def test_the_stop_ends_the_process_groups_of_the_children() -> None:
 def test_a_second_signal_exits_at_once() -> None:
     code = textwrap.dedent("""
         import os, signal, time
-        from awp_pipelines.interrupts import stopping
+        from awp_pipelines.core.engine.interrupts import stopping
         with stopping():
             os.kill(os.getpid(), signal.SIGTERM)  # asks; the process goes on
             print("asked", flush=True)

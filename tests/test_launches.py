@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from awp_pipelines.launches import Launch, PromptState, continuation, manual_launch, next_launches
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Target, chain_of, interrupted_fact
-from awp_pipelines.rotation import AccountUsage, Availability, Cooldown
+from awp_pipelines.core.decisions.next_launches import Launch, PromptState, continuation, manual_launch, next_launches
+from awp_pipelines.core.decisions.policy import AttemptFact, Target, chain_of, interrupted_fact
+from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 
 CHAIN = chain_of("simulated", "m", None, ["a", "b"], [])
 RECOVERY = RecoveryConfig.model_validate({"retry": {"base_delay_ms": 1000, "max_delay_ms": 1000, "jitter": False}})
@@ -158,7 +158,7 @@ def test_fill_first_sticks_to_the_first_account_until_it_rests() -> None:
 
 
 def test_between_attempts_also_turns_the_accounts_of_a_fallback_target_named_without_a_model() -> None:
-    from awp_pipelines.model.execution import TargetSpec
+    from awp_pipelines.core.packet.model.execution import TargetSpec
 
     chain = chain_of("simulated", "m", None, ["a"], [TargetSpec(provider="other", accounts=["x", "y"])],
                      "between_attempts")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from awp_pipelines.agent_run import PromptState, agent_run_status
-from awp_pipelines.budget import Budget, Spend
-from awp_pipelines.lifecycle import Transition, cause_of, trail_text
-from awp_pipelines.model.budget import BudgetConfig
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, chain_of
+from awp_pipelines.core.decisions.agent_run import PromptState, agent_run_status
+from awp_pipelines.core.decisions.budget import Budget, Spend
+from awp_pipelines.core.decisions.policy import AttemptFact, chain_of
+from awp_pipelines.core.packet.model.budget import BudgetConfig
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
+from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, trail_text
 
 CHAIN = chain_of("simulated", "m", None, [], [])
 RECOVERY = RecoveryConfig()

@@ -11,11 +11,11 @@ import yaml
 from click.testing import CliRunner
 from packet_sources import PACKET_NAMES
 
-from awp_pipelines.catalog import BUILTIN, AccountSpec, AliasSpec, Catalog
 from awp_pipelines.cli import cli
-from awp_pipelines.lint import KINDS, Finding, LintReport, lint_packet
-from awp_pipelines.model.execution import TargetSpec
-from awp_pipelines.profile import profiles_dir, templates_dir
+from awp_pipelines.core.lint import KINDS, Finding, LintReport, lint_packet
+from awp_pipelines.core.packet.home_profile import profiles_dir, templates_dir
+from awp_pipelines.core.packet.model.execution import TargetSpec
+from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog
 
 CATALOG = Catalog(
     accounts={"spark-a": AccountSpec(provider="codex"), "claude-main": AccountSpec(provider="claude")},

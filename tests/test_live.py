@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.events import EventSink
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.live import LiveFeed, live_line, ticking
+from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.core.records.live_lines import LiveFeed, live_line, ticking
 
 SECRET = "acct-credential-77aa55cc"
 

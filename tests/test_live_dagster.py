@@ -8,8 +8,8 @@ from pathlib import Path
 from dagster import AssetExecutionContext, DagsterInstance, asset, materialize
 from dagster._core.test_utils import instance_for_test
 
-from awp_pipelines.events import EventSink
-from awp_pipelines.live import LiveFeed, ticking
+from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.live_lines import LiveFeed, ticking
 
 
 def stored_messages(instance: DagsterInstance, run_id: str) -> list[str]:

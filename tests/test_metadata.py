@@ -14,12 +14,12 @@ from dagster import (
     PathMetadataValue,
 )
 
-from awp_pipelines import tags
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
-from awp_pipelines.committer import CommitResult
-from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.committer import CommitResult
+from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.core.verifiers.report import ItemResult, VerifierReport
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
-from awp_pipelines.verifiers.report import ItemResult, VerifierReport
 
 SECRET = "sk-ant-api03-" + "A" * 40
 ROOT = Path("/work/packets/demo")

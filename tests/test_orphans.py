@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.orphans import end_orphans, marked, marker
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.core.engine.orphans import end_orphans, marked, marker
+from awp_pipelines.core.providers.process import group_alive
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 

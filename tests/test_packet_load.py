@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.model.recovery import ClassAttempts, RetryConfig
-from awp_pipelines.packet import CHECKLIST_SUFFIX, load_packet, normalize_id
+from awp_pipelines.core.packet.model.recovery import ClassAttempts, RetryConfig
+from awp_pipelines.core.packet.packet import CHECKLIST_SUFFIX, load_packet, normalize_id
 
 COMPAT = {
     "authoring_packet": 2,

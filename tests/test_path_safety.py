@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from awp_pipelines.cli import cli
 from awp_pipelines.cli.common import packet_run_id
-from awp_pipelines.errors import PacketError
-from awp_pipelines.ids import MAX_ID_LENGTH, check_id, id_problem
-from awp_pipelines.packet import load_packet
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.ids import MAX_ID_LENGTH, check_id, id_problem
+from awp_pipelines.core.packet.packet import load_packet
 
 MALFORMED = Path(__file__).resolve().parent / "malformed"
 

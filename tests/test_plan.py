@@ -10,15 +10,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from awp_pipelines.bounds import SEVEN_DAYS_MS
-from awp_pipelines.catalog import BUILTIN, load_catalog
 from awp_pipelines.cli import cli
-from awp_pipelines.errors import PacketError
-from awp_pipelines.model.execution import TargetSpec
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import Overrides, PacketPlan, PlanContext, PromptPlan, build_plan, commit_message
-from awp_pipelines.profile import config_home, profiles_dir
-from awp_pipelines.selection import selection_from_flags
+from awp_pipelines.core.packet.bounds import SEVEN_DAYS_MS
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.home_profile import config_home, profiles_dir
+from awp_pipelines.core.packet.model.execution import TargetSpec
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN, load_catalog
+from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PlanContext, PromptPlan, build_plan, commit_message
+from awp_pipelines.core.planning.selection import selection_from_flags
 
 COMPAT_EXPECTED = {
     "authoring_packet": ("simulated", "simulated-demo", ["01", "02"]),
@@ -317,6 +317,6 @@ def test_plan_json_on_compat_packet(prompt_runner_root: Path, tmp_path: Path, mo
 
 @pytest.mark.parametrize(("ms", "text"), [(604_800_000, "7d"), (600_000, "10m"), (90_000, "1m30s"), (5, "5ms")])
 def test_bounds_print_as_human_durations(ms: int, text: str) -> None:
-    from awp_pipelines.bounds import human_duration
+    from awp_pipelines.core.packet.bounds import human_duration
 
     assert human_duration(ms) == text

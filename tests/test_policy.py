@@ -7,10 +7,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.model.execution import TargetSpec
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, Chain, Target, chain_of, decide, next_in_turn, retry_delay
+from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Target, chain_of, decide, next_in_turn, retry_delay
+from awp_pipelines.core.packet.model.execution import TargetSpec
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
+from awp_pipelines.core.records.failures import FailureEnvelope
 
 RECOVERY = RecoveryConfig.model_validate({"retry": {"base_delay_ms": 1000, "max_delay_ms": 30000, "jitter": False}})
 SOLO = Chain(Target("codex", "gpt-5", None))

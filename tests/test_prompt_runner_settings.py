@@ -11,14 +11,14 @@ import pytest
 import responses
 import yaml
 
-from awp_pipelines.catalog import BUILTIN, Catalog, ProviderSpec
-from awp_pipelines.confirmation import confirm, confirmation_failure, model_confirms
-from awp_pipelines.events import EventSink
-from awp_pipelines.lint import lint_packet
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.base import ProviderOutcome, ProviderRequest
-from awp_pipelines.providers.openai_http import OpenAIHttpAdapter
+from awp_pipelines.core.engine.confirmation import confirm, confirmation_failure, model_confirms
+from awp_pipelines.core.lint import lint_packet
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog, ProviderSpec
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.base import ProviderOutcome, ProviderRequest
+from awp_pipelines.core.providers.openai_http import OpenAIHttpAdapter
+from awp_pipelines.core.records.events import EventSink
 
 CATALOG = Catalog(providers={"router": ProviderSpec(kind="openai_http", base_url="http://llm.test/v1")}
                   ).merged_over(BUILTIN)

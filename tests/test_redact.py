@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awp_pipelines.redact import (
+from awp_pipelines.core.records.redact import (
     REDACTED,
     SECRET_PATTERNS,
     _may_hold_pattern,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.committer import CommitError
-from awp_pipelines.model.manifest import RepoSpec
-from awp_pipelines.packet import load_packet
-from awp_pipelines.remote import RemoteTrees, run_branch
+from awp_pipelines.core.engine.remote import RemoteTrees, run_branch
+from awp_pipelines.core.packet.model.manifest import RepoSpec
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.records.committer import CommitError
 
 
 def _git(*args: str | Path) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from awp_pipelines import api as awp
-from awp_pipelines.errors import PacketError
+from awp_pipelines.core.packet.errors import PacketError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from awp_pipelines.agent_run import AgentRunStatus
-from awp_pipelines.packet import Packet, load_packet
-from awp_pipelines.selection import (
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.packet.packet import Packet, load_packet
+from awp_pipelines.core.planning.selection import (
     ended_explanation,
     nothing_selected,
     remaining,

@@ -13,14 +13,14 @@ import pytest
 from dag_packets import write_dag_packet
 from dagster import DagsterRun, DagsterRunStatus, build_sensor_context
 
-from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.orchestration import sensors
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.sensors import RecoveryCursor
-from awp_pipelines.packet import load_packet
 
 
 def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,

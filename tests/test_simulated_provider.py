@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.events import EventSink, read_events
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.model.simulate import SimulateSpec
-from awp_pipelines.providers import ProviderAdapter, ProviderOutcome, ProviderRequest, SimulatedProvider
-from awp_pipelines.workspace import changed_paths
+from awp_pipelines.core.packet.model.simulate import SimulateSpec
+from awp_pipelines.core.providers import ProviderAdapter, ProviderOutcome, ProviderRequest, SimulatedProvider
+from awp_pipelines.core.records.events import EventSink, read_events
+from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.core.records.workspace import changed_paths
 
 MakeRepo = Callable[[Path], Path]
 

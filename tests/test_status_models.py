@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.model.manifest import Manifest
-from awp_pipelines.status import AttemptSummary, PromptStatus, totals_of
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+from awp_pipelines.core.engine.status_report import AttemptSummary, PromptStatus, totals_of
+from awp_pipelines.core.packet.model.manifest import Manifest
+from awp_pipelines.core.records.failures import FailureEnvelope
 
 
 def _record(number: int, result: str = "completed", cost: float | None = 0.5) -> AttemptRecord:

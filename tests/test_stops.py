@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import signal
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
-from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.core.decisions.stops import StopMarker, StopState
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.orchestration.runner import stop_message
-from awp_pipelines.stops import StopMarker, StopState
 
 
 def test_a_stop_stands_until_a_resume_and_a_cancel_seen_after_the_resume_is_history() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from awp_pipelines import tags
-from awp_pipelines.tags import MODES, RunIntent, agent_run_id, attempt_id
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.run_tags import MODES, RunIntent, agent_run_id, attempt_id
 
 _value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=40)
 

@@ -42,7 +42,7 @@ def awp_key_literals(path: Path, tree: ast.Module) -> list[str]:
 
 def test_no_module_but_tags_spells_an_awp_key() -> None:
     spelled = [hit for path, tree in _modules() if path != KEY_HOME for hit in awp_key_literals(path, tree)]
-    assert spelled == [], "use the constants of awp_pipelines/tags.py:\n" + "\n".join(spelled)
+    assert spelled == [], "use the constants of awp_pipelines/core/records/run_tags.py:\n" + "\n".join(spelled)
 
 
 def test_the_key_grep_finds_a_literal_and_passes_over_paths_and_docstrings() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.workspace import (
+from awp_pipelines.core.records.workspace import (
     WorkspaceError,
     changed_paths,
     changed_since,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dagster import AssetKey, AssetSpec
 
+from awp_pipelines.core.packet.packet import Packet, Prompt
+from awp_pipelines.core.planning.plan import PromptPlan
 from awp_pipelines.orchestration.translator import PacketTranslator
-from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import PromptPlan
 
 TEAM_POOL = "team_trees"
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from awp_pipelines import authoring
 from awp_pipelines.cli.common import (
     WholeSummaryGroup,
     awp_command,
@@ -17,8 +16,9 @@ from awp_pipelines.cli.common import (
     shown_path,
     user_errors,
 )
-from awp_pipelines.packet import load_packet
-from awp_pipelines.profile import list_profiles, profiles_dir
+from awp_pipelines.cli_features import authoring
+from awp_pipelines.core.packet.home_profile import list_profiles, profiles_dir
+from awp_pipelines.core.packet.packet import load_packet
 
 EXIT_OUT_OF_DATE = 1
 

@@ -9,8 +9,16 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from awp_pipelines.blame import DAGSTER_URL_ENV, BlamedLines, BlameError, Provenance, blame, by_attempt, parse_target
 from awp_pipelines.cli.common import console, emit_json, json_option, out
+from awp_pipelines.cli_features.blame import (
+    DAGSTER_URL_ENV,
+    BlamedLines,
+    BlameError,
+    Provenance,
+    blame,
+    by_attempt,
+    parse_target,
+)
 
 EXIT_NOT_AWP = 1
 EXIT_INPUT = 2

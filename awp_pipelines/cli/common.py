@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from awp_pipelines import api
-from awp_pipelines.catalog import Catalog
-from awp_pipelines.errors import PacketError, StorageUnavailable
-from awp_pipelines.ids import check_id
-from awp_pipelines.packet import Packet
+from awp_pipelines.core.packet.errors import PacketError, StorageUnavailable
+from awp_pipelines.core.packet.ids import check_id
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.core.packet.providers_config import Catalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")

@@ -8,7 +8,7 @@ import sys
 import click
 
 from awp_pipelines.cli.common import WholeSummaryGroup, console
-from awp_pipelines.control import ControlError, make_request, record_progress
+from awp_pipelines.core.decisions.agent_control import ControlError, make_request, record_progress
 
 
 @click.group("agent-control", cls=WholeSummaryGroup)

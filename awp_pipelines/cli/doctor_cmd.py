@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from awp_pipelines.catalog import Catalog
 from awp_pipelines.cli.common import (
     emit_json,
     json_option,
@@ -19,8 +18,9 @@ from awp_pipelines.cli.common import (
     providers_option,
     user_errors,
 )
-from awp_pipelines.doctor import Check, Need, cooldown_checks, diagnose, plan_needs
-from awp_pipelines.plan import PlanContext, build_plan
+from awp_pipelines.core.packet.providers_config import Catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.planning.provider_checks import Check, Need, cooldown_checks, diagnose, plan_needs
 
 _STYLE = {"ok": "green", "warning": "yellow", "blocking": "red"}
 

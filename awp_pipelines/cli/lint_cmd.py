@@ -18,8 +18,8 @@ from awp_pipelines.cli.common import (
     providers_option,
     user_errors,
 )
-from awp_pipelines.errors import PacketError
-from awp_pipelines.lint import Finding, LintReport
+from awp_pipelines.core.lint import Finding, LintReport
+from awp_pipelines.core.packet.errors import PacketError
 
 _STYLE = {"error": "red", "warning": "yellow"}
 

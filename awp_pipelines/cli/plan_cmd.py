@@ -23,8 +23,8 @@ from awp_pipelines.cli.common import (
     shown_path,
     user_errors,
 )
-from awp_pipelines.plan import Overrides, PacketPlan, PromptPlan
-from awp_pipelines.schema import SCHEMAS, schema_for
+from awp_pipelines.cli_features.schema import SCHEMAS, schema_for
+from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PromptPlan
 
 
 @click.command("plan", short_help="Print the fully resolved plan of PACKET and which layer set each value.")

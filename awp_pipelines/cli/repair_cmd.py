@@ -18,7 +18,7 @@ from awp_pipelines.cli.common import (
     translator_option,
     user_errors,
 )
-from awp_pipelines.interrupts import Interrupted
+from awp_pipelines.core.engine.interrupts import Interrupted
 
 
 @click.command("repair")

@@ -9,7 +9,7 @@ import click
 from awp_pipelines.cli.common import open_packet, out, packet_run_id, providers_option, translator_option, user_errors
 from awp_pipelines.cli.run_cmd import run_command
 from awp_pipelines.cli.status_cmd import instance_option
-from awp_pipelines.errors import PacketError
+from awp_pipelines.core.packet.errors import PacketError
 
 
 @click.command("resume")

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from awp_pipelines import api
-from awp_pipelines.attempts import Usage
 from awp_pipelines.cli.common import (
     console,
     emit_json,
@@ -24,8 +23,9 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.cli.plan_cmd import print_plan
-from awp_pipelines.plan import Overrides
-from awp_pipelines.progress import LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.attempts import Usage
+from awp_pipelines.core.engine.progress import LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.planning.plan import Overrides
 
 _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
           "blocked": "yellow", "cancelled": "yellow"}

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from awp_pipelines import api
 from awp_pipelines.cli.common import emit_json, json_option, out, providers_option, translator_option, user_errors
-from awp_pipelines.status import AttemptSummary, StatusReport
+from awp_pipelines.core.engine.status_report import AttemptSummary, StatusReport
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
           "planned": "dim", "not_started": "dim", "not_selected": "dim", "interrupted": "yellow",

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from awp_pipelines.cli.common import open_catalog, open_packet, out, providers_option, translator_option, user_errors
 from awp_pipelines.cli.status_cmd import instance_option
-from awp_pipelines.status import WatchReading
+from awp_pipelines.core.engine.status_report import WatchReading
 
 _ENDED = ("completed", "failed", "blocked", "stopped", "not_started")  # interrupted: a resume may come
 

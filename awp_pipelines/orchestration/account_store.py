@@ -15,15 +15,15 @@ from typing import TypeVar
 from dagster import DagsterInstance
 from pydantic import BaseModel, ValidationError
 
-from awp_pipelines import tags
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.orchestration.storage import kv_get, kv_set
-from awp_pipelines.rotation import (
+from awp_pipelines.core.decisions.rotation import (
     AccountUsage,
     Availability,
     Cooldown,
     cooldown_for,
 )
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.orchestration.storage import kv_get, kv_set
 
 _COOLDOWN = tags.COOLDOWN_KEY
 _USAGE = tags.USAGE_KEY

@@ -12,16 +12,16 @@ from pathlib import Path
 
 from dagster import AssetMaterialization, DagsterInstance
 
-from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
-from awp_pipelines.committer import CommitResult
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.committer import CommitResult
+from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
+from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import record_metadata
 from awp_pipelines.orchestration.storage import report_materialization
-from awp_pipelines.tags import agent_run_id, attempt_id
-from awp_pipelines.workspace import WorkspaceError, commit_of_attempt, git
 
 ADOPTED_REASON = "adopted: committed before its process died"
 

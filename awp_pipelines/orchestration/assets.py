@@ -22,13 +22,17 @@ from dagster import (
     multi_asset,
 )
 
-from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus
-from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.catalog import Catalog
-from awp_pipelines.lint import refuse_secrets
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.status_report import AttemptSummary
+from awp_pipelines.core.lint import refuse_secrets
+from awp_pipelines.core.packet.packet import Packet, Prompt
+from awp_pipelines.core.packet.providers_config import Catalog
+from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.redact import Redactor, redact
+from awp_pipelines.orchestration.attempt_compute import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.attempt_step import NEEDS_DAEMON, run_attempt, signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import beating
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
@@ -39,10 +43,6 @@ from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
-from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import PacketPlan, PlanContext
-from awp_pipelines.redact import Redactor, redact
-from awp_pipelines.status import AttemptSummary
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from typing import Any
 
 from dagster import AssetKey, Config
 
-from awp_pipelines.launches import Launch
-from awp_pipelines.policy import Target
-from awp_pipelines.tags import MODES
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.policy import Target
+from awp_pipelines.core.records.run_tags import MODES
 
 
 class AttemptConfig(Config):

@@ -14,12 +14,12 @@ from functools import cached_property
 
 from dagster import AssetKey, AssetSpec
 
-from awp_pipelines.catalog import Catalog
+from awp_pipelines.core.decisions.policy import Chain, chain_of
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.core.packet.providers_config import Catalog
+from awp_pipelines.core.planning.plan import PacketPlan, PlanContext, PromptPlan, build_plan
+from awp_pipelines.core.planning.selection import Selection
 from awp_pipelines.orchestration.translator import PacketTranslator
-from awp_pipelines.packet import Packet
-from awp_pipelines.plan import PacketPlan, PlanContext, PromptPlan, build_plan
-from awp_pipelines.policy import Chain, chain_of
-from awp_pipelines.selection import Selection
 
 
 @dataclass(frozen=True)

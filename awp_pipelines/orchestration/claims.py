@@ -13,11 +13,11 @@ import os
 
 from dagster import DagsterInstance
 
-from awp_pipelines import tags
-from awp_pipelines.hosts import host_id
+from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.runlock import process_start_time
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.reaper import UNFINISHED
 from awp_pipelines.orchestration.storage import kv_insert, kv_swap, kv_value
-from awp_pipelines.runlock import process_start_time
 
 
 def this_process(run_id: str) -> str:

@@ -14,21 +14,21 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus, PromptState, agent_run_states
-from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.budget import Budget, Spend, total
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus, PromptState, agent_run_states
+from awp_pipelines.core.decisions.budget import Budget, Spend, total
+from awp_pipelines.core.decisions.policy import AttemptFact, Target, adopted_fact, interrupted_fact
+from awp_pipelines.core.decisions.rotation import Availability
+from awp_pipelines.core.decisions.stops import StopMarker
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.status_report import AttemptSummary
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
+from awp_pipelines.core.records.workspace import commit_of_attempt
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.orchestration.storage import RECORD_EVENTS, attempt_events, plain_value
-from awp_pipelines.packet import Packet
-from awp_pipelines.policy import AttemptFact, Target, adopted_fact, interrupted_fact
-from awp_pipelines.rotation import Availability
-from awp_pipelines.status import AttemptSummary
-from awp_pipelines.stops import StopMarker
-from awp_pipelines.tags import agent_run_id, attempt_id
-from awp_pipelines.workspace import commit_of_attempt
 
 ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})

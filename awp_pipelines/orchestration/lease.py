@@ -20,7 +20,7 @@ from typing import Literal
 
 from dagster import DagsterInstance, Failure
 
-from awp_pipelines import interrupts
+from awp_pipelines.core.engine import interrupts
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.storage import claim_slot, ensure_pool, free_slot, pools_supported
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
-from awp_pipelines import tags
-from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.lifecycle import trail_text
-from awp_pipelines.redact import redact, redact_obj
-from awp_pipelines.status import AttemptSummary
-from awp_pipelines.verifiers.report import VerifierReport, cap_lines
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.status_report import AttemptSummary
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.attempt_lifecycle import trail_text
+from awp_pipelines.core.records.redact import redact, redact_obj
+from awp_pipelines.core.verifiers.report import VerifierReport, cap_lines
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),

@@ -4,7 +4,7 @@ import re
 
 from dagster import AssetKey
 
-from awp_pipelines.packet import Packet, Prompt
+from awp_pipelines.core.packet.packet import Packet, Prompt
 
 _NAME = re.compile(r"[^A-Za-z0-9_]")
 

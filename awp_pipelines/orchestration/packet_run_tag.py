@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dagster import AssetExecutionContext
 
-from awp_pipelines import tags
-from awp_pipelines.agent_run import packet_run_state
+from awp_pipelines.core.decisions.agent_run import packet_run_state
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.storage import ROOT_RUN_ID_TAG

@@ -36,7 +36,9 @@ from dagster import (
     logger,
 )
 
-from awp_pipelines import tags
+from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.storage import (
@@ -46,8 +48,6 @@ from awp_pipelines.orchestration.storage import (
     multi_or_in_process,
     run_event_page,
 )
-from awp_pipelines.packet import Packet
-from awp_pipelines.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.assets import CompiledPacket
@@ -104,11 +104,11 @@ class JobSource:
 
 def packet_job(source_json: str) -> JobDefinition:
     """The reconstructor: the packet's job with the quiet and console loggers, built from a JobSource."""
-    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.core.planning.plan import Overrides, PlanContext
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.packet import load_packet
-    from awp_pipelines.plan import Overrides, PlanContext
 
     source = JobSource(**json.loads(source_json))
     catalog = load_catalog(Path(source.providers_file) if source.providers_file else None)

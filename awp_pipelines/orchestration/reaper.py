@@ -17,13 +17,13 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from awp_pipelines import tags
-from awp_pipelines.hosts import host_id
+from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.runlock import live_holder, process_start_time
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.storage import free_run_slots, slot_holders
-from awp_pipelines.runlock import live_holder, process_start_time
-from awp_pipelines.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 
 RUNNER = tags.RUNNER
 UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,

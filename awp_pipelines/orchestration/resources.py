@@ -18,17 +18,17 @@ from dagster import Config, ConfigurableResource, Failure
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
-from awp_pipelines.attempts import AttemptRecord, AttemptSpec, execute_attempt
-from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
-from awp_pipelines.errors import PacketError
-from awp_pipelines.events import EventSink
-from awp_pipelines.interrupts import Stop
-from awp_pipelines.model.simulate import SimulateSpec
+from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec, execute_attempt
+from awp_pipelines.core.engine.interrupts import Stop
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.model.simulate import SimulateSpec
+from awp_pipelines.core.packet.packet import Packet, normalize_id
+from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
+from awp_pipelines.core.packet.validation import validate_doc
+from awp_pipelines.core.packet.yamlsrc import parse_yaml
+from awp_pipelines.core.providers.registry import adapter_for
+from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.orchestration.naming import dagster_name
-from awp_pipelines.packet import Packet, normalize_id
-from awp_pipelines.providers.registry import adapter_for
-from awp_pipelines.validation import validate_doc
-from awp_pipelines.yamlsrc import parse_yaml
 
 
 def resource_key(packet: Packet) -> str:

@@ -25,12 +25,15 @@ from dagster import (
     logger,
 )
 
-from awp_pipelines import interrupts, tags
-from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.errors import StorageUnavailable
-from awp_pipelines.hosts import host_id
-from awp_pipelines.interrupts import Interrupted
-from awp_pipelines.launches import Launch, Outlook, next_launches
+from awp_pipelines.core.decisions.next_launches import Launch, Outlook, next_launches
+from awp_pipelines.core.decisions.stops import StopMarker
+from awp_pipelines.core.engine import interrupts
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.interrupts import Interrupted
+from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
+from awp_pipelines.core.packet.errors import StorageUnavailable
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.attempt_config import launch_run_config
@@ -52,8 +55,6 @@ from awp_pipelines.orchestration.storage import (
     RunFailureReason,
     make_new_run_id,
 )
-from awp_pipelines.progress import LaunchDecided, Listener, listening
-from awp_pipelines.stops import StopMarker
 
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 

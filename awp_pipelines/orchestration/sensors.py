@@ -30,8 +30,9 @@ from dagster import (
     sensor,
 )
 
-from awp_pipelines import tags
-from awp_pipelines.launches import Launch, next_launches
+from awp_pipelines.core.decisions.next_launches import Launch, next_launches
+from awp_pipelines.core.decisions.stops import StopMarker
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -40,7 +41,6 @@ from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, pack
 from awp_pipelines.orchestration.naming import recovery_sensor_name
 from awp_pipelines.orchestration.reaper import driven_in_process, free_slots_of_ended_runs
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.stops import StopMarker
 
 INTERVAL_S = 5
 # A launch is one prompt, one step: run in the run worker's own process. A Celery worker's prefork child is

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from dagster import DagsterInstance, RunsFilter
 
-from awp_pipelines import tags
-from awp_pipelines.agent_run import AgentRunStatus, packet_run_state, resumable_prompts
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus, packet_run_state, resumable_prompts
+from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     AgentRunHistory,
@@ -17,7 +18,6 @@ from awp_pipelines.orchestration.history import (
     agent_run_truth,
     packet_run_history,
 )
-from awp_pipelines.status import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
 

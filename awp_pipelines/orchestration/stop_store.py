@@ -7,9 +7,9 @@ import time
 
 from dagster import DagsterInstance
 
-from awp_pipelines import tags
+from awp_pipelines.core.decisions.stops import StopMarker, StopState
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.storage import kv_get, kv_set
-from awp_pipelines.stops import StopMarker, StopState
 
 
 class StopStore:

@@ -25,12 +25,12 @@ from dagster import (
     MetadataValue,
 )
 
-from awp_pipelines import tags
-from awp_pipelines.errors import PacketError
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import Packet, Prompt
+from awp_pipelines.core.planning.plan import PromptPlan
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.verifiers.items import contract_items
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
-from awp_pipelines.packet import Packet, Prompt
-from awp_pipelines.plan import PromptPlan
-from awp_pipelines.verifiers.items import contract_items
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
 MAX_KINDS = 3  # Dagster's limit per asset

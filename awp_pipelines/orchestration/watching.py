@@ -9,16 +9,9 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus
 
-from awp_pipelines import tags
-from awp_pipelines.agent_files import last_activity
-from awp_pipelines.agent_run import packet_run_state
-from awp_pipelines.launches import next_launches
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
-from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
-from awp_pipelines.orchestration.status_read import newest_packet_run
-from awp_pipelines.orchestration.storage import latest_event_time
-from awp_pipelines.status import (
+from awp_pipelines.core.decisions.agent_run import packet_run_state
+from awp_pipelines.core.decisions.next_launches import next_launches
+from awp_pipelines.core.engine.status_report import (
     AttemptSummary,
     CurrentAttempt,
     WatchReading,
@@ -26,6 +19,13 @@ from awp_pipelines.status import (
     repo_activity,
     with_live_progress,
 )
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.agent_files import last_activity
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
+from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.orchestration.storage import latest_event_time
 
 
 def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,

@@ -19,7 +19,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.scheduler.instigation import InstigatorType
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
 
-from awp_pipelines import tags
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.sensors import INTERVAL_S
 from awp_pipelines.orchestration.stop_store import StopStore

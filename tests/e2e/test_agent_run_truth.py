@@ -18,13 +18,13 @@ from dagster import ExecuteInProcessResult, build_sensor_context
 from e2e_support import awp, git_log
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
 
-from awp_pipelines import tags
-from awp_pipelines.catalog import load_catalog
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
+from awp_pipelines.orchestration.standing import agent_run_records
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}

@@ -11,9 +11,9 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log, write_overlay
 
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import load_packet
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
@@ -102,7 +102,7 @@ def test_attempt_numbers_are_counted_from_stored_history_per_agent_run(compat_pa
 
 
 def test_a_cli_profile_reaches_the_attempt_through_the_resolved_plan(tmp_path: Path, make_git_repo) -> None:
-    from awp_pipelines.profile import profiles_dir
+    from awp_pipelines.core.packet.home_profile import profiles_dir
 
     profiles_dir().mkdir(parents=True, exist_ok=True)
     (profiles_dir() / "sim.md").write_text("---\nprovider: simulated\nmodel: simulated-from-profile\n---\n")

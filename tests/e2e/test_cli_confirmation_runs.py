@@ -12,9 +12,9 @@ import pytest
 import yaml
 from e2e_support import awp, git_log
 
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
+from awp_pipelines.orchestration.standing import agent_run_records
 
 FAKES = Path(__file__).resolve().parents[1] / "providers" / "fakes"
 

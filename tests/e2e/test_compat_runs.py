@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from dagster import DagsterRunStatus, RunsFilter
 from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import load_packet
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],

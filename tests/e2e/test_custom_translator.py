@@ -13,11 +13,11 @@ from e2e_support import awp
 from translators import TEAM_POOL, TeamTranslator
 
 from awp_pipelines import api
-from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.parallel import can_overlap
-from awp_pipelines.packet import load_packet
 
 DOTTED = "translators.TeamTranslator"
 

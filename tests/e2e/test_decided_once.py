@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines import api, plan
-from awp_pipelines.orchestration import attempt_step, history, packet_run_tag
-from awp_pipelines.progress import AttemptStarted, LaunchDecided, ProgressEvent
+from awp_pipelines import api
+from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
+from awp_pipelines.core.planning import plan
+from awp_pipelines.orchestration import attempt_compute as attempt_step
+from awp_pipelines.orchestration import history, packet_run_tag
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(

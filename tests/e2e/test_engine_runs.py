@@ -9,10 +9,10 @@ import yaml
 from dagster import AssetKey
 from e2e_support import awp
 
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
+from awp_pipelines.orchestration.standing import agent_run_records
 
 STATES = ["created", "provisioning", "running", "checkpointing", "terminal"]
 
@@ -113,7 +113,7 @@ def test_a_ui_launch_tagged_repair_repairs_the_prompts_latest_packet_run(tmp_pat
     """What the UI sends: the prompt's asset, tags awp/mode=repair and awp/note, no Attempt, no packet run."""
     from dagster import Definitions
 
-    from awp_pipelines.catalog import load_catalog
+    from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
 
     packet = _failing_then_fixed(tmp_path, make_git_repo)

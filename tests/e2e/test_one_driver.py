@@ -11,13 +11,13 @@ from pathlib import Path
 import yaml
 from dagster import DagsterInstance, build_sensor_context
 
-from awp_pipelines.catalog import load_catalog
-from awp_pipelines.launches import Launch
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.engine.runlock import packet_lock
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
-from awp_pipelines.packet import load_packet
-from awp_pipelines.runlock import packet_lock
 
 LIMITED = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}
 

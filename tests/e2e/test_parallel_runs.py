@@ -9,11 +9,11 @@ from dag_packets import write_dag_packet
 from dagster import DagsterInstance, RunsFilter
 from e2e_support import awp
 
-from awp_pipelines import tags
-from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.parallel import can_overlap
-from awp_pipelines.packet import load_packet
 
 
 def _step_spans(instance_dir: Path) -> tuple[int, dict[str, tuple[float, float]]]:

@@ -12,10 +12,10 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, git_log
 
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
+from awp_pipelines.orchestration.standing import agent_run_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.

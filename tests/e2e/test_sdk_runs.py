@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from awp_pipelines import api
-from awp_pipelines.errors import PacketError
-from awp_pipelines.progress import AttemptEnded, AttemptStarted, LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.packet.errors import PacketError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

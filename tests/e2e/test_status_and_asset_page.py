@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from dagster import AssetKey, DagsterEventType, RunsFilter
 from e2e_support import awp, postgres_instance_dir
 
+from awp_pipelines.cli_features.schema import schema_for, shipped_schema
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.schema import schema_for, shipped_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHANGELOG = AssetKey(["demo", "02_write_changelog"])
@@ -133,9 +133,9 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
 def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-untyped-def]
     """SQL storages read the Attempt events in one query and decode the stored JSON themselves: they must
     find what Dagster's own per-run API finds, with the same values, in the same order."""
+    from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.orchestration import storage
     from awp_pipelines.orchestration.naming import prompt_key
-    from awp_pipelines.packet import load_packet
 
     packet = load_packet(demo)
     keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}

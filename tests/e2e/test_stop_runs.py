@@ -12,14 +12,14 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus, SensorResult, build_sensor_context
 
-from awp_pipelines import tags
-from awp_pipelines.catalog import BUILTIN
+from awp_pipelines.core.decisions.stops import StopMarker
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.status_read import status_report
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.packet import load_packet
-from awp_pipelines.stops import StopMarker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

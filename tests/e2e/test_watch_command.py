@@ -14,11 +14,11 @@ from dagster._core.events import AssetObservationData, DagsterEvent
 from dagster._core.events.log import EventLogEntry
 from e2e_support import awp
 
+from awp_pipelines.core.engine.status_report import liveness
+from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import load_packet
-from awp_pipelines.status import liveness
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

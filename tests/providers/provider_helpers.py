@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from awp_pipelines.catalog import AccountBinding, ProviderSpec
-from awp_pipelines.events import EventSink
-from awp_pipelines.providers.base import ProviderRequest
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.records.events import EventSink
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 KIND_SPECS = {

@@ -20,9 +20,9 @@ _SCRIPT = """
 import sys
 from pathlib import Path
 from awp_pipelines.orchestration.account_store import AccountStore
-from awp_pipelines.failures import FailureEnvelope
+from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.rotation import choose_account
+from awp_pipelines.core.decisions.rotation import choose_account
 
 home, action = Path(sys.argv[1]), sys.argv[2]
 instance = open_instance(home, home)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from provider_helpers import KIND_SPECS, sink
 
-from awp_pipelines.catalog import AccountSpec, Catalog
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.registry import adapter_for
 
 OWN = "sk-own-account-credential-AAAA1111"
 OTHER = "sk-other-account-credential-BBBB2222"
@@ -60,7 +60,7 @@ def test_agent_sees_its_own_credential_and_config_dir_and_no_other_secret(
 
 def test_endpoint_comes_from_the_account_else_a_user_set_variable_passes_through(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from awp_pipelines.providers.environment import agent_env
+    from awp_pipelines.core.providers.environment import agent_env
 
     spec = KIND_SPECS["claude_code"]
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://user-gateway.test")
@@ -82,7 +82,7 @@ def test_every_cli_agent_gets_the_control_channel_an_awp_on_its_path_and_a_scope
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     """The control variables are in the agent's environment by design (issue 19's "agent-control variables
     are dropped": only the simulated provider saw them); its HOME is the account's own folder."""
-    from awp_pipelines.providers.environment import awp_shim, scoped_home
+    from awp_pipelines.core.providers.environment import awp_shim, scoped_home
 
     operator_home = tmp_path / "operator"
     (operator_home / ".ssh").mkdir(parents=True)
@@ -112,7 +112,7 @@ def test_every_cli_agent_gets_the_control_channel_an_awp_on_its_path_and_a_scope
 def test_the_awp_shim_runs_agent_control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from awp_pipelines.providers.environment import awp_shim
+    from awp_pipelines.core.providers.environment import awp_shim
 
     tools = awp_shim(tmp_path / "bin")
     done = subprocess.run([str(tools / "awp"), "agent-control", "repeat"], env={"PATH": "/usr/bin:/bin"},
@@ -123,7 +123,7 @@ def test_the_awp_shim_runs_agent_control(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_without_an_account_the_cli_login_dir_is_handed_over_not_the_home_around_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from awp_pipelines.providers.environment import agent_env
+    from awp_pipelines.core.providers.environment import agent_env
 
     operator_home = tmp_path / "operator"
     (operator_home / ".claude").mkdir(parents=True)

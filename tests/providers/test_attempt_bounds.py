@@ -14,15 +14,15 @@ import yaml
 from click.testing import CliRunner
 from provider_helpers import FAKES
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.bounds import derive_bounds
-from awp_pipelines.catalog import load_catalog
 from awp_pipelines.cli import cli
-from awp_pipelines.events import EventSink
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.process import run_streaming
-from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
+from awp_pipelines.core.packet.bounds import derive_bounds
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.process import run_streaming
+from awp_pipelines.core.providers.registry import adapter_for
+from awp_pipelines.core.records.events import EventSink
 
 DROPPING_KEY = "sk-ant-bounds-test-scenario-drop-0123456789"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from provider_helpers import KIND_SPECS, request, sink, types
 
-from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter
+from awp_pipelines.core.providers.process import group_alive
 
 ADAPTER = ClaudeCodeAdapter(KIND_SPECS["claude_code"], name="claude")
 KEY = "sk-ant-test-0123456789abcdefghij"

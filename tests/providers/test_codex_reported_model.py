@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from awp_pipelines.catalog import ProviderSpec
-from awp_pipelines.providers.codex import CodexAdapter
+from awp_pipelines.core.packet.providers_config import ProviderSpec
+from awp_pipelines.core.providers.codex import CodexAdapter
 
 SPEC = ProviderSpec(kind="codex", credential_env="OPENAI_API_KEY", config_dir_env="CODEX_HOME")
 

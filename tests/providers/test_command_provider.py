@@ -7,8 +7,8 @@ from pathlib import Path
 
 from provider_helpers import request, sink
 
-from awp_pipelines.catalog import ProviderSpec
-from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.core.packet.providers_config import ProviderSpec
+from awp_pipelines.core.providers.registry import adapter_for
 
 
 def _script(tmp: Path, body: str) -> str:

@@ -89,7 +89,7 @@ def test_unreachable_storage_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from awp_pipelines.failures import FailureEnvelope
+    from awp_pipelines.core.records.failures import FailureEnvelope
     from awp_pipelines.orchestration.account_store import AccountStore
     from awp_pipelines.orchestration.instance import open_instance
 
@@ -166,7 +166,7 @@ def test_doctor_writes_nothing_a_missing_config_dir_is_reported_creatable(
 
 
 def test_a_config_dir_that_cannot_be_created_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from awp_pipelines.doctor import check_dir
+    from awp_pipelines.core.planning.provider_checks import check_dir
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from provider_helpers import KIND_SPECS, request, sink, types
 
-from awp_pipelines.events import EventSink
-from awp_pipelines.providers.process import group_alive
-from awp_pipelines.providers.registry import adapter_for
+from awp_pipelines.core.providers.process import group_alive
+from awp_pipelines.core.providers.registry import adapter_for
+from awp_pipelines.core.records.events import EventSink
 
 KEY = "sk-test-fake-credential-0123456789"
 # kind -> (reset delay the rate-limit scenario states, in ms; the session id the fake reports)
@@ -77,7 +77,7 @@ def test_wall_clock_deadline_ends_a_session_that_keeps_talking(tmp_path: Path) -
 
 
 def test_a_missing_executable_is_a_launch_failure(tmp_path: Path) -> None:
-    from awp_pipelines.catalog import ProviderSpec
+    from awp_pipelines.core.packet.providers_config import ProviderSpec
 
     adapter = adapter_for(ProviderSpec(kind="codex", command=str(tmp_path / "no-such-codex")))
     outcome = adapter.run(request(tmp_path, "x", KEY), sink(tmp_path))

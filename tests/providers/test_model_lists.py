@@ -7,9 +7,9 @@ import pytest
 import responses
 from provider_helpers import FAKES
 
-from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
-from awp_pipelines.model_lists import OPENCODE_LISTS, Listing, ModelListCache, listing_for
-from awp_pipelines.probe import probe
+from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
+from awp_pipelines.core.planning.model_lists import OPENCODE_LISTS, Listing, ModelListCache, listing_for
+from awp_pipelines.core.planning.target_probe import probe
 
 BASE = "http://probe.test/v1"
 KEY = "sk-or-probe-secret-0123456789abcdef"

@@ -8,8 +8,8 @@ import requests
 import responses
 from provider_helpers import request, sink, types
 
-from awp_pipelines.catalog import ProviderSpec
-from awp_pipelines.providers.openai_http import OpenAIHttpAdapter
+from awp_pipelines.core.packet.providers_config import ProviderSpec
+from awp_pipelines.core.providers.openai_http import OpenAIHttpAdapter
 
 BASE = "https://gateway.test/api/v1"
 URL = BASE + "/chat/completions"

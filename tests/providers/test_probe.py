@@ -14,13 +14,13 @@ import responses
 import yaml
 from provider_helpers import FAKES
 
-from awp_pipelines.attempts import AttemptRecord
-from awp_pipelines.catalog import AccountSpec, Catalog, ProviderSpec
+from awp_pipelines.core.decisions.policy import Target, chain_of, past_unavailable
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
+from awp_pipelines.core.planning.target_probe import probe
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
-from awp_pipelines.policy import Target, chain_of, past_unavailable
-from awp_pipelines.probe import probe
+from awp_pipelines.orchestration.standing import agent_run_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from e2e_support import awp  # noqa: E402
@@ -82,7 +82,7 @@ def test_a_cli_probe_fails_when_the_executable_is_missing_and_passes_when_it_ans
 
 
 def test_past_an_unavailable_target_come_its_other_accounts_then_the_next_targets() -> None:
-    from awp_pipelines.model.execution import TargetSpec
+    from awp_pipelines.core.packet.model.execution import TargetSpec
 
     chain = chain_of("p", "m", None, ["a", "b"], [TargetSpec(provider="q", probe=True), TargetSpec(provider="r")],
                      probe=True)

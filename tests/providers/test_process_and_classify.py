@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.providers import process
-from awp_pipelines.providers.classify import class_of_status, class_of_text, reset_delay_ms, retry_after_ms
-from awp_pipelines.providers.process import STOP, run_streaming
+from awp_pipelines.core.providers import process
+from awp_pipelines.core.providers.classify import class_of_status, class_of_text, reset_delay_ms, retry_after_ms
+from awp_pipelines.core.providers.process import STOP, run_streaming
 
 NOW = datetime(2026, 11, 30, 17, 0, 0, tzinfo=UTC)
 ENV = {"PATH": os.environ["PATH"]}

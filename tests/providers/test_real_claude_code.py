@@ -15,10 +15,10 @@ from provider_helpers import real_cli, sink, types
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from awp_pipelines.catalog import AccountBinding, ProviderSpec
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter
+from awp_pipelines.core.providers.process import group_alive
 
 KEY = "sk-ant-api03-real-cli-test-key-0123456789abcdef"
 
@@ -99,9 +99,9 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
     import yaml
     from e2e_support import awp
 
+    from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.state import agent_run_records
-    from awp_pipelines.packet import load_packet
+    from awp_pipelines.orchestration.standing import agent_run_records
 
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     monkeypatch.setenv("AWP_REAL_A_KEY", KEY + "-a")

@@ -17,9 +17,9 @@ from provider_helpers import real_cli, sink
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from awp_pipelines.catalog import AccountBinding, ProviderSpec
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter
 
 KEY = "sk-ant-api03-root-test-key-0123456789abcdef"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: what CI and containers run as")

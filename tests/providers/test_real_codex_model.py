@@ -9,9 +9,9 @@ from pathlib import Path
 from fake_apis import fake_api
 from provider_helpers import real_cli, sink
 
-from awp_pipelines.catalog import AccountBinding, ProviderSpec
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.codex import CodexAdapter
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.codex import CodexAdapter
 
 KEY = "sk-proj-real-codex-model-key-0123456789abcdef"
 SPEC = ProviderSpec(kind="codex", credential_env="OPENAI_API_KEY", config_dir_env="CODEX_HOME")

@@ -13,10 +13,10 @@ import pytest
 from fake_apis import REPLY, fake_api
 from provider_helpers import real_cli, sink
 
-from awp_pipelines.catalog import AccountBinding, ProviderSpec
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.opencode import OpenCodeAdapter
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.opencode import OpenCodeAdapter
+from awp_pipelines.core.providers.process import group_alive
 
 KEY = "sk-ant-api03-real-opencode-test-0123456789abcdef"
 

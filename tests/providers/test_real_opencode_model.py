@@ -9,9 +9,9 @@ import pytest
 from fake_apis import fake_api
 from test_real_opencode import _run, opencode  # noqa: F401  (the fixture)
 
-from awp_pipelines.catalog import ProviderSpec
-from awp_pipelines.confirmation import model_confirms
-from awp_pipelines.providers.opencode import OpenCodeAdapter
+from awp_pipelines.core.engine.confirmation import model_confirms
+from awp_pipelines.core.packet.providers_config import ProviderSpec
+from awp_pipelines.core.providers.opencode import OpenCodeAdapter
 
 
 def test_real_opencode_reports_the_model_it_ran_from_its_database(

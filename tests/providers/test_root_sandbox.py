@@ -10,14 +10,14 @@ from pathlib import Path
 
 from provider_helpers import sink
 
-from awp_pipelines.catalog import Catalog, ProviderSpec, load_catalog
-from awp_pipelines.doctor import Need, root_checks
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.model.recovery import RecoveryConfig
-from awp_pipelines.policy import AttemptFact, chain_of, decide
-from awp_pipelines.providers.base import ProviderRequest
-from awp_pipelines.providers.claude_code import ClaudeCodeAdapter
-from awp_pipelines.providers.sandbox import root_refusal
+from awp_pipelines.core.decisions.policy import AttemptFact, chain_of, decide
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
+from awp_pipelines.core.packet.providers_config import Catalog, ProviderSpec, load_catalog
+from awp_pipelines.core.planning.provider_checks import Need, root_checks
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter
+from awp_pipelines.core.providers.sandbox import root_refusal
+from awp_pipelines.core.records.failures import FailureEnvelope
 
 REFUSAL = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
 

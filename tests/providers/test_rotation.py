@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from awp_pipelines.failures import FailureEnvelope
-from awp_pipelines.rotation import AccountUsage, Cooldown, choose_account, cooldown_for
+from awp_pipelines.core.decisions.rotation import AccountUsage, Cooldown, choose_account, cooldown_for
+from awp_pipelines.core.records.failures import FailureEnvelope
 
 ACCOUNTS = ["a", "b", "c"]
 NOW = 1_000_000

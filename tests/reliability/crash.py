@@ -17,13 +17,13 @@ from typing import Any
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from awp_pipelines.catalog import load_catalog
-from awp_pipelines.launches import PromptState
+from awp_pipelines.core.decisions.next_launches import PromptState
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import packet_run_history, prompt_states
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.packet import load_packet
 
 AWP = str(Path(sys.executable).parent / "awp")
 UNFINISHED = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,

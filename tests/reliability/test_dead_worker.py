@@ -13,11 +13,11 @@ import pytest
 from dagster import DagsterRunStatus
 from reliability.crash import UNFINISHED, checkpoint_refs, commits_per_prompt, event, kill_when, write_packet
 
-from awp_pipelines.catalog import load_catalog
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.packet import load_packet
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from awp_pipelines.cli import cli
-from awp_pipelines.verifiers.process import Finished
+from awp_pipelines.core.verifiers.process import Finished
 
 SHARDS = ("native", "prompt_runner", "front_matter", "raw_text")
 ALLOWED_EXITS = {0, 1, 2, 3}
@@ -224,7 +224,7 @@ COMMANDS = (("lint",), ("plan",), ("verify",), ("run", "--dry-run"))
 def no_real_commands() -> Iterator[None]:
     """`commands` entries never start a process: the fuzzer checks input handling, not programs."""
     fake = Finished(exit_code=0, output="", timed_out=False)
-    with mock.patch("awp_pipelines.verifiers.clauses.commands.run_bounded", return_value=fake):
+    with mock.patch("awp_pipelines.core.verifiers.clauses.commands.run_bounded", return_value=fake):
         yield
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.verifiers import VerifyContext, VerifyContract, run_contract
-from awp_pipelines.verifiers.clauses import globs
-from awp_pipelines.verifiers.clauses.globs import MAX_SECONDS, BoundedGlob
+from awp_pipelines.core.verifiers import VerifyContext, VerifyContract, run_contract
+from awp_pipelines.core.verifiers.clauses import globs
+from awp_pipelines.core.verifiers.clauses.globs import MAX_SECONDS, BoundedGlob
 
 CASES: dict[str, Callable[[Path, Path], None]] = {
     "root link": lambda repo, outside: os.symlink("/", repo / "rootlink"),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from reliability.crash import agent_packet, agent_pids, checkpoint_refs, event, kill_when, rerun_completes
 
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.core.providers.process import group_alive
 
 
 @pytest.mark.slow

@@ -24,12 +24,12 @@ import yaml
 from dagster import DagsterInstance, DagsterRunStatus
 from reliability.crash import commits_per_prompt
 
-from awp_pipelines.catalog import load_catalog
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import packet_run_history, prompt_states
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
-from awp_pipelines.packet import load_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"

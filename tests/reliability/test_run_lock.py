@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.runlock import LockInfo, RunLock, RunLockHeld, process_start_time, run_lock
+from awp_pipelines.core.engine.runlock import LockInfo, RunLock, RunLockHeld, process_start_time, run_lock
 
 HOLDER = textwrap.dedent("""\
     import sys, time
-    from awp_pipelines.runlock import RunLock
+    from awp_pipelines.core.engine.runlock import RunLock
     lock = RunLock(sys.argv[1], what="packet run pr-child").acquire()
     print("held", flush=True)
     time.sleep(120)
@@ -99,7 +99,7 @@ def test_a_lock_from_another_host_is_judged_by_its_beat_not_by_its_pid(tmp_path:
 
 
 def test_a_holder_touches_its_lock_file_while_it_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("awp_pipelines.runlock.LOCK_BEAT_S", 0.2)
+    monkeypatch.setattr("awp_pipelines.core.engine.runlock.LOCK_BEAT_S", 0.2)
     path = tmp_path / "pr-5.lock"
     lock = RunLock(path).acquire()
     try:
@@ -148,7 +148,7 @@ def test_run_lock_names_a_file_under_locks_and_refuses_path_names(tmp_path: Path
 
 RACER = textwrap.dedent("""\
     import sys, time
-    from awp_pipelines.runlock import RunLock, RunLockHeld
+    from awp_pipelines.core.engine.runlock import RunLock, RunLockHeld
     go = float(sys.argv[2])
     while time.time() < go:
         time.sleep(0.001)

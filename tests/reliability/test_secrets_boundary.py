@@ -12,15 +12,21 @@ from pathlib import Path
 import pytest
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
-from awp_pipelines.attempts import AttemptIdentity, AttemptRecord, AttemptSpec, AttemptTarget, execute_attempt
-from awp_pipelines.catalog import BUILTIN, Catalog, load_catalog
-from awp_pipelines.errors import PacketError
-from awp_pipelines.events import EventSink
-from awp_pipelines.lint import lint_packet, refuse_secrets
-from awp_pipelines.packet import load_packet
-from awp_pipelines.plan import PlanContext, build_plan
-from awp_pipelines.providers.registry import adapter_for
-from awp_pipelines.redact import REDACTED, Redactor
+from awp_pipelines.core.engine.attempts import (
+    AttemptIdentity,
+    AttemptRecord,
+    AttemptSpec,
+    AttemptTarget,
+    execute_attempt,
+)
+from awp_pipelines.core.lint import lint_packet, refuse_secrets
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog, load_catalog
+from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.providers.registry import adapter_for
+from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.redact import REDACTED, Redactor
 
 
 def write_packet(root: Path, make_git_repo: Callable[[Path], Path]) -> Path:

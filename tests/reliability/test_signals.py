@@ -32,14 +32,14 @@ from reliability.crash import (
     write_packet,
 )
 
-from awp_pipelines import tags
-from awp_pipelines.catalog import load_catalog
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.providers.process import group_alive
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import packet_run_history, prompt_states
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.state import agent_run_records
-from awp_pipelines.packet import load_packet
-from awp_pipelines.providers.process import group_alive
+from awp_pipelines.orchestration.standing import agent_run_records
 
 
 def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,

@@ -5,7 +5,7 @@
     ui           (test)    (url, page): a fresh chromium profile per test
     shots        (test)    the test's screenshot folder, under its tmp_path
 
-The webserver loads the repo's workspace.yaml (code location `awp_pipelines.definitions`) with
+The webserver loads the repo's workspace.yaml (code location `awp_pipelines.orchestration.definitions`) with
 AWP_PROJECT_ROOT at a temporary project whose assets/demo is the packet that ran, and DAGSTER_HOME holding
 the repo's own dagster.yaml (PostgreSQL through AWP_PG_*), so the UI shows exactly what the deployment would.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from awp_pipelines.verifiers import VerifyContract, contract_items
-from awp_pipelines.verifiers.clause_table import CLAUSE, CLAUSE_TABLE, CLAUSES
-from awp_pipelines.verifiers.engine import CHECKS
+from awp_pipelines.core.verifiers import VerifyContract, contract_items
+from awp_pipelines.core.verifiers.clause_table import CLAUSE, CLAUSE_TABLE, CLAUSES
+from awp_pipelines.core.verifiers.engine import CHECKS
 
 
 def uncovered(model: type[BaseModel]) -> dict[str, str]:

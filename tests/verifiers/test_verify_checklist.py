@@ -9,9 +9,9 @@ import pytest
 from packet_sources import PACKET_NAMES, PacketSource, packet_sources
 from verify_helpers import front_matter
 
-from awp_pipelines.packet import normalize_id
-from awp_pipelines.verifiers import VerifyContract
-from awp_pipelines.verifiers.checklist import checklist_markdown
+from awp_pipelines.core.packet.packet import normalize_id
+from awp_pipelines.core.verifiers import VerifyContract
+from awp_pipelines.core.verifiers.checklist import checklist_markdown
 
 SOURCES = packet_sources()
 CHECKLISTS = [(source, file) for source in SOURCES

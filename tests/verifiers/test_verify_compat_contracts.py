@@ -8,7 +8,7 @@ import pytest
 from packet_sources import packet_sources
 from verify_helpers import Workspace, front_matter
 
-from awp_pipelines.verifiers import VerifyContract, run_contract
+from awp_pipelines.core.verifiers import VerifyContract, run_contract
 
 # The packets whose prompts carry `simulate:` sessions, from every source.
 SIMULATED = [pytest.param(source.root / packet, id=f"{source.name}-{packet}") for source in packet_sources()

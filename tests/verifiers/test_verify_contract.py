@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from awp_pipelines.model import contract as contract_module
-from awp_pipelines.verifiers import VerifyContract
+from awp_pipelines.core.packet.model import contract as contract_module
+from awp_pipelines.core.verifiers import VerifyContract
 
 
 def test_unknown_clause_is_rejected() -> None:

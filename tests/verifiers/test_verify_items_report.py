@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_helpers import Workspace
 
-from awp_pipelines.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
-from awp_pipelines.verifiers import engine as engine_module
-from awp_pipelines.verifiers.clause_table import CLAUSES
+from awp_pipelines.core.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
+from awp_pipelines.core.verifiers import engine as engine_module
+from awp_pipelines.core.verifiers.clause_table import CLAUSES
 
 EVERY_CLAUSE: dict[str, Any] = {
     "repos_clean": ["app"],
@@ -241,5 +241,5 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
                 else:
                     outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
-    assert "awp_pipelines.model.contract" in ours <= {"awp_pipelines.model.contract", "awp_pipelines.model.pathtext",
-                                                      "awp_pipelines.redact"}
+    assert "awp_pipelines.core.packet.model.contract" in ours <= {"awp_pipelines.core.packet.model.contract", "awp_pipelines.core.packet.model.pathtext",
+                                                      "awp_pipelines.core.records.redact"}

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from awp_pipelines.verifiers import ItemResult, VerifierReport, VerifyContext, VerifyContract, run_contract
+from awp_pipelines.core.verifiers import ItemResult, VerifierReport, VerifyContext, VerifyContract, run_contract
 
 
 def front_matter(prompt: Path) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Features only the CLI uses: prompt authoring, blame, JSON Schemas."""

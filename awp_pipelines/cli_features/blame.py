@@ -1,0 +1,209 @@
+"""From a line of a committed artifact to the Attempt that wrote it: `git blame`, then the commit's trailers.
+
+Pure core: git through subprocess, no Dagster. Two git calls answer one line (blame, then the trailers of
+the commits it names), so it stays fast on long histories: git walks back only as far as the line's commit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from awp_pipelines.core.records.workspace import WorkspaceError, git
+
+DAGSTER_URL_ENV = "AWP_DAGSTER_URL"
+# Trailer → field of `Provenance`. AWP-Attempt is what makes a commit "written by AWP".
+TRAILER_FIELDS: dict[str, str] = {
+    "AWP-Packet": "packet",
+    "AWP-Prompt": "prompt",
+    "AWP-Agent-Run": "agent_run",
+    "AWP-Attempt": "attempt",
+    "AWP-Mode": "mode",
+    "AWP-Reason": "reason",
+    "AWP-Provider": "provider",
+    "AWP-Account": "account",
+    "AWP-Model": "model",
+    "AWP-Dagster-Run": "dagster_run",
+}
+_UNCOMMITTED = "0" * 40
+_RECORD_SEP = "\x1e"
+
+
+class BlameError(Exception):
+    """The question cannot be asked: no such file, not in a git repo, line out of range."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the AWP trailers of one commit say; every field None when the commit has no such trailer."""
+
+    packet: str | None = None
+    prompt: str | None = None
+    agent_run: str | None = None
+    attempt: str | None = None
+    mode: str | None = None
+    reason: str | None = None
+    provider: str | None = None
+    account: str | None = None
+    model: str | None = None
+    dagster_run: str | None = None
+    dagster_run_url: str | None = None
+
+    @property
+    def by_awp(self) -> bool:
+        return self.attempt is not None
+
+
+@dataclass(frozen=True)
+class BlameCommit:
+    """A commit as `git blame` names it (any author); an Attempt's own commits are `committer.CommitResult`."""
+
+    sha: str
+    author: str
+    author_time: int
+    summary: str
+
+
+@dataclass(frozen=True)
+class BlamedLines:
+    """Lines `start..end` (1-based, inclusive) of `file` as last changed by `commit`."""
+
+    file: str
+    repo: str
+    start: int
+    end: int
+    text: list[str]
+    commit: BlameCommit | None  # None: not committed yet
+    awp: Provenance = field(default_factory=Provenance)
+
+    @property
+    def by_awp(self) -> bool:
+        return self.awp.by_awp
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["by_awp"] = self.by_awp
+        return data
+
+
+def parse_target(spec: str) -> tuple[Path, int | None]:
+    """`FILE` or `FILE:LINE`. A path that itself ends in `:digits` and exists wins over the line reading."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isdigit() and head and not Path(spec).exists():
+        line = int(tail)
+        if line < 1:
+            raise BlameError(f"{spec}: line numbers start at 1")
+        return Path(head), line
+    return Path(spec), None
+
+
+def dagster_run_url(run_id: str | None, base_url: str | None = None) -> str | None:
+    """The run's page on the webserver at `base_url` (default: $AWP_DAGSTER_URL); None when either is unset."""
+    base = (base_url if base_url is not None else os.environ.get(DAGSTER_URL_ENV, "")).strip().rstrip("/")
+    if not run_id or not base:
+        return None
+    if base.endswith("/runs"):  # tolerate a URL that already names the runs page
+        base = base[: -len("/runs")]
+    return f"{base}/runs/{run_id}"
+
+
+def parse_trailers(text: str) -> dict[str, str]:
+    """`Key: value` lines (git's `%(trailers:only,unfold)` output) → the AWP ones; the last value wins."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in TRAILER_FIELDS:
+            found[key.strip()] = value.strip()
+    return found
+
+
+def provenance(trailers: Mapping[str, str], base_url: str | None = None) -> Provenance:
+    values: dict[str, str | None] = {TRAILER_FIELDS[k]: v for k, v in trailers.items() if k in TRAILER_FIELDS and v}
+    if values.get("account") == "none":  # _commit writes "none" for a provider without accounts
+        values["account"] = None
+    return Provenance(**values, dagster_run_url=dagster_run_url(values.get("dagster_run"), base_url))
+
+
+def blame(file: Path | str, line: int | None = None, base_url: str | None = None) -> list[BlamedLines]:
+    """Who last changed `line` of `file` (or every line when None), with each commit's AWP provenance.
+
+    Consecutive lines from one commit form one entry. Raises BlameError for a question git cannot answer.
+    """
+    path = Path(file)
+    if not path.is_file():
+        raise BlameError(f"{file}: no such file")
+    folder = path.resolve().parent
+    try:
+        repo = git(folder, "rev-parse", "--show-toplevel").stdout.strip()
+    except WorkspaceError:
+        raise BlameError(f"{file}: not inside a git repository") from None
+    args = ["blame", "--porcelain"]
+    if line is not None:
+        args += ["-L", f"{line},{line}"]
+    proc = git(folder, *args, "--", path.name, ok_codes=(0, 128))
+    if proc.returncode == 128:
+        detail = proc.stderr.strip().removeprefix("fatal: ")
+        raise BlameError(f"{file}{f':{line}' if line else ''}: {detail}")
+    rel = os.path.relpath(path.resolve(), Path(repo).resolve())
+    hunks = _porcelain_lines(proc.stdout)
+    shas = sorted({sha for sha, _, _ in hunks if sha != _UNCOMMITTED})
+    commits = _commits(repo, shas, base_url)
+    return _group(rel, repo, hunks, commits)
+
+
+def _porcelain_lines(out: str) -> list[tuple[str, int, str]]:
+    """(sha, final line number, text) per line of `git blame --porcelain` output."""
+    result: list[tuple[str, int, str]] = []
+    sha, final = "", 0
+    for raw in out.split("\n"):
+        if raw.startswith("\t"):
+            result.append((sha, final, raw[1:]))
+            continue
+        parts = raw.split(" ")
+        # A header line: `<40-hex sha> <orig line> <final line> [<group size>]`.
+        if len(parts) >= 3 and len(parts[0]) == 40 and parts[1].isdigit() and parts[2].isdigit():
+            sha, final = parts[0], int(parts[2])
+    return result
+
+
+def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, tuple[BlameCommit, Provenance]]:
+    """One `git log --no-walk` for every commit at once: author, time, subject and trailers."""
+    if not shas:
+        return {}
+    fmt = f"%H%n%an%n%at%n%s%n%(trailers:only,unfold){_RECORD_SEP}"
+    out = git(repo, "log", "--no-walk=unsorted", "--stdin", f"--format={fmt}", input="\n".join(shas) + "\n").stdout
+    found: dict[str, tuple[BlameCommit, Provenance]] = {}
+    for record in out.split(_RECORD_SEP):
+        lines = record.strip("\n").split("\n")
+        if len(lines) < 4:
+            continue
+        sha, author, when, summary = lines[:4]
+        info = BlameCommit(sha=sha, author=author, author_time=int(when or 0), summary=summary)
+        found[sha] = (info, provenance(parse_trailers("\n".join(lines[4:])), base_url))
+    return found
+
+
+def _group(rel: str, repo: str, hunks: Iterable[tuple[str, int, str]],
+           commits: Mapping[str, tuple[BlameCommit, Provenance]]) -> list[BlamedLines]:
+    groups: list[BlamedLines] = []
+    for sha, number, text in hunks:
+        last = groups[-1] if groups else None
+        if last is not None and last.end == number - 1 and (last.commit.sha if last.commit else _UNCOMMITTED) == sha:
+            groups[-1] = BlamedLines(last.file, last.repo, last.start, number, [*last.text, text], last.commit,
+                                     last.awp)
+            continue
+        info, prov = commits.get(sha, (None, Provenance()))
+        groups.append(BlamedLines(rel, repo, number, number, [text], info, prov))
+    return groups
+
+
+def by_attempt(entries: Iterable[BlamedLines]) -> list[tuple[Provenance, list[BlamedLines]]]:
+    """AWP entries grouped by Attempt, in order of first appearance (for a whole-file answer)."""
+    order: dict[str, tuple[Provenance, list[BlamedLines]]] = {}
+    for entry in entries:
+        if entry.by_awp:
+            order.setdefault(entry.awp.attempt or "", (entry.awp, []))[1].append(entry)
+    return list(order.values())

@@ -1,0 +1,316 @@
+"""The one decision function: (AgentRun history, policy) → what happens next. Pure: no Dagster, no clock.
+
+Sensors call it when the daemon runs; `awp run` calls it in process. Budgets are counted from the stored
+history it is given, so every branch terminates and a restart changes nothing.
+
+Prompt Runner's table: ok+pass → complete; error+pass → complete (the verifier overrides the provider);
+ok+fail → repair while the budget lasts, else verification_failed; error+fail → retry within the class
+budget, else repair when the workspace changed, else fail. AWP adds fallback: a rate limit, capacity or
+auth claim moves to the next account or target of the chain when there is one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+from typing import Literal, NamedTuple
+
+from awp_pipelines.core.decisions.budget import Budget, Spend
+from awp_pipelines.core.decisions.rotation import Availability, choose_account
+from awp_pipelines.core.packet.model.execution import Rotation, TargetSpec
+from awp_pipelines.core.packet.model.recovery import RecoveryConfig
+from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES
+from awp_pipelines.core.records.run_tags import Relaunch
+
+# What the AgentRun does next: end it, or launch an Attempt in one of the relaunching modes (tags.Relaunch).
+Action = Literal["complete", Relaunch, "fail", "blocked"]
+
+
+@dataclass(frozen=True)
+class AttemptFact:
+    """What the stored record of one finished Attempt says, as far as the decision needs."""
+
+    number: int
+    mode: str
+    result: str  # completed | verification_failed | provider_failed | verifier_fault | commit_failed
+    failure_class: str | None = None
+    retryable: bool = False
+    repairable: bool = False
+    suggested_delay_ms: int | None = None
+    provider: str = ""
+    account: str | None = None
+    model: str = ""
+    effort: str | None = None
+    workspace_changed: bool = False
+    cost_usd: float = 0.0  # what the provider reported for this Attempt
+    tokens: int = 0
+    directive: str | None = None  # agent control: what the iteration's request came to (control.Outcome)
+    directive_reason: str = ""
+
+    @property
+    def done(self) -> bool:
+        """The contract passed and, under agent control, the agent did not ask for more."""
+        return self.result == "completed" and self.directive in (None, "continue", "finish")
+
+    @property
+    def spend(self) -> Spend:
+        return Spend(self.cost_usd, self.tokens)
+
+
+def adopted_fact(number: int, mode: str, target: Target) -> AttemptFact:
+    """A started Attempt whose record was lost after it committed (its commit carries its trailer): the
+    work exists and met the contract, so the AgentRun is complete and nothing runs twice."""
+    return AttemptFact(number=number, mode=mode, result="completed", provider=target.provider,
+                       account=target.account, model=target.model or "", effort=target.effort)
+
+
+def interrupted_fact(number: int, mode: str, target: Target) -> AttemptFact:
+    """A started Attempt whose run ended with no record: its process died. It counts, and is retried."""
+    return AttemptFact(number=number, mode=mode, result="provider_failed", failure_class="interrupted",
+                       retryable=True, repairable=True, provider=target.provider, account=target.account,
+                       model=target.model or "", effort=target.effort)
+
+
+@dataclass(frozen=True)
+class Target:
+    provider: str
+    model: str | None
+    account: str | None
+    effort: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    reason: str
+    status: str = ""
+    delay_ms: int = 0
+    target: Target | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.action in ("complete", "fail", "blocked")
+
+
+class Group(NamedTuple):
+    """One target of a chain (its account unset) with the accounts it may use, in order."""
+
+    target: Target
+    accounts: tuple[str | None, ...]  # (None,): a target without accounts, tried once with none
+    probe: bool = False  # checked for availability just before it is chosen
+    rotation: Rotation = "fill_first"  # how its accounts are picked
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The primary target's accounts, then the fallback targets, in order; `rotation` picks the account
+    of a target with several (rotation.py), `primary_probe` marks the primary `probe: true`."""
+
+    primary: Target
+    accounts: tuple[str, ...] = ()
+    fallback: tuple[TargetSpec, ...] = field(default_factory=tuple)
+    rotation: Rotation = "fill_first"
+    primary_probe: bool = False
+
+    def groups(self) -> list[Group]:
+        first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
+        rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
+                      t.rotation or self.rotation) for t in self.fallback]
+        return [first, *rest]
+
+    def candidates(self) -> list[Target]:
+        return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
+
+    def group_of(self, target: Target) -> Group | None:
+        """The chain's target that `target` is one account of: the same model and effort, else the same
+        provider and account (a record names the provider's default model where the chain names none)."""
+        mine = [g for g in self.groups() if g.target.provider == target.provider and target.account in g.accounts]
+        same = [g for g in mine if (g.target.model, g.target.effort) == (target.model, target.effort)]
+        return next(iter(same or mine), None)
+
+
+def _or_none(accounts: list[str] | None) -> list[str | None]:
+    """A target without accounts is tried once, with none."""
+    return list(accounts) if accounts else [None]
+
+
+class Pick(NamedTuple):
+    """A target chosen for an Attempt, and why that account (empty when there was no choice)."""
+
+    target: Target
+    why: str = ""
+
+
+def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
+           rng: random.Random | None = None, budget: Budget | None = None,
+           max_iterations: int | None = None, accounts: Availability = Availability()) -> Verdict:
+    """What the AgentRun does next. A spend cap that has been reached refuses any further Attempt;
+    `max_iterations` is set when the agent steers its iterations (agent_control); `accounts` is what the
+    store says of the accounts' cooldowns and usage now."""
+    last = history[-1] if history else None
+    if last is not None and last.result == "completed" and not last.done:
+        verdict = _steer(history, last, max_iterations or 1)
+    else:
+        verdict = _recovery(history, recovery, chain, rng, accounts)
+    over = budget.exhausted() if budget is not None and not verdict.terminal else None
+    if over is not None:
+        return Verdict("fail", over, status="budget_exhausted")
+    return verdict
+
+
+def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
+              rng: random.Random | None, accounts: Availability) -> Verdict:
+    if not history:
+        return Verdict("retry", "no attempt recorded yet", status="queued")
+    last = history[-1]
+    if last.result == "completed":
+        return Verdict("complete", f"attempt {last.number} met the contract", status="completed")
+    if last.result in ("verifier_fault", "commit_failed", "dirty_tree"):
+        # A fault says nothing about the work (a dirty tree: there is none): halt, and spend no repair.
+        return Verdict("fail", f"attempt {last.number} ended {last.result}", status=last.result)
+    repairs = sum(1 for fact in history if fact.mode == "repair")
+    repair = recovery.repair
+    can_repair = repair.enabled and repairs < repair.max_attempts
+    if last.result == "verification_failed":
+        if can_repair and repair.trigger_on_nominal_success_with_failed_verifier:
+            return Verdict("repair", f"repair {repairs + 1}/{repair.max_attempts}: unmet verifier items",
+                           status="repairing")
+        return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
+    cls = last.failure_class or "unknown"
+    if cls == "user_cancelled":
+        # A person stopped it (the UI's Terminate): a stop of the packet run, stored beside it, holds every
+        # launch until the person resumes it; then the AgentRun goes on, no retry budget spent.
+        return Verdict("retry", f"attempt {last.number} was cancelled by a person: it goes on once the packet run "
+                       "is resumed", status="retry_scheduled")
+    if last.retryable:
+        used = sum(1 for fact in history if fact.failure_class == cls)
+        budget = _class_budget(recovery, cls)
+        if cls in FALLBACK_WORTHY_CLASSES:
+            pick = _next_target(history, chain, accounts)
+            if pick is not None:
+                nxt = pick.target
+                where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
+                return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}" + _why(pick),
+                               status="retry_scheduled", target=nxt)
+        if used <= budget:
+            return Verdict("retry", f"{cls}: retry {used}/{budget}", status="retry_scheduled",
+                           delay_ms=retry_delay(recovery, used, last.suggested_delay_ms, rng))
+        if can_repair and last.workspace_changed and repair.trigger_on_retry_exhaustion_with_workspace_changes:
+            return Verdict("repair", f"{cls}: retries exhausted ({budget}); the workspace changed, repairing",
+                           status="repairing")
+        return Verdict("fail", f"{cls}: retries exhausted ({budget})", status="failed")
+    if can_repair and last.repairable and last.workspace_changed \
+            and repair.trigger_on_provider_failure_with_workspace_changes:
+        return Verdict("repair", f"{cls}: not retryable; the workspace changed, repairing", status="repairing")
+    return Verdict("fail", f"{cls}: not retryable", status="failed")
+
+
+def _steer(history: list[AttemptFact], last: AttemptFact, max_iterations: int) -> Verdict:
+    """An iteration passed its contract and the agent asked for more, was blocked, or was refused."""
+    if last.directive == "blocked":
+        return Verdict("blocked", f"the agent is blocked: {last.directive_reason}", status="blocked")
+    if last.directive == "invalid_request":
+        return Verdict("fail", f"invalid agent-control request: {last.directive_reason}", status="invalid_request")
+    done = sum(1 for fact in history if fact.mode == "iterate")
+    if done >= max_iterations:
+        return Verdict("fail", f"iteration limit: {done}/{max_iterations} iterations", status="iteration_limit")
+    why = ("finish rejected: the completion contract is unmet" if last.directive == "finish_rejected"
+           else "the agent asked to repeat" + (f": {last.directive_reason}" if last.directive_reason else ""))
+    return Verdict("iterate", f"iteration {done + 1}/{max_iterations}: {why}", status="iterating")
+
+
+def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
+    attempts = recovery.retry.class_attempts
+    return getattr(attempts, cls) if cls in type(attempts).model_fields else recovery.retry.max_attempts
+
+
+def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availability) -> Pick | None:
+    """The first target of the chain with an account not used yet in this AgentRun (a target once
+    exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
+    process); which of its accounts, the rotation says."""
+    used = {(f.provider, f.account) for f in history}
+    return _first_ready(chain, chain.groups(), used, accounts, after=history[-1].account if history else None)
+
+
+def past_unavailable(chain: Chain, target: Target, unavailable: Collection[tuple[str, str | None]],
+                     accounts: Availability = Availability()) -> Pick | None:
+    """Where an Attempt goes when the probe of its `target` failed: the target's other accounts, then the
+    targets after it in the chain, passing over those whose probe failed too (`unavailable`: provider,
+    account) and resting accounts. None when nothing is left."""
+    groups = chain.groups()
+    group = chain.group_of(target)
+    start = groups.index(group) if group is not None else 0
+    return _first_ready(chain, groups[start:], set(unavailable), accounts, after=target.account)
+
+
+def _first_ready(chain: Chain, groups: list[Group], skip: set[tuple[str, str | None]], accounts: Availability,
+                 after: str | None) -> Pick | None:
+    for group in groups:
+        ready = [a for a in group.accounts if (group.target.provider, a) not in skip and not accounts.resting(a)]
+        if ready:
+            return _pick(chain, group, ready, accounts, after)
+    return None
+
+
+def first_target(chain: Chain, accounts: Availability = Availability()) -> Pick:
+    """Where a new AgentRun starts: the first target with an account not resting, the account picked by the
+    rotation (the first candidate when every account rests: the provider will say when it is back)."""
+    resting: list[str] = []
+    for group in chain.groups():
+        ready = [a for a in group.accounts if not accounts.resting(a)]
+        resting += [a for a in group.accounts if a is not None and a not in ready]
+        if ready:
+            pick = _pick(chain, group, ready, accounts, after=None)
+            if resting:
+                rest = f"{', '.join(resting)} {'is' if len(resting) == 1 else 'are'} resting after a limit"
+                return Pick(pick.target, "; ".join(w for w in (pick.why, rest) if w))
+            return pick
+    return Pick(chain.candidates()[0])
+
+
+def next_in_turn(chain: Chain, last: Target, accounts: Availability = Availability()) -> Pick:
+    """The target of an AgentRun's next Attempt on the same target (a retry, repair or iteration): under
+    `between_attempts` the next of its accounts in turn (passing over resting ones), else the same account:
+    the other rotations pick where an AgentRun starts and where it falls back, not between its Attempts."""
+    group = chain.group_of(last)
+    if group is None or group.rotation != "between_attempts" or len(group.accounts) < 2:
+        return Pick(last)
+    ready = [a for a in group.accounts if not accounts.resting(a)] or [last.account]
+    return _pick(chain, group, ready, accounts, after=last.account)
+
+
+def _pick(chain: Chain, group: Group, ready: list[str | None], accounts: Availability, after: str | None) -> Pick:
+    """Which of a target's `ready` accounts (in the chain's order) the rotation gives; `after`: the account
+    of the AgentRun's last Attempt, from which `between_attempts` moves on."""
+    if ready == [None] or len(group.accounts) < 2:
+        return Pick(replace(group.target, account=ready[0]))
+    names = [a for a in ready if a is not None]
+    if group.rotation == "between_attempts":
+        order = list(group.accounts)
+        start = order.index(after) + 1 if after in order else 0
+        account = next(a for a in order[start:] + order[:start] if a in names)
+        return Pick(replace(group.target, account=account),
+                    f"between_attempts: {account} follows {after}" if after in order else "")
+    choice = choose_account(names, group.rotation, now_ms=accounts.now_ms, usage=accounts.usage)
+    why = choice.reason if group.rotation in ("round_robin", "least_used") else ""
+    return Pick(replace(group.target, account=choice.account), why)
+
+
+def _why(pick: Pick) -> str:
+    return f"; {pick.why}" if pick.why else ""
+
+
+def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int | None,
+                rng: random.Random | None = None) -> int:
+    """min(2^(n-1) × base, max), jittered uniformly in [d/2, d]; a provider's suggestion is a floor."""
+    retry = recovery.retry
+    delay = min(2 ** max(retry_number - 1, 0) * retry.base_delay_ms, retry.max_delay_ms)
+    if retry.jitter and delay > 0:
+        delay = int((rng or random.Random()).uniform(delay / 2, delay))
+    return max(delay, min(suggested_ms or 0, retry.max_delay_ms)) if retry.max_delay_ms else delay
+
+
+def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],
+             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False) -> Chain:
+    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe)

@@ -1,0 +1,566 @@
+"""One Attempt: run the agent once on a fixed target, verify the contract, commit. No Dagster here.
+
+The verifier decides completion, never the provider: provider error + contract pass is complete.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from awp_pipelines.core.decisions.agent_control import (
+    ControlHandle,
+    Directive,
+    control_section,
+    iteration_of,
+    open_iteration,
+    read_directive,
+)
+from awp_pipelines.core.decisions.budget import Spend
+from awp_pipelines.core.decisions.policy import AttemptFact
+from awp_pipelines.core.engine import orphans
+from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
+from awp_pipelines.core.engine.confirmation import confirm
+from awp_pipelines.core.engine.interrupts import Interrupted, Stop
+from awp_pipelines.core.engine.provenance import AgentProvenance, credential_source, provenance
+from awp_pipelines.core.engine.remote import RemoteTrees
+from awp_pipelines.core.packet.bounds import human_duration
+from awp_pipelines.core.packet.model.control import AgentControlConfig
+from awp_pipelines.core.packet.model.simulate import SimulateSpec
+from awp_pipelines.core.packet.packet import Packet, Prompt
+from awp_pipelines.core.packet.prices import PriceTable, load_prices
+from awp_pipelines.core.packet.providers_config import AccountBinding
+from awp_pipelines.core.planning.plan import PromptPlan
+from awp_pipelines.core.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
+from awp_pipelines.core.providers.environment import awp_shim, scoped_home
+from awp_pipelines.core.records.agent_files import control_folder
+from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, transition
+from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets
+from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
+from awp_pipelines.core.records.redact import Redactor, redact
+from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
+from awp_pipelines.core.records.workspace import (
+    RepoState,
+    WorkspaceError,
+    changed_since,
+    discard_changes,
+    head,
+    restore_checkpoint,
+    save_checkpoint,
+    snapshot,
+)
+from awp_pipelines.core.verifiers.context import VerifyContext
+from awp_pipelines.core.verifiers.engine import run_contract
+from awp_pipelines.core.verifiers.report import VerifierReport
+
+CostSource = Literal["provider", "price_table", "unknown"]
+AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed",
+                        "dirty_tree"]  # dirty_tree: refused before its agent started (cleantree.py)
+# An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen (each says so
+# inline, where the pydantic mypy plugin sees it); a changed copy is made with `model_copy(update=...)`.
+
+
+class AttemptTarget(BaseModel):
+    """Fixed for the Attempt's whole life: provider, account and model never switch mid-Attempt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    provider_kind: str
+    account: str | None = None
+    model: str
+    effort: str | None = None
+    reason: str = Field(description="Why this target was selected.")
+
+
+class AttemptIdentity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    attempt_id: str
+    agent_run: str
+    number: int = Field(description="1-based, counted from stored history of the AgentRun.")
+    packet: str
+    packet_run: str
+    prompt: str
+    mode: str
+    parent_run: str | None = None
+    dagster_run: str | None = None
+
+
+class Usage(TokenCounts):
+    """An Attempt's tokens and what they cost (None: unknown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cost_usd: float | None = None
+    cost_source: CostSource = Field(
+        "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
+        "nowhere (None).")
+
+
+_SOURCE_RANK = {"provider": 0, "price_table": 1, "unknown": 2}
+
+
+def total_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum over Attempts (an AgentRun, a packet run). Its cost is the sum of the known costs, and its
+    source the weakest of theirs: `unknown` as soon as one Attempt's cost is."""
+    items = list(usages)
+    costs = [u.cost_usd for u in items if u.cost_usd is not None]
+    source: CostSource = max((u.cost_source for u in items), key=_SOURCE_RANK.__getitem__, default="unknown")
+    return Usage(**{k: sum(getattr(u, k) for u in items) for k in TOKEN_FIELDS},
+                 cost_usd=round(sum(costs), 6) if costs else None, cost_source=source)
+
+
+def attempt_usage(usage: ProviderUsage, model: str | None, prices: PriceTable | None = None) -> Usage:
+    """The provider's cost where it reports one, else the price table's estimate, else none."""
+    tokens = usage.token_counts().model_dump()
+    if usage.cost_reported:
+        return Usage(**tokens, cost_usd=usage.cost_usd, cost_source="provider")
+    cost = (prices or load_prices()).cost(model, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+    if cost is None:
+        return Usage(**tokens, cost_usd=usage.cost_usd or None, cost_source="unknown")
+    return Usage(**tokens, cost_usd=cost, cost_source="price_table")
+
+
+class SpendTotal(BaseModel):
+    """The packet run's recorded spend once this Attempt's own is added."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cost_usd: float = 0.0
+    tokens: int = 0
+
+
+class AttemptRecord(BaseModel):
+    """The immutable provenance of one Attempt (materialization / observation metadata)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    identity: AttemptIdentity
+    target: AttemptTarget
+    role: str
+    prompt_name: str
+    workspace: dict[str, str] = Field(description="Target repo name → path.")
+    cwd: str
+    checkpoint: dict[str, str | None] = Field(description="Target repo → HEAD before the Attempt.")
+    started_at: str
+    ended_at: str
+    duration_s: float
+    result: AttemptResult
+    failure: FailureEnvelope | None = None
+    provider_failure: FailureEnvelope | None = Field(None, description="Provider error even when the "
+                                                     "verifier overrode it.")
+    session_id: str | None = None
+    resumes: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    packet_run_spend: SpendTotal = Field(default_factory=SpendTotal, description="Running total of the packet "
+                                         "run's recorded spend, this Attempt included.")
+    messages: int = 0
+    verifier: VerifierReport | None = None
+    prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
+    workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
+    commits: list[CommitResult] = Field(default_factory=list)
+    events_file: str | None = None
+    wip: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint commit "
+                                "holding the partial work of an Attempt that did not complete.")
+    restored: dict[str, str] = Field(default_factory=dict, description="Target repo → the checkpoint of the "
+                                     "AgentRun's previous Attempt this one started from.")
+    set_aside: dict[str, str] = Field(default_factory=dict, description="Target repo → the git stash holding the "
+                                      "changes a person had left in it, set aside before the Attempt "
+                                      "(`dirty_tree: set_aside`); `git stash pop` brings them back.")
+    control: Directive | None = Field(None, description="Agent control: what this iteration's request came to "
+                                      "(read only once the contract passed and the work was committed).")
+    transitions: list[Transition] = Field(default_factory=list, description="The Attempt's lifecycle: created → "
+                                          "provisioning → running → checkpointing → terminal, with reasons.")
+    adopted: bool = Field(False, description="Written by whoever adopted the Attempt: it committed, then its "
+                          "process died before it stored this record.")
+    evidence: dict[str, str] = Field(default_factory=dict, description="An adopted Attempt's proof: target repo → "
+                                     "the commit sha and the trailer naming the Attempt.")
+    provenance: AgentProvenance | None = Field(None, description="Profile, permissions, the model the provider "
+                                               "reported and whose credential it used (provenance.py).")
+
+    @property
+    def completed(self) -> bool:
+        return self.result == "completed"
+
+    def fact(self) -> AttemptFact:
+        """What the decision function needs of this record."""
+        failure = self.failure
+        return AttemptFact(
+            number=self.identity.number, mode=self.identity.mode, result=self.result,
+            failure_class=failure.failure_class if failure else None,
+            retryable=bool(failure and failure.retryable), repairable=bool(failure and failure.repairable),
+            suggested_delay_ms=failure.suggested_delay_ms if failure else None,
+            provider=self.target.provider, account=self.target.account, model=self.target.model,
+            effort=self.target.effort, workspace_changed=self.workspace_changed,
+            cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens,
+            directive=self.control.outcome if self.control else None,
+            directive_reason=self.control.reason if self.control else "")
+
+
+@dataclass(frozen=True)
+class ControlSetup:
+    """An agent-controlled Attempt: where its request and progress files go, and which iteration it is."""
+
+    config: AgentControlConfig
+    folder: Path
+    iteration: int
+    previous: Directive | None = None  # the last iteration's directive (a rejected finish's unmet items)
+
+
+def control_setup(config: AgentControlConfig, state_root: Path, identity: AttemptIdentity, earlier_modes: list[str],
+                  previous: Directive | None) -> ControlSetup | None:
+    """The agent-control setup of an Attempt of an agent-controlled packet; files under the state folder."""
+    if not config.enabled:
+        return None
+    folder = control_folder(state_root, identity.packet_run, identity.prompt, identity.attempt_id)
+    return ControlSetup(config, folder, iteration_of(earlier_modes, identity.mode), previous)
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    packet: Packet
+    prompt: Prompt
+    plan: PromptPlan
+    identity: AttemptIdentity
+    target: AttemptTarget
+    commit: bool = True
+    simulate: SimulateSpec | None = None
+    repair_text: str | None = None
+    secret_env: Mapping[str, str] | None = None
+    restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
+    spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
+    control: ControlSetup | None = None
+    # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
+    # account's credential is known. The account's own `secret_env` values are always added.
+    redactor: Redactor | None = None
+    # The state folder: the agent gets HOME=<it>/homes/<account> and `awp` from <it>/bin on its PATH. None (bare
+    # engine tests): the operator's HOME, and the shim beside the control files when there are any.
+    agent_root: Path | None = None
+    # Remote repos among the targets: their commits and checkpoints are pushed (remote.py); None: all local.
+    trees: RemoteTrees | None = None
+
+    def boundary_redactor(self) -> Redactor:
+        return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
+
+
+def agent_places(spec: AttemptSpec) -> tuple[Path | None, Path | None]:
+    """(scoped HOME, folder of the `awp` shim) of the Attempt's agent."""
+    if spec.agent_root is not None:
+        return (scoped_home(spec.agent_root / "homes", spec.target.account, spec.target.provider),
+                awp_shim(spec.agent_root / "bin"))
+    return None, awp_shim(spec.control.folder / "bin") if spec.control is not None else None
+
+
+def repair_instructions(last: AttemptRecord, note: str | None = None) -> str | None:
+    """Prompt Runner's repair context: the last runtime error and the remaining verifier failures; and the
+    note of the person who asked for the repair, if any."""
+    parts = [f"Note from the person who asked for this repair: {redact(note)}"] if note else []
+    failure = last.failure or last.provider_failure
+    if failure:
+        parts.append(f"Last runtime error ({failure.failure_class}): {failure.message}")
+    if last.verifier is not None and not last.verifier.passed:
+        parts.append("Remaining verifier failures:\n\n" + last.verifier.unmet_text())
+    return "\n\n".join(parts) or None
+
+
+def prompt_text(spec: AttemptSpec) -> str:
+    text = spec.prompt.body
+    if spec.repair_text:
+        text += ("\n\n## Repair Instructions\n\nContinue from the current state of the workspace. Fix only the "
+                 "unmet items below; do not redo finished work.\n\n" + spec.repair_text)
+    return text
+
+
+def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink,
+                    cancel_on: tuple[type[BaseException], ...] = (), stop: Stop | None = None) -> AttemptRecord:
+    """One Attempt; the record it returns has passed the boundary redactor as a whole. `cancel_on`: what the
+    caller's runtime raises when a person cancels the run (Dagster's interrupt, under a run worker); the
+    Attempt then ends cancelled, with its partial work checkpointed. `stop`: the process's stop on a signal
+    (interrupts.py); it cuts into the agent's session, is honoured again after it and after verification,
+    and the Attempt ends `interrupted`, its partial work checkpointed."""
+    redactor = spec.boundary_redactor()
+    started, clock = _now(), time.monotonic()
+    trail = [transition("created", spec.target.reason)]
+    repos = spec.packet.repos
+    targets = {t.name: Path(t.path) for t in spec.plan.repos}
+    trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
+                            "snapshotting the work tree"))
+    try:
+        # Without commits (`--no-commit`) the trees keep each Attempt's work by design: nothing to protect.
+        set_aside = ensure_clean(targets, spec.packet.manifest.dirty_tree, spec.identity.attempt_id) \
+            if spec.commit else {}
+    except DirtyTree as err:
+        return redactor.model(_refused(spec, sink, started, clock, trail, str(err)))
+    for repo, sha in set_aside.items():
+        sink.tree_set_aside(repo, sha)
+    restored = _restore(targets, spec.restore or {})
+    before = snapshot(targets)
+    checkpoint = {name: state.head for name, state in before.items()}
+    handle = _open_control(spec)
+    if handle is not None:
+        sink.add_secret(handle.token)
+    text = prompt_text(spec) + (control_section(handle, spec.control.config, spec.control.previous)
+                                if handle and spec.control else "")
+    sink.prompt_sent(text)  # first in the transcript: what the agent was asked
+    fault_pause("before_agent")
+    home, tools = agent_places(spec)
+    request = ProviderRequest(
+        prompt_text=text, cwd=Path(spec.plan.cwd), repos={n: r.path for n, r in repos.items()},
+        default_repo=spec.plan.repos[0].name if spec.plan.repos else spec.packet.default_repo,
+        # What the Attempt hands its agent; the one builder (providers/environment.agent_env) adds the rest.
+        env={**(spec.secret_env or {}), **(handle.env() if handle else {}),
+             **orphans.marker(spec.packet.root, targets.values(), spec.identity.attempt_id)},
+        home=home, tools=tools, model=spec.target.model, effort=spec.target.effort,
+        timeout_ms=spec.plan.bounds.run_deadline_ms, idle_timeout_ms=spec.plan.bounds.idle_timeout_ms,
+        attempt_number=spec.identity.number, mode=spec.identity.mode,
+        session_id=None, simulate=spec.simulate,
+        account=_account(spec),
+        permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
+        max_turns=spec.plan.max_turns, system_prompt=spec.plan.system_prompt,
+        append_system_prompt=spec.plan.append_system_prompt)
+    trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
+
+    def stopped(failure: FailureEnvelope, ran: tuple[ProviderOutcome, int] | None = None) -> AttemptRecord:
+        """Ended before its verdict (cancelled, or the process was asked to stop): keep the partial work,
+        record the Attempt."""
+        sink.run_failed(failure)
+        fault_pause("stopping")
+        trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
+                                f"{failure.failure_class}"))
+        wip = _checkpoint(spec, targets, before)
+        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
+        outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
+        return redactor.model(_record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome,
+                                      resumes, None, "provider_failed", failure, bool(wip), [], wip, trail, set_aside))
+
+    try:
+        with stop.cut_in() if stop is not None else nullcontext():
+            outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+    except cancel_on as err:  # the UI terminated the run mid-session
+        return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
+    except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
+        return stopped(_interrupted(err.signum, "the agent's session"))
+    outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
+    fault_pause("after_agent")
+    if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing
+        return stopped(_interrupted(stop.signum, "the end of the agent's session"), (outcome, resumes))
+    changed = bool(changed_since(before, snapshot(targets)))
+    sink.files_changed_since(targets, checkpoint)
+    report = _verify(spec)
+    if report is not None:
+        report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
+        sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
+    result, failure = completion(outcome, report)
+    if stop is not None and stop.signum is not None and result != "completed":
+        # Stopped while verifying (its commands were killed): their verdict says nothing. A contract that
+        # passed is committed: the work is done, and a commit is quick and local.
+        return stopped(_interrupted(stop.signum, "verification"), (outcome, resumes))
+    fault_pause("after_verify")
+    commits: list[CommitResult] = []
+    trail.append(transition("checkpointing", "committing the work" if result == "completed" else
+                            "saving the partial work"))
+    if result == "completed" and spec.commit:
+        try:
+            commits = _commit(spec, targets, redactor)
+            for info in commits:
+                sink.commit_created(info.repo, info.status, info.sha)
+        except CommitError as err:
+            result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
+    fault_pause("after_commit")
+    wip = _checkpoint(spec, targets, before) if result != "completed" else {}
+    # The directive is read only once the contract passed and the work is committed.
+    directive = _directive(spec, handle) if result == "completed" and handle else None
+    cls = failure.failure_class if failure else None
+    trail.append(transition("terminal", result + (f": {cls}" if cls else "")
+                            + (f"; {directive.line()}" if directive else ""),
+                            cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
+    record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes,
+                     report, result, failure, changed, commits, wip, trail, set_aside)
+    # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
+    return redactor.model(record.model_copy(update={"control": directive}))
+
+
+def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],
+             message: str) -> AttemptRecord:
+    """The clean-tree precondition refused: the agent never started, the tree is as the person left it."""
+    failure = FailureEnvelope.for_class("dirty_tree", message)
+    sink.run_failed(failure)
+    trail.append(transition("terminal", f"dirty_tree: {message}", cause_of("dirty_tree")))
+    heads = {t.name: head(t.path) for t in spec.plan.repos}
+    outcome = ProviderOutcome.from_sink(sink, None, None)
+    return _record(spec, prompt_text(spec), sink, started, clock, heads, {}, outcome, 0, None, "dirty_tree", failure,
+                   False, [], {}, trail)
+
+
+def _open_control(spec: AttemptSpec) -> ControlHandle | None:
+    if spec.control is None:
+        return None
+    ident = spec.identity
+    return open_iteration(spec.control.folder, ident.packet_run, ident.prompt, spec.control.iteration)
+
+
+def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
+    """The iteration's directive; a `finish` stands only if the packet's completion contract passes."""
+    assert spec.control is not None
+    config = spec.control.config
+    directive = read_directive(handle, config)
+    if directive.outcome != "finish" or config.completion_verify is None:
+        return directive
+    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
+    report = run_contract(config.completion_verify, ctx)
+    if report.passed:
+        return directive
+    return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
+
+
+def _account(spec: AttemptSpec) -> AccountBinding | None:
+    return spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None
+
+
+def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: float,
+            checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
+            report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
+            commits: list[CommitResult], wip: dict[str, str], trail: list[Transition],
+            set_aside: Mapping[str, str] | None = None) -> AttemptRecord:
+    usage = attempt_usage(outcome.usage, spec.target.model)
+    spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
+    return AttemptRecord(
+        identity=spec.identity, target=spec.target, role=spec.plan.agent, prompt_name=spec.prompt.name,
+        workspace={t.name: str(Path(t.path)) for t in spec.plan.repos}, cwd=spec.plan.cwd, checkpoint=checkpoint,
+        started_at=started, ended_at=_now(), duration_s=round(time.monotonic() - clock, 3), result=result,
+        failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
+        usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
+        messages=outcome.messages, verifier=report, workspace_changed=changed,
+        prompt_text=sent,
+        commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
+        restored=restored, set_aside=dict(set_aside or {}), transitions=trail,
+        provenance=provenance(profile=spec.plan.profile, permission_mode=spec.plan.permission_mode,
+                              allowed_tools=spec.plan.allowed_tools, asked=spec.target.model,
+                              reported=outcome.reported_model, key_source=sink.counters.key_source,
+                              credential=credential_source(spec.target.provider_kind, _account(spec),
+                                                           spec.secret_env or {})))
+
+
+def _interrupted(signum: int, during: str) -> FailureEnvelope:
+    return FailureEnvelope.for_class("interrupted", f"the process was stopped by {signal.Signals(signum).name} "
+                                     f"during {during}")
+
+
+def fault_pause(point: str, scope: str = "") -> None:
+    """Fault injection for the crash tests: `AWP_FAULT_PAUSE=after_commit:5` sleeps 5 s there, so a test can
+    watch for the point in the events and kill the process inside the window; `before_attempt@02:5` only
+    where the caller's `scope` is 02 (a prompt id). Unset, it does nothing."""
+    name, _, seconds = os.environ.get("AWP_FAULT_PAUSE", "").partition(":")
+    if name in (point, f"{point}@{scope}") and seconds.replace(".", "", 1).isdigit():
+        time.sleep(float(seconds))
+
+
+def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[str, str]:
+    """Start from the previous Attempt's partial work, replayed onto each repo's current HEAD. A checkpoint
+    that no longer applies is left out of the record's `restored`: that Attempt started from HEAD."""
+    return {repo: sha for repo, sha in restore.items() if repo in targets and restore_checkpoint(targets[repo], sha)}
+
+
+def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[str, RepoState]) -> dict[str, str]:
+    """Save an unfinished Attempt's partial work under refs/awp/checkpoints/<agent run>/<attempt>, then
+    leave each repo clean, so no other prompt commits it. Its tree was clean before the Attempt (the
+    precondition), or held only the AgentRun's checkpoint, which the new one includes; without commits it may
+    have held earlier work, which is never discarded."""
+    ident = spec.identity
+    saved = {}
+    for name, repo in targets.items():
+        ref = f"refs/awp/checkpoints/{ident.agent_run}/{ident.attempt_id}"
+        try:
+            sha = save_checkpoint(repo, before[name].head, ref, f"AWP checkpoint {ident.attempt_id}")
+            if sha:
+                saved[name] = sha
+                if spec.commit or not before[name].dirty:
+                    discard_changes(repo)
+        except WorkspaceError:
+            continue
+    if spec.trees is not None and saved:
+        spec.trees.push_checkpoints({n: targets[n] for n in saved}, ident.agent_run)
+    return saved
+
+
+def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,
+                     budget: int) -> tuple[ProviderOutcome, int]:
+    """Recoverable transport failures resume the same provider session, up to `resume_attempts`. The deadline
+    (`request.timeout_ms`) is the Attempt's: each resume gets what is left of it, and none starts once it passed."""
+    started = time.monotonic()
+    outcome = adapter.run(request, sink)
+    resumes = 0
+    while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
+        left_ms = request.timeout_ms - int((time.monotonic() - started) * 1000)
+        if left_ms <= 0:
+            failure = FailureEnvelope.for_class(
+                "transport_timeout", f"the Attempt's deadline ({human_duration(request.timeout_ms)}, from `timeout`) "
+                f"passed after {resumes} resume(s); not resumed again (last: {outcome.failure.message[:200]})",
+                provider_code="deadline")
+            sink.run_failed(failure)
+            return ProviderOutcome.from_sink(sink, failure, outcome.session_id), resumes
+        resumes += 1
+        sink.resume_started(outcome.session_id)
+        resumed = replace(request, session_id=outcome.session_id, prompt_text="Continue", mode="resume",
+                          timeout_ms=left_ms)
+        outcome = adapter.resume(resumed, sink)
+    return outcome, resumes
+
+
+def _verify(spec: AttemptSpec) -> VerifierReport | None:
+    contract = spec.prompt.front.verify
+    if contract is None or contract.is_empty():
+        return None
+    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
+    return run_contract(contract, ctx)
+
+
+def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
+    """Prompt Runner's completion table: the verifier decides, never the provider. A fault outranks all; a
+    passed contract completes even after a provider error; with no contract the provider's word stands."""
+    if report is not None and report.faults:
+        fault = report.faults[0]
+        cls = fault.fault or "verifier_fault"
+        return "verifier_fault", FailureEnvelope.for_class(cls, f"{fault.label}: {' '.join(fault.details[:3])}")
+    if outcome.failure is not None and outcome.failure.failure_class in CLI_CONFIRMATION_CLASSES:
+        # Another model than the one asked for (or an unknown one) did the work: its provenance is wrong.
+        return "provider_failed", outcome.failure
+    if report is not None and report.passed:
+        return "completed", None
+    if outcome.failure is not None:
+        return "provider_failed", outcome.failure
+    if report is None:
+        return "completed", None
+    return "verification_failed", None
+
+
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitResult]:
+    ident, target = spec.identity, spec.target
+    # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
+    reason = " ".join(target.reason.split())
+    reason = reason if len(reason) <= 120 else reason[:119] + "…"
+    trailers = {"AWP-Packet": ident.packet, "AWP-Prompt": ident.prompt, "AWP-Agent-Run": ident.agent_run,
+                "AWP-Attempt": ident.attempt_id, "AWP-Mode": ident.mode, "AWP-Reason": reason,
+                "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
+                "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
+    results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
+    if spec.trees is not None:
+        spec.trees.push_commits({n: targets[n] for n, r in results.items() if r.status == "committed"})
+    return list(results.values())
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

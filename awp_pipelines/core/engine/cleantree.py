@@ -1,0 +1,100 @@
+"""The clean-tree precondition: an Attempt starts on work trees that hold nothing but their HEAD, so its commit
+holds only what its agent changed (and its AgentRun's own checkpoint, replayed after this check).
+
+Before an Attempt, what each target repo holds beyond HEAD (staged, unstaged, untracked; ignored files not) is
+one of two things:
+- AWP's own partial work, already saved: the tree equals a checkpoint under refs/awp/checkpoints/ (an Attempt
+  whose commit failed on an index.lock, or whose clean-up did not finish). It is cleaned; nothing is lost, and
+  its AgentRun's next Attempt replays it from the checkpoint.
+- a person's changes: refused with the files named (`dirty_tree: refuse`, the default), or set aside as a git
+  stash (`dirty_tree: set_aside`) that `git stash pop` brings back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from awp_pipelines.core.packet.model.manifest import DirtyTreePolicy
+from awp_pipelines.core.records.workspace import (
+    WorkspaceError,
+    changed_paths,
+    checkpoint_trees,
+    discard_changes,
+    git,
+    head,
+    identity_overrides,
+    worktree_tree,
+)
+
+_SHOWN = 10  # files named in the refusal; the rest are counted
+
+
+class DirtyTree(Exception):
+    """A target repo holds changes no Attempt made, and the packet says to refuse (or they could not be set
+    aside). The message names the repo and the files, and what to do."""
+
+    def __init__(self, repo: str, paths: Sequence[str], detail: str = "") -> None:
+        self.repo = repo
+        self.paths = list(paths)
+        self.detail = detail
+        shown = ", ".join(self.paths[:_SHOWN]) + (f" and {len(self.paths) - _SHOWN} more"
+                                                  if len(self.paths) > _SHOWN else "")
+        what = f"work tree '{repo}' holds changes no Attempt made: {shown}"
+        advice = detail or ("commit or stash them first, or set `dirty_tree: set_aside` in the packet manifest "
+                            "to have AWP stash them before each Attempt")
+        super().__init__(f"{what}; {advice}")
+
+
+def ensure_clean(targets: Mapping[str, Path], policy: DirtyTreePolicy, attempt: str) -> dict[str, str]:
+    """Make every target repo clean before the Attempt `attempt` edits it, as `policy` says. Returns repo → the
+    stash commit of what was set aside. Raises DirtyTree (nothing set aside is lost: stashes stay)."""
+    set_aside: dict[str, str] = {}
+    for name, repo in targets.items():
+        paths = changed_paths(repo)
+        try:
+            if not paths:
+                continue
+            if _saved_by_awp(repo):
+                _clean(name, repo, paths)
+            elif policy == "refuse":
+                raise DirtyTree(name, paths)
+            else:
+                set_aside[name] = _stash(name, repo, paths, attempt)
+        except DirtyTree as err:
+            if not set_aside:
+                raise
+            done = ", ".join(f"'{r}' as stash {sha[:12]}" for r, sha in set_aside.items())
+            raise DirtyTree(err.repo, err.paths, (err.detail or "commit or stash them first")
+                            + f"; already set aside: {done}") from None
+    return set_aside
+
+
+def _saved_by_awp(repo: Path) -> bool:
+    """The tree as it is equals a checkpoint AWP saved: discarding it loses nothing."""
+    saved = checkpoint_trees(repo)
+    return bool(saved) and worktree_tree(repo, head(repo)) in saved
+
+
+def _clean(name: str, repo: Path, paths: Sequence[str]) -> None:
+    try:
+        discard_changes(repo)
+    except WorkspaceError as err:  # e.g. an index.lock still there
+        raise DirtyTree(name, paths, f"it is partial work AWP saved as a checkpoint, but git could not clean "
+                        f"it ({err.detail}); clean the tree (`git reset --hard && git clean -fd`)") from None
+
+
+def _stash(name: str, repo: Path, paths: Sequence[str], attempt: str) -> str:
+    """`git stash push --include-untracked`: staged, unstaged and untracked changes go, the tree is HEAD."""
+    if head(repo) is None:
+        raise DirtyTree(name, paths, "a repository without commits cannot set changes aside; commit them first")
+    try:
+        git(repo, *identity_overrides(repo), "stash", "push", "--include-untracked", "--quiet",
+            "--message", f"AWP set aside before Attempt {attempt}")
+        sha = git(repo, "rev-parse", "--verify", "refs/stash").stdout.strip()
+    except WorkspaceError as err:
+        raise DirtyTree(name, paths, f"git could not set them aside ({err.detail})") from None
+    if changed_paths(repo):  # what stash leaves (a submodule's own changes): never swept into a commit
+        raise DirtyTree(name, changed_paths(repo), f"they could not all be set aside (stash {sha[:12]} holds the "
+                        "rest)")
+    return sha

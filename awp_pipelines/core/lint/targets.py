@@ -1,0 +1,102 @@
+"""Where a prompt runs: its provider, model alias and accounts, its fallbacks, the timeout bound, and a reviewer
+independent of the coder it reviews."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+from awp_pipelines.core.packet.model.execution import TargetSpec
+from awp_pipelines.core.packet.packet import Prompt
+from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES
+from awp_pipelines.core.planning.plan import PromptPlan
+
+from .context import LintContext
+from .where import Where, resolved_at
+
+MIN_TIMEOUT_MS = 60_000
+
+
+def lint_manifest(ctx: LintContext) -> None:
+    """The manifest's fallback list."""
+    _fallback(ctx, ctx.packet.manifest.fallback, Where(ctx.packet.doc, ("fallback",)))
+
+
+def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
+    """The prompt's resolved target (provider, model, accounts, timeout, reviewer), then its own fallback list."""
+    catalog = ctx.catalog
+    if plan.provider not in catalog.providers:
+        where, note = resolved_at(ctx.packet, prompt, plan, "provider")
+        ctx.add("unknown_provider", where, f"provider '{plan.provider}' is not in the catalog{note}",
+                hint=f"known providers: {', '.join(catalog.providers)}")
+    model_source = plan.sources.get("model", "")
+    inferred = plan.sources.get("provider", "").startswith("inferred")
+    if "(alias" not in model_source and inferred and catalog.infer_provider(plan.model) is None:
+        where, note = resolved_at(ctx.packet, prompt, plan, "model")
+        ctx.add("unknown_alias", where, f"model '{plan.model}' is no alias and names no provider's model{note}",
+                hint=_suggest(plan.model, catalog.aliases, "aliases") + "; or set `provider:`")
+    where, note = resolved_at(ctx.packet, prompt, plan, "accounts")
+    _accounts(ctx, plan.accounts, plan.provider, where, note)
+    if plan.bounds.timeout_ms < MIN_TIMEOUT_MS:
+        where, note = resolved_at(ctx.packet, prompt, plan, "timeout")
+        ctx.add("timeout_too_short", where,
+                f"timeout is {plan.bounds.timeout_ms} ms, under {MIN_TIMEOUT_MS // 1000} s{note}",
+                hint="a bare number is milliseconds: write '30m' or '2h'")
+    if plan.agent == "reviewer":
+        _reviewer_same_target(ctx, prompt, plan)
+    _fallback(ctx, prompt.front.fallback, Where(prompt.doc, ("fallback",)))
+
+
+def _accounts(ctx: LintContext, accounts: Iterable[str], provider: str, where: Where | Path, note: str = "") -> None:
+    for name in accounts:
+        spec = ctx.catalog.accounts.get(name)
+        if spec is None:
+            ctx.add("unknown_account", where, f"account '{name}' is not in the catalog{note}",
+                    hint=_suggest(name, ctx.catalog.accounts, "accounts"))
+        elif _provider(spec.provider) != provider:
+            ctx.add("unknown_account", where,
+                    f"account '{name}' belongs to provider '{spec.provider}', not '{provider}'{note}",
+                    hint=f"use an account of '{provider}'")
+
+
+def _fallback(ctx: LintContext, entries: list[str | TargetSpec] | None, where: Where) -> None:
+    aliases, providers = ctx.catalog.aliases, ctx.catalog.providers
+    for index, entry in enumerate(entries or []):
+        at = where.at(index)
+        if isinstance(entry, str):
+            if entry not in aliases and _provider(entry) not in providers:
+                ctx.add("unknown_alias", at, f"fallback '{entry}' is neither an alias nor a provider",
+                        hint=_suggest(entry, [*aliases, *providers], "aliases and providers"))
+            continue
+        provider = _provider(entry.provider)
+        if provider not in providers:
+            ctx.add("unknown_provider", at.at("provider"), f"fallback provider '{entry.provider}' is not in "
+                    "the catalog", hint=f"known providers: {', '.join(providers)}")
+        _accounts(ctx, entry.accounts or [], provider, at.at("accounts"))
+
+
+def _reviewer_same_target(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
+    for dep in plan.depends_on:
+        coder = next((p for p in ctx.plan.prompts if p.id == dep), None)
+        if coder is None or coder.agent != "coder":
+            continue
+        if coder.provider == plan.provider and coder.accounts[:1] == plan.accounts[:1]:
+            account = plan.accounts[0] if plan.accounts else "its default account"
+            where = Where(prompt.doc, ("agent",)) if "agent" in prompt.front.model_fields_set else prompt.file
+            ctx.add("reviewer_same_target", where,
+                    f"reviewer {plan.id} runs on the provider and account of coder {dep} "
+                    f"({plan.provider}, {account})",
+                    hint="review on another provider or account, so the review is independent")
+
+
+def _provider(name: str) -> str:
+    return PROVIDER_ALIASES.get(name, name)
+
+
+def _suggest(value: str, known: Iterable[str], what: str) -> str:
+    names = list(known)
+    close = difflib.get_close_matches(value, names, n=1)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return f"known {what}: {', '.join(names) or 'none'}"

@@ -1,0 +1,1 @@
+"""The plan of a packet run: prompts selected, targets resolved, providers checked before and during the run."""

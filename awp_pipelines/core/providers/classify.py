@@ -1,0 +1,139 @@
+"""Failure classes from what providers say: HTTP statuses, error texts and reset times. Pure."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+from awp_pipelines.core.records.failures import FailureClass, FailureEnvelope
+
+DAY_MS = 24 * 3600 * 1000
+
+_TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
+    ("provider_rate_limit", re.compile(
+        r"(?i)rate.?limit|usage limit|limit reached|hit your (usage )?limit|quota|too many requests|\b429\b|"
+        r"billing|credit balance|insufficient.?(funds|credits)|\b402\b")),
+    ("provider_auth_claim", re.compile(
+        r"(?i)\b40[13]\b|unauthori[sz]ed|authentication|invalid.{0,12}(api.?key|x-api-key|token)|"
+        r"not logged in|please (log|sign) ?in|/login|auth method|forbidden")),
+    ("provider_capacity", re.compile(r"(?i)overloaded|\b5(00|02|03|04|29)\b|capacity|unavailable|server.?error|"
+                                     r"high demand")),
+    ("provider_config_claim", re.compile(
+        r"(?i)model.{0,20}(not found|does not exist|not supported|unknown)|invalid.?request|\b40[04]\b|"
+        r"\b422\b|unknown (option|argument)|cannot be used with root")),
+    ("transport_disconnect", re.compile(
+        r"(?i)econn(refused|reset)|connection (refused|reset|error|closed)|network|socket hang up|"
+        r"stream disconnected|fetch failed|timed? ?out|unable to connect|dns")),
+)
+# A CLI refusing its own arguments or settings before it sends any request: no retry changes that.
+_LOCAL_REFUSAL = re.compile(r"(?i)cannot be used with root|unknown (option|argument)|invalid (option|argument)|"
+                            r"unrecognized (option|argument)")
+_BILLING = re.compile(r"(?i)billing|credit balance|insufficient.?(funds|credits)|\b402\b")
+
+
+def class_of_status(status: int | None) -> FailureClass:
+    if status is None:
+        return "transport_disconnect"
+    if status in (429, 402):
+        return "provider_rate_limit"
+    if status in (401, 403):
+        return "provider_auth_claim"
+    if status in (500, 502, 503, 504, 529) or status >= 500:
+        return "provider_capacity"
+    if 400 <= status < 500:
+        return "provider_config_claim"
+    return "provider_runtime_claim"
+
+
+def class_of_text(text: str, default: FailureClass = "provider_runtime_claim") -> FailureClass:
+    for cls, pattern in _TEXT_CLASSES:
+        if pattern.search(text or ""):
+            return cls
+    return default
+
+
+def local_refusal(text: str) -> bool:
+    """The CLI refused its own configuration (a flag, a permission mode as root): deterministic."""
+    return bool(_LOCAL_REFUSAL.search(text or ""))
+
+
+def _ms_until(when: datetime, now: datetime) -> int:
+    return max(0, int((when - now).total_seconds() * 1000))
+
+
+def epoch_delay_ms(epoch: float | int | str | None, now: datetime) -> int | None:
+    """Milliseconds until an epoch (seconds, or milliseconds when it is that large)."""
+    if epoch is None:
+        return None
+    try:
+        value = float(epoch)
+    except (TypeError, ValueError):
+        return None
+    if value > 1e12:
+        value /= 1000
+    return _ms_until(datetime.fromtimestamp(value, UTC), now)
+
+
+def retry_after_ms(header: str | None, now: datetime) -> int | None:
+    """HTTP Retry-After: delta seconds or an HTTP date."""
+    if not header:
+        return None
+    header = header.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", header):
+        return int(float(header) * 1000)
+    try:
+        when = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return _ms_until(when, now)
+
+
+_EPOCH_IN_TEXT = re.compile(r"\|\s*(\d{10,13})\b")
+_IN_DURATION = re.compile(r"(?i)(?:try again|retry|resets?) in\s+((?:\d+\s*(?:days?|hours?|hrs?|minutes?|mins?|"
+                          r"seconds?|secs?|d|h|m|s)\b[\s,]*(?:and\s+)?)+)")
+_DURATION_PART = re.compile(r"(?i)(\d+)\s*(d|h|m|s)")
+_CLOCK = re.compile(r"(?i)(?:resets?(?: at)?|try again at)\s+(?:(\d{4}-\d{2}-\d{2})[ T])?"
+                    r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?")
+_UNIT_MS = {"d": DAY_MS, "h": 3_600_000, "m": 60_000, "s": 1000}
+
+
+def reset_delay_ms(text: str, now: datetime) -> int | None:
+    """When a limit resets, from the provider's text: `...|<epoch>`, `try again in 2h 5m`,
+    `resets 7pm`, `Try again at 3:45 PM`, `try again at 2026-12-01 10:00` (times read as UTC)."""
+    if not text:
+        return None
+    match = _EPOCH_IN_TEXT.search(text)
+    if match:
+        return epoch_delay_ms(match.group(1), now)
+    match = _IN_DURATION.search(text)
+    if match:
+        return sum(int(n) * _UNIT_MS[u[0].lower()] for n, u in _DURATION_PART.findall(match.group(1))) or None
+    match = _CLOCK.search(text)
+    if match:
+        day, hour, minute, half = match.groups()
+        hour = int(hour)
+        if half:
+            hour = hour % 12 + (12 if half.lower() == "pm" else 0)
+        if hour > 23:
+            return None
+        base = datetime.fromisoformat(day).replace(tzinfo=UTC) if day else now
+        when = base.replace(hour=hour, minute=int(minute or 0), second=0, microsecond=0)
+        if not day and when <= now:
+            when += timedelta(days=1)
+        return _ms_until(when, now)
+    return None
+
+
+def envelope(cls: FailureClass, message: str, *, code: str | None = None, delay_ms: int | None = None,
+             now: datetime | None = None, deterministic: bool = False) -> FailureEnvelope:
+    """The envelope for `cls`; a rate limit without a stated reset reads one from the text, a billing
+    refusal rests the account for a day."""
+    if delay_ms is None and cls == "provider_rate_limit":
+        delay_ms = reset_delay_ms(message, now or datetime.now(UTC))
+        if delay_ms is None and _BILLING.search(message):
+            delay_ms = DAY_MS
+    return FailureEnvelope.for_class(cls, message, provider_code=code, suggested_delay_ms=delay_ms,
+                                     deterministic=deterministic)

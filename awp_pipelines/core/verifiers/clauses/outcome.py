@@ -1,0 +1,63 @@
+"""The value every clause returns, and the few helpers the file-reading clauses share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from awp_pipelines.core.packet.model.contract import Entry
+
+from ..context import VerifyContext
+from ..paths import Located, locate
+from ..report import Fault
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    details: list[str] = field(default_factory=list)
+    repo: str | None = None
+    path: str | None = None
+    resolved_path: str | None = None
+    fault: Fault | None = None
+    command: str | None = None
+    cwd: str | None = None
+    exit_code: int | None = None
+
+
+def at(where: Located, passed: bool, *details: str) -> Outcome:
+    """An outcome about the located path `where`."""
+    resolved = str(where.resolved) if where.resolved is not None else None
+    return Outcome(passed, list(details), repo=where.repo, path=where.path, resolved_path=resolved)
+
+
+def unlocated(where: Located) -> Outcome:
+    """The entry could not be resolved (unknown repo, escape): a failure that names the entry."""
+    return at(where, False, where.error or "entry could not be resolved")
+
+
+def read_text(path: Path) -> tuple[str | None, str]:
+    """(content, "") or (None, why): a missing or unreadable file is a failed item, never an exception."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace"), ""
+    except FileNotFoundError:
+        return None, f"missing file: {path}"
+    except OSError as exc:
+        return None, f"unreadable file ({exc.strerror or exc}): {path}"
+
+
+@dataclass(frozen=True)
+class Opened:
+    where: Located
+    text: str
+
+
+def open_text(entry: Entry, ctx: VerifyContext) -> Opened | Outcome:
+    """The entry's file as text, or the failed Outcome that says why not (unresolvable, missing, unreadable)."""
+    where = locate(entry, ctx)
+    if where.resolved is None:
+        return unlocated(where)
+    content, problem = read_text(where.resolved)
+    if content is None:
+        return at(where, False, problem)
+    return Opened(where, content)

@@ -1,0 +1,50 @@
+"""The code location: every packet under assets/, the providers of resources/, the automation of sensors/.
+
+`dagster dev -w workspace.yaml` loads this module. AWP_PROJECT_ROOT points it at another project folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import Definitions, ScheduleDefinition
+
+from awp_pipelines.core.packet.automation import load_automation
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
+from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.naming import dagster_name
+
+REPO_PACKETS_DIR = "assets"
+
+
+def project_root() -> Path:
+    env = os.environ.get("AWP_PROJECT_ROOT")
+    return Path(env) if env else Path(__file__).resolve().parent.parent
+
+
+def discover_packets(assets_dir: Path) -> list[Packet]:
+    folders = sorted(p for p in assets_dir.iterdir() if p.is_dir()) if assets_dir.is_dir() else []
+    return [load_packet(f) for f in folders
+            if (f / NATIVE_MANIFEST).is_file() or (f / PROMPT_RUNNER_MANIFEST).is_file()]
+
+
+def build_definitions(root: Path | None = None) -> Definitions:
+    root = root or project_root()
+    providers_file = root / "resources" / "providers.yaml"
+    catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
+    compiled = [packet_assets(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
+    jobs = {c.packet.name: c.job for c in compiled}
+    schedules = []
+    for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
+        if spec.packet not in jobs:
+            raise PacketError(root / "sensors" / "automation.yaml", f"schedule names unknown packet '{spec.packet}'",
+                              key="schedules.packet", hint=f"known packets: {', '.join(jobs) or 'none'}")
+        schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
+                                            cron_schedule=spec.cron, execution_timezone=spec.timezone))
+    return Definitions.merge(*(c.definitions() for c in compiled), Definitions(schedules=schedules))
+
+
+defs = build_definitions()

@@ -1,0 +1,63 @@
+"""A repair asked for by hand (`awp repair`): which packet run, which Attempt, then one run of it.
+
+The Attempt comes from the pure `launches.repair_launch`; the run carries the launch's tags (and the
+person's note as `awp/note`), so the compute follows them exactly as it follows the recovery sensor's.
+"""
+
+from __future__ import annotations
+
+from dagster import DagsterInstance, RunsFilter
+
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
+from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, prompt_states
+
+_RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
+
+
+def latest_history(instance: DagsterInstance, binding: PacketBinding, prompt: str) -> PacketRunHistory | None:
+    """The newest packet run in which the prompt has an Attempt record."""
+    seen: set[str] = set()
+    runs = instance.get_runs(filters=RunsFilter(tags={tags.PACKET: binding.packet.name}), limit=_RECENT_RUNS)
+    for run in runs:  # newest first
+        packet_run = run.tags.get(tags.PACKET_RUN)
+        if not packet_run or packet_run in seen:
+            continue
+        seen.add(packet_run)
+        history = packet_run_history(instance, packet_run, binding.keys)
+        if prompt in history.agent_runs and history.agent_runs[prompt].records:
+            return history
+    return None
+
+
+def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, packet_run: str | None,
+                note: str | None) -> tuple[str, Launch]:
+    """The packet run and the repair Attempt to launch; a PacketError says why there is none."""
+    root = binding.packet.root
+    history = (packet_run_history(instance, packet_run, binding.keys) if packet_run
+               else latest_history(instance, binding, prompt))
+    if history is None:
+        raise PacketError(root, f"prompt {prompt} has no Attempt on record to repair",
+                          hint=f"run it first: awp run {root} {prompt}")
+    [state] = prompt_states(binding, history, [prompt])
+    if state.busy:
+        raise PacketError(root, f"a run of prompt {prompt} in packet run {history.packet_run} has not ended",
+                          hint="wait for it, or cancel it in the UI")
+    launch = repair_launch(state, note)
+    if launch is None:
+        raise PacketError(root, f"prompt {prompt} has no Attempt on record in packet run {history.packet_run}")
+    return history.packet_run, launch
+
+
+def note_tags(note: str | None) -> dict[str, str]:
+    """The note as a run tag: short, and redacted as every tag value is (the tag is all the repair prompt gets
+    of it)."""
+    return {tags.NOTE: tags.short(note)} if note and note.strip() else {}
+
+
+def agent_run_now(instance: DagsterInstance, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:
+    history = packet_run_history(instance, packet_run, binding.keys)
+    return agent_run_truth(binding, history, [prompt])[1][prompt]

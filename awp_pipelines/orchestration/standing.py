@@ -1,0 +1,43 @@
+"""What the stored history says about a packet's prompts: where each stands in a packet run, its records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import DagsterInstance
+
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.orchestration.translator import PacketTranslator
+
+
+def standing(instance: DagsterInstance, binding: PacketBinding,
+             packet_run: str | None = None) -> tuple[str | None, dict[str, AgentRunStatus]]:
+    """A packet run (`packet_run`, else the packet's newest; None when there is none) and its AgentRuns'
+    states: what `--remaining` and the upstream check of a selection read."""
+    packet_run = packet_run or newest_packet_run(instance, binding.packet.name)
+    if packet_run is None:
+        return None, {}
+    return packet_run, agent_run_truth(binding, packet_run_history(instance, packet_run, binding.keys))[1]
+
+
+def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None
+                ) -> tuple[str | None, dict[str, AgentRunStatus]]:
+    instance = open_instance(binding.packet.root, home)
+    try:
+        return standing(instance, binding, packet_run)
+    finally:
+        instance.dispose()
+
+
+def agent_run_records(instance: DagsterInstance, packet: PacketBinding | Packet, packet_run: str,
+                      prompt_id: str) -> list[AttemptRecord]:
+    """The stored records of one AgentRun, oldest first. A bare Packet reads the default translator's keys."""
+    keys = packet.keys if isinstance(packet, PacketBinding) else PacketTranslator().asset_keys(packet)
+    history = packet_run_history(instance, packet_run, keys).agent_runs.get(prompt_id)
+    return history.records if history else []
