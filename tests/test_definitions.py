@@ -87,9 +87,10 @@ def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root:
         shutil.copytree(compat_root / name, tmp_path / name)
     with create_defs_folder_sandbox() as sandbox:
         for name in ("authoring_packet", "single_repo_packet"):
-            sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
-                                       defs_yaml_contents={"type": "awp_pipelines.orchestration.components.PacketComponent",
-                                                           "attributes": {"path": str(tmp_path / name)}})
+            sandbox.scaffold_component(
+                component_cls=PacketComponent, defs_path=name,
+                defs_yaml_contents={"type": "awp_pipelines.orchestration.components.PacketComponent",
+                                    "attributes": {"path": str(tmp_path / name)}})
         with sandbox.build_all_defs() as defs:
             graph = defs.resolve_asset_graph()
             assert {k.path[0] for k in graph.get_all_asset_keys()} == {"authoring_packet", "single_repo_packet"}

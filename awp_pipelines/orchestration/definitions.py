@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dagster import Definitions, ScheduleDefinition
 
+import awp_pipelines
 from awp_pipelines.core.packet.automation import load_automation
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
@@ -22,7 +23,7 @@ REPO_PACKETS_DIR = "assets"
 
 def project_root() -> Path:
     env = os.environ.get("AWP_PROJECT_ROOT")
-    return Path(env) if env else Path(__file__).resolve().parent.parent
+    return Path(env) if env else Path(awp_pipelines.__file__).resolve().parent.parent
 
 
 def discover_packets(assets_dir: Path) -> list[Packet]:

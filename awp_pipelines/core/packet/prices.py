@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+import awp_pipelines
 from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import parse_yaml
@@ -48,7 +49,7 @@ def default_prices_file() -> Path | None:
     if env:
         return Path(env)
     for candidate in (Path.cwd() / "resources" / "prices.yaml",
-                      Path(__file__).resolve().parent.parent / "resources" / "prices.yaml"):
+                      Path(awp_pipelines.__file__).resolve().parent.parent / "resources" / "prices.yaml"):
         if candidate.is_file():
             return candidate
     return None
