@@ -1,12 +1,31 @@
 """AWP Pipelines: work packets for AI coding agents, compiled into Dagster.
 
-The public SDK is `awp_pipelines.api` (load, lint, plan, run, status, repair, verify):
+The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify.
 
-    from awp_pipelines import api
-    api.run("assets/demo", on_progress=lambda event: print(event.line()))
+    import awp_pipelines as awp
+    result = awp.run("assets/demo", on_progress=lambda event: print(event.line()))
+    print(result.ok, awp.status("assets/demo").state)
 
-It is not re-exported here: `lint`, `plan` and `status` are still modules of this package, and a submodule
-import would shadow a function of the same name (docs/architecture.md: the core moves under core/).
+The functions are loaded on first use, so `import awp_pipelines` stays cheap and imports no Dagster (nor does
+the SDK until a function needs an instance). No module of the package sits at the root under these names.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+SDK = ("load", "lint", "plan", "run", "status", "repair", "verify")
+__all__ = ["__version__", "lint", "load", "plan", "repair", "run", "status", "verify"]
+
+if TYPE_CHECKING:
+    from awp_pipelines.api import lint, load, plan, repair, run, status, verify
+
+
+def __getattr__(name: str) -> Any:
+    if name in SDK:
+        from awp_pipelines import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'awp_pipelines' has no attribute {name!r}")

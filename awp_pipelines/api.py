@@ -1,8 +1,8 @@
 """The public SDK: what the `awp` commands do, as typed Python functions.
 
-    from awp_pipelines import api
-    result = api.run("assets/demo", on_progress=lambda event: print(event.line()))
-    print(result.ok, api.status("assets/demo").state)
+    import awp_pipelines as awp  # the package root re-exports these functions
+    result = awp.run("assets/demo", on_progress=lambda event: print(event.line()))
+    print(result.ok, awp.status("assets/demo").state)
 
 The CLI is a shell over these functions: it parses flags, calls one of them and prints what it returns.
 Bad input raises `PacketError` (file, line, key, hint), as the CLI's exit code 2 says it. Nothing here

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import awp_pipelines as awp_root
 from awp_pipelines import api as awp
 from awp_pipelines.core.packet.errors import PacketError
 
@@ -61,3 +62,19 @@ def test_importing_the_sdk_imports_nothing_of_dagster() -> None:
             "print(sorted(n for n in sys.modules if n == 'dagster' or n.startswith('dagster.')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_package_root_is_the_sdk_and_no_submodule_shadows_it() -> None:
+    """`import awp_pipelines as awp; awp.run(...)` as the README shows: the root's names are the SDK's functions,
+    loaded on first use (the import itself loads neither the SDK nor Dagster), even after every module of the
+    package was imported (a submodule `lint`, `plan` or `status` at the root would replace the function)."""
+    code = ("import sys, pkgutil, importlib\nimport awp_pipelines as awp\n"
+            "print(sorted(n for n in sys.modules if n.startswith(('dagster', 'awp_pipelines.api'))))\n"
+            "for m in pkgutil.walk_packages(awp.__path__, 'awp_pipelines.'):\n"
+            "    if not m.name.startswith('awp_pipelines.orchestration'): importlib.import_module(m.name)\n"
+            "from awp_pipelines import api\n"
+            "print([n for n in awp.SDK if getattr(awp, n) is not getattr(api, n)])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["[]", "[]"]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = awp_root.nothing  # type: ignore[attr-defined]
