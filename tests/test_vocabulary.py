@@ -1,4 +1,4 @@
-"""One vocabulary: each word of the domain is defined in one place, and `awp/` keys are spelled only in tags.py.
+"""One vocabulary: each word of the domain is defined in one place, and `awp/` keys are spelled only in run_tags.py.
 
 The greps read the package's source with `ast`, so comments and docstrings may name a word or a key freely;
 only code that defines or spells one counts.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "awp_pipelines"
-KEY_HOME = PACKAGE / "tags.py"
+KEY_HOME = PACKAGE / "core" / "records" / "run_tags.py"
 # `awp/` starting a string or after a non-path character: `refs/awp/…` and `.awp/…` are paths, not keys.
 AWP_KEY = re.compile(r"(?:^|[^./\w])awp/")
 
@@ -49,7 +49,7 @@ def test_the_key_grep_finds_a_literal_and_passes_over_paths_and_docstrings() -> 
     tree = ast.parse('"""Reads `awp/result`."""\nA = {"awp/result": 1}\nB = "refs/awp/x"\nC = ".awp/events"\n')
     assert awp_key_literals(PACKAGE / "x.py", tree) == ["awp_pipelines/x.py:2: 'awp/result'"]
     home = awp_key_literals(KEY_HOME, ast.parse(KEY_HOME.read_text()))
-    assert [hit.rsplit(": ", 1)[1] for hit in home] == ["'awp/'"]  # tags.py spells the prefix once
+    assert [hit.rsplit(": ", 1)[1] for hit in home] == ["'awp/'"]  # run_tags.py spells the prefix once
 
 
 # -- each word's definition, found by what defines it ------------------------------------------------------
@@ -92,16 +92,16 @@ def _two_digit_format(node: ast.AST) -> bool:
 Defines = Callable[[ast.AST], bool]
 # word → (what counts as defining it, the one module that may)
 DEFINITIONS: dict[str, tuple[Defines, str]] = {
-    "modes": (lambda n: bool(_literal_strings(n) & {"retry", "fallback", "iterate"}), "tags.py"),
+    "modes": (lambda n: bool(_literal_strings(n) & {"retry", "fallback", "iterate"}), "core/records/run_tags.py"),
     "failure classes": (lambda n: bool(_literal_strings(n) & {"provider_rate_limit", "transport_timeout"}),
-                        "failures.py"),
+                        "core/records/failures.py"),
     "token counts": (lambda n: "input_tokens" in _class_fields(n) or "input_tokens" in _literal_strings(n),
-                     "usage.py"),
-    "commit record": (lambda n: {"sha", "status"} <= _class_fields(n), "committer.py"),
-    "commit_message": (lambda n: "commit_message" in _function_names(n), "plan.py"),
+                     "core/records/usage.py"),
+    "commit record": (lambda n: {"sha", "status"} <= _class_fields(n), "core/records/committer.py"),
+    "commit_message": (lambda n: "commit_message" in _function_names(n), "core/planning/plan.py"),
     "git runner": (lambda n: bool(_function_names(n) & {"git", "git_env", "changed_paths"}) or _git_subprocess(n),
-                   "workspace.py"),
-    "prompt id rule": (_two_digit_format, "packet.py"),
+                   "core/records/workspace.py"),
+    "prompt id rule": (_two_digit_format, "core/packet/packet.py"),
 }
 
 
