@@ -7,7 +7,12 @@ from pydantic import ValidationError
 
 from awp_pipelines.core.packet.model.recovery import ClassAttempts
 from awp_pipelines.core.packet.model.simulate import SimulatedError
-from awp_pipelines.core.records.failures import BUDGETED_CLASSES, FAILURE_CLASSES, FailureEnvelope
+from awp_pipelines.core.records.failures import (
+    BUDGETED_CLASSES,
+    FAILURE_CLASSES,
+    FALLBACK_WORTHY_CLASSES,
+    FailureEnvelope,
+)
 from awp_pipelines.core.records.redact import REDACTED
 
 
@@ -15,7 +20,7 @@ from awp_pipelines.core.records.redact import REDACTED
 def test_transport_failures_are_retryable_and_resumeable(cls: str) -> None:
     env = FailureEnvelope.for_class(cls, "stream dropped")
     assert (env.retryable, env.resumeable, env.repairable, env.remote_claim) == (True, True, True, False)
-    assert not env.fallback_worthy
+    assert cls not in FALLBACK_WORTHY_CLASSES
 
 
 @pytest.mark.parametrize("cls", ["provider_rate_limit", "provider_capacity", "provider_auth_claim",
@@ -38,7 +43,6 @@ def test_terminal_failures_are_neither_retried_nor_resumed_nor_repaired(cls: str
 def test_local_deterministic_failures_are_not_retried(cls: str) -> None:
     env = FailureEnvelope.for_class(cls, "same inputs, same failure")
     assert env.local_deterministic and not env.retryable and not env.repairable and not env.remote_claim
-    assert env.local_fault
 
 
 def test_local_classes_record_where_they_happened() -> None:
@@ -60,7 +64,7 @@ def test_unknown_failures_get_a_retry_but_no_resume() -> None:
     ("guardrail_blocked", False),
 ])
 def test_fallback_is_worth_it_only_where_another_account_or_provider_may_help(cls: str, worthy: bool) -> None:
-    assert FailureEnvelope.for_class(cls, "x").fallback_worthy is worthy
+    assert (FailureEnvelope.for_class(cls, "x").failure_class in FALLBACK_WORTHY_CLASSES) is worthy
 
 
 def test_capacity_suggests_prompt_runners_two_second_pause_unless_the_provider_says_otherwise() -> None:

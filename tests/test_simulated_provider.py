@@ -77,7 +77,6 @@ def test_a_later_attempt_plays_its_own_step_and_ends_with_the_scripted_failure(
     assert not outcome.ok and outcome.session_id == "sim-2"
     assert outcome.failure == FailureEnvelope.for_class("provider_rate_limit", "429 Too Many Requests",
                                                         provider_code="provider_rate_limit")
-    assert outcome.failure.fallback_worthy
     assert (repos["app"] / "partial.txt").read_text() == "half"  # side effects land before the failure
     assert read_events(sink.path)[-1]["type"] == "run_failed"
     assert not (repos["app"] / "docs").exists()  # attempt 1's step was not replayed

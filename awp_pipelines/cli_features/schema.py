@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel
@@ -27,11 +26,6 @@ OUTPUTS = frozenset({"status"})
 
 def schema_for(name: str) -> dict[str, Any]:
     return SCHEMAS[name].model_json_schema(mode="serialization" if name in OUTPUTS else "validation")
-
-
-def shipped_schema(name: str) -> dict[str, Any]:
-    """The schema file that ships with the package (tests check it matches the models)."""
-    return json.loads(resources.files("awp_pipelines").joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
 
 
 def schema_text(name: str) -> str:

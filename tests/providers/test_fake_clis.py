@@ -45,7 +45,6 @@ def test_rate_limit_with_exit_zero_is_classified_with_its_reset_time(tmp_path: P
     outcome, _ = _run(tmp_path, kind, "awp-fake-scenario: ratelimit")
     failure = outcome.failure
     assert failure is not None and failure.failure_class == "provider_rate_limit", failure
-    assert failure.fallback_worthy
     expected = RATE_LIMIT_DELAY[kind]
     assert expected - 120_000 <= (failure.suggested_delay_ms or 0) <= expected
 

@@ -48,8 +48,6 @@ REMOTE_CLAIM_CLASSES: frozenset[str] = frozenset(get_args(RemoteClaimClass)) | {
 CLI_CONFIRMATION_CLASSES: frozenset[str] = frozenset(get_args(CliConfirmationClass))
 LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (CLI_CONFIRMATION_CLASSES
                                                | frozenset(get_args(AwpLocalClass)) - {"verifier_timeout"})
-# Not the agent's doing and not fixed by running it again: the run halts and no repair is spent.
-LOCAL_FAULT_CLASSES: frozenset[str] = LOCAL_DETERMINISTIC_CLASSES | {"verifier_timeout"}
 # Another provider or account may succeed where this one is limited, overloaded or refused the credential.
 FALLBACK_WORTHY_CLASSES: frozenset[str] = frozenset({"provider_rate_limit", "provider_capacity",
                                                      "provider_auth_claim"})
@@ -133,13 +131,3 @@ class FailureEnvelope(BaseModel):
             suggested_max_attempts=suggested_max_attempts,
             message=redact(message, secrets),
         )
-
-    @property
-    def fallback_worthy(self) -> bool:
-        """Another provider or account may help (rate limit, capacity, auth claim)."""
-        return self.failure_class in FALLBACK_WORTHY_CLASSES
-
-    @property
-    def local_fault(self) -> bool:
-        """A fault of the machinery, not of the agent's work: halts the run, spends no repair."""
-        return self.failure_class in LOCAL_FAULT_CLASSES
