@@ -13,6 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_helpers import Workspace
 
+from awp_pipelines.core.packet.model import contract as contract_module
+from awp_pipelines.core.packet.model import pathtext as pathtext_module
+from awp_pipelines.core.records import redact as redact_module
+from awp_pipelines.core.records import workspace as workspace_module
 from awp_pipelines.core.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
 from awp_pipelines.core.verifiers import engine as engine_module
 from awp_pipelines.core.verifiers.clause_table import CLAUSES
@@ -224,22 +228,22 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
 
 def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
-    (the packet model's `verify:` block), which itself needs nothing but pydantic, and the redactor (check names
-    must hold no secret), which needs nothing but pydantic either."""
+    (the packet model's `verify:` block), which itself needs nothing but pydantic, the redactor (check names
+    must hold no secret), which needs nothing but pydantic either, and the git runner (the stdlib alone)."""
     package = Path(engine_module.__file__).parent
-    contract_files = [package.parent / "model" / "contract.py", package.parent / "model" / "pathtext.py",
-                      package.parent / "redact.py"]
+    contract_files = [Path(m.__file__ or "") for m in (contract_module, pathtext_module, redact_module,
+                                                       workspace_module)]
     outside: set[str] = set()
     ours: set[str] = set()
     for source in [*package.rglob("*.py"), *contract_files]:
         for node in ast.walk(ast.parse(source.read_text())):
             if isinstance(node, ast.Import):
                 outside |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:  # relative: verifiers/
                 if node.module.startswith("awp_pipelines"):
                     ours.add(node.module)
                 else:
                     outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
-    model, records = "awp_pipelines.core.packet.model", "awp_pipelines.core.records"
-    assert f"{model}.contract" in ours <= {f"{model}.contract", f"{model}.pathtext", f"{records}.redact"}
+    assert {m.__name__ for m in (contract_module, workspace_module)} <= ours <= {
+        m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module)}
