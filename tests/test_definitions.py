@@ -112,8 +112,9 @@ def test_a_component_takes_its_translator_and_its_own_resource_settings(compat_r
     with create_defs_folder_sandbox() as sandbox:
         for name, attributes in (("authoring_packet", {"translator": "translators.TeamTranslator", "commit": False}),
                                  ("single_repo_packet", {})):
+            component = "awp_pipelines.orchestration.components.PacketComponent"
             sandbox.scaffold_component(component_cls=PacketComponent, defs_path=name,
-                                       defs_yaml_contents={"type": "awp_pipelines.orchestration.components.PacketComponent",
+                                       defs_yaml_contents={"type": component,
                                                            "attributes": {"path": str(tmp_path / name),
                                                                           **attributes}})
         with sandbox.build_all_defs() as defs:
