@@ -109,12 +109,13 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
                 if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
                     context.log.info(f"prompt {prompt.id} does not run: {outcome}")
                     return
-                yield _result(context, *outcome)
+                record, transcript, earlier, after, known = outcome
+                yield _result(context, record, transcript, earlier, after)
             except Failure:  # the Attempt's events are logged before the raise
                 tag_root_run(context, binding)
                 raise
             # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
-            tag_root_run(context, binding)
+            tag_root_run(context, binding, known)
 
     def _result(context: AssetExecutionContext, record: AttemptRecord, transcript: str,
                 earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:

@@ -62,6 +62,7 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
     prompt_states,
     prompts_of_run,
+    with_attempt,
 )
 from awp_pipelines.orchestration.lease import Lease, fail_if_stopping, leased
 from awp_pipelines.orchestration.manual_repair import latest_history
@@ -112,25 +113,29 @@ def signal_stop() -> AbstractContextManager[object]:
     return stop.handling() if stop is not None else nullcontext()
 
 
-def _store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptRecord) -> None:
+def _store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptRecord,
+                stopped: StopMarker | None) -> StopMarker | None:
     """An Attempt the user stopped (terminated from the UI; a signal to `awp run`) stops its packet run, stored
-    before its run ends: a sensor tick that sees the run ended already sees the stop."""
+    before its run ends: a sensor tick that sees the run ended already sees the stop. Returns the stop that
+    stands after it: `stopped` (the one read with the history, for the compute's duration) unless it stored one."""
     failure = record.failure or record.provider_failure
     stop = interrupts.current()
     what = f"run {context.run.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
     if failure is not None and failure.failure_class == "user_cancelled":
-        StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what))
-    elif stop is not None and stop.signum is not None:
-        StopStore(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(), what))
+        return StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what)).marker
+    if stop is not None and stop.signum is not None:
+        return StopStore(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(),
+                                                                                   what)).marker
+    return stopped
 
 
-def _honour_stop(context: AssetExecutionContext, packet_run: str) -> None:
-    """A packet run the user stopped: the sensor's launch (requested before the stop) starts no Attempt;
-    a launch by hand carrying the packet run (the UI, `awp run --packet-run`) resumes it."""
-    stops = StopStore(context.instance)
-    marker = stops.marker(packet_run)
+def _honour_stop(context: AssetExecutionContext, packet_run: str, marker: StopMarker | None) -> None:
+    """A packet run the user stopped (`marker`, read with the history under the lease): the sensor's launch
+    (requested before the stop) starts no Attempt; a launch by hand carrying the packet run (the UI,
+    `awp run --packet-run`) resumes it."""
     if marker is None:
         return
+    stops = StopStore(context.instance)
     if SENSOR_NAME_TAG in context.run.tags:
         raise Failure(description=f"packet run {packet_run} was {marker.line()}: no Attempt starts until the "
                       "user resumes it (`awp resume`, `awp run --packet-run`, or a launch from the UI)",
@@ -183,7 +188,8 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     return None
 
 
-Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
+# The last: the packet run's history with this Attempt in it (packet_run_tag.py reads no history again).
+Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus, PacketRunHistory]
 
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
@@ -211,7 +217,10 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     packet = binding.packet
     resource: AwpResource = getattr(context.resources, resource_key(packet))
     plan = binding.plans[prompt.id]
-    _honour_stop(context, packet_run)
+    _honour_stop(context, packet_run, history.stopped)
+    # Past it, no stop stands (a stopped sensor launch failed, any other launch resumed): the stop marker is
+    # read once per Attempt, with the history; only this compute's own stop (_store_stop) changes it.
+    stopped: StopMarker | None = None
     _warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
     launch = _probed(context, resource, binding, launch, state)
@@ -258,14 +267,15 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
     _said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
-    _store_stop(context, packet_run, record)
+    stopped = _store_stop(context, packet_run, record, stopped)
     if account is not None and target.account is not None:
         _account_after(context, target.account, account, record)
     _tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
-                             stopped=StopStore(context.instance).marker(packet_run))
-    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after
+                             stopped=stopped)
+    known = with_attempt(history, prompt.id, record, (context.run.run_id, launch.mode, launch.target), stopped)
+    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after, known
 
 
 def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:

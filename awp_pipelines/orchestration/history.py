@@ -8,7 +8,7 @@ whole event log: on SQL storages one query by the run-id index per 500 runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -134,6 +134,22 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
         history.records = [unique[n] for n in sorted(unique)]
     return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability,
                             StopStore(instance).marker(packet_run))
+
+
+def with_attempt(history: PacketRunHistory, prompt_id: str, record: AttemptRecord,
+                 started: tuple[str, str, Target], stopped: StopMarker | None) -> PacketRunHistory:
+    """The history as a fresh read would give it once this Attempt's record is stored (and `stopped` stands),
+    computed in memory: `started` is its (run id, mode, target)."""
+    old = history.agent_runs.get(prompt_id, AgentRunHistory())
+    mine = AgentRunHistory(records=[*(r for r in old.records if r.identity.number != record.identity.number), record],
+                           started={**old.started, record.identity.number: started})
+    return replace(history, agent_runs={**history.agent_runs, prompt_id: mine}, stopped=stopped)
+
+
+def run_states(instance: DagsterInstance, packet_run: str) -> set[tuple[str, DagsterRunStatus]]:
+    """The packet run's runs and their statuses: one query, to tell whether a history read earlier still holds."""
+    return {(r.dagster_run.run_id, r.dagster_run.status)
+            for r in instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}
 
 
 def _opt(value: object) -> str | None:

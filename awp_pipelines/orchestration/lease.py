@@ -61,6 +61,7 @@ class Lease:
         ensure_pool(self._instance, pool)
         waited = 0
         while not claim_slot(self._instance, pool, self._run_id, holder):
+            ensure_pool(self._instance, pool)  # asks again only after a failed claim (storage.py)
             if waited == 0:
                 self._on_wait(f"{_BUSY[kind].format(name)}; waiting for it (pool {pool})")
             _pause(_POLL_S[min(waited, len(_POLL_S) - 1)], pool)

@@ -9,18 +9,31 @@ from dagster import AssetExecutionContext
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, run_states
 from awp_pipelines.orchestration.storage import ROOT_RUN_ID_TAG
 
 
-def tag_root_run(context: AssetExecutionContext, binding: PacketBinding) -> None:
-    """Once this run's Attempt is stored: the packet run's state word on the root run of this run's family."""
-    run = context.instance.get_run_by_id(context.run.run_id)  # fresh: the step adds the packet-run tag late
-    packet_run = run.tags.get(tags.PACKET_RUN) if run else None
-    if packet_run is None:  # refused before it joined a packet run: nothing to say
-        return
-    _, statuses = agent_run_truth(binding, packet_run_history(context.instance, packet_run, binding.keys),
-                                  exclude_run=run.run_id)
+def tag_root_run(context: AssetExecutionContext, binding: PacketBinding, known: PacketRunHistory | None = None) -> None:
+    """Once this run's Attempt is stored: the packet run's state word on the root run of this run's family.
+    `known`: the history with this Attempt in it, computed by the compute; it holds while no other run of the
+    packet run started or changed status since it was read (one query tells), else the history is read."""
+    run_id = context.run.run_id
+    if known is not None and _unchanged(context, known):
+        history = known
+    else:
+        run = context.instance.get_run_by_id(run_id)  # fresh: the step adds the packet-run tag late
+        packet_run = run.tags.get(tags.PACKET_RUN) if run else None
+        if packet_run is None:  # refused before it joined a packet run: nothing to say
+            return
+        history = packet_run_history(context.instance, packet_run, binding.keys)
+    _, statuses = agent_run_truth(binding, history, exclude_run=run_id)
     state, _ = packet_run_state(statuses)
-    root = context.run.tags.get(ROOT_RUN_ID_TAG, context.run.run_id)
+    root = context.run.tags.get(ROOT_RUN_ID_TAG, run_id)
     context.instance.add_run_tags(root, {tags.PACKET_RUN_STATE: state})
+
+
+def _unchanged(context: AssetExecutionContext, known: PacketRunHistory) -> bool:
+    """Whether the packet run's other runs are the ones `known` holds, in the same statuses."""
+    own = context.run.run_id
+    then = {(r.run_id, r.status) for r in known.runs if r.run_id != own}
+    return {(rid, status) for rid, status in run_states(context.instance, known.packet_run) if rid != own} == then

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import multiprocessing
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -262,22 +263,36 @@ def _pools_lock(instance: DagsterInstance) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# Pools this process saw exist, per instance: a pool is made once and never removed by AWP, so each Attempt
+# does not ask again (a storage round trip per lease). A claim that fails forgets it (claim_slot): the next
+# ensure_pool asks, in case someone deleted it.
+_KNOWN_POOLS: weakref.WeakKeyDictionary[DagsterInstance, set[str]] = weakref.WeakKeyDictionary()
+
+
 def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
     """Create the pool once. Creating it counts its slots, then inserts: on SQLite (no row locks) two
     processes doing it at once would make two slots, so the instance folder's lock serialises it."""
-    storage = instance.event_log_storage
-    if pool in storage.get_concurrency_keys():
+    known = _KNOWN_POOLS.setdefault(instance, set())
+    if pool in known:
         return
-    with _pools_lock(instance):
-        if pool not in storage.get_concurrency_keys():
-            storage.set_concurrency_slots(pool, limit)
+    storage = instance.event_log_storage
+    if pool not in storage.get_concurrency_keys():
+        with _pools_lock(instance):
+            if pool not in storage.get_concurrency_keys():
+                storage.set_concurrency_slots(pool, limit)
+    known.add(pool)
 
 
 def claim_slot(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:
     """Dagster's claim selects a free slot, then takes it; on SQLite nothing locks the row in between, so
     two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step."""
     with _pools_lock(instance):
-        return bool(instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
+        claimed = bool(instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
+    if not claimed:
+        _KNOWN_POOLS.get(instance, set()).discard(pool)
+    return claimed
+
+
 
 
 def free_slot(instance: DagsterInstance, run_id: str, holder: str) -> None:
