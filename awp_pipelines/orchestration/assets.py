@@ -35,6 +35,7 @@ from awp_pipelines.orchestration.attempt_compute import NEEDS_DAEMON, run_attemp
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import beating
+from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.packet_run_tag import tag_root_run
@@ -104,6 +105,7 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
         # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
         with signal_stop(), beating(context.instance, context.run.run_id,
                                     context.get_step_execution_context().step.key, packet.name):
+            known: PacketRunHistory | None = None  # the history with this Attempt's record, once it is stored
             try:
                 outcome = run_attempt(context, binding, prompt, config)
                 if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
@@ -111,8 +113,8 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
                     return
                 record, transcript, earlier, after, known = outcome
                 yield _result(context, record, transcript, earlier, after)
-            except Failure:  # the Attempt's events are logged before the raise
-                tag_root_run(context, binding)
+            except Failure:  # the Attempt's events (its record among them, if it ran) are logged before the raise
+                tag_root_run(context, binding, known)
                 raise
             # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
             tag_root_run(context, binding, known)

@@ -1,6 +1,6 @@
-"""Decided once (issue 19 item 3): each Attempt's compute reads its packet run's history once to decide (and
-once more after it, for the root run's state), follows the launch its launcher decided as the run's config,
-and `awp run` resolves its plan once."""
+"""Decided once (issue 19 item 3): each Attempt's compute reads its packet run's history once to decide (not
+again after it: the root run's state is computed from that read and the record), follows the launch its
+launcher decided as the run's config, and `awp run` resolves its plan once."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     assert result.ok
     started = [e for e in events if isinstance(e, AttemptStarted)]
     assert len(started) == 5  # 01, 02, 03, then a repair of 02 and a retry of 03
-    # One read to decide each Attempt, one after it for the packet run's state on the root run.
-    assert reads == {"attempt_step": 5, "packet_run_tag": 5}, reads
+    # One read to decide each Attempt; the packet run's state on the root run after it is computed from that
+    # read and the record just stored (no other run of the packet run changed meanwhile), not read again.
+    assert reads == {"attempt_compute": 5}, reads
     assert plans["build_plan"] == 1, plans  # `awp run` resolves the packet's plan once
     # The compute takes the launcher's launch as it was decided: the same reason, not asked again.
     decided = {(e.prompt, e.number): e.reason for e in events if isinstance(e, LaunchDecided)}
@@ -53,3 +54,49 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
         number = int(event.attempt.rsplit(".a", 1)[1])
         if (event.prompt, number) in decided:
             assert event.reason == decided[(event.prompt, number)]
+
+
+def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_process(
+        demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage round trips per Attempt (issue 17): the stop marker was read three or four times per Attempt
+    (with the history, to honour it, for the state after it, and with the history read again for the root
+    run's tag); the pools' list once per lease taken. Counted from the compute's own frames."""
+    import inspect
+
+    from awp_pipelines.orchestration import stop_store, storage
+
+    stop_reads: Counter[str] = Counter()
+    pool_lists = Counter[str]()
+    real_state = stop_store.StopStore.state
+    real_keys = storage.ensure_pool
+
+    def state(self, packet_run):  # type: ignore[no-untyped-def]
+        files = {Path(f.filename).name for f in inspect.stack(0)}
+        if files & {"attempt_compute.py", "packet_run_tag.py"}:
+            stop_reads[packet_run] += 1
+        return real_state(self, packet_run)
+
+    monkeypatch.setattr(stop_store.StopStore, "state", state)
+
+    def ensure_pool(instance, pool, limit=1):  # type: ignore[no-untyped-def]
+        storage_keys = instance.event_log_storage.get_concurrency_keys
+
+        def keys():  # type: ignore[no-untyped-def]
+            pool_lists[pool] += 1
+            return storage_keys()
+
+        monkeypatch.setattr(instance.event_log_storage, "get_concurrency_keys", keys)
+        try:
+            return real_keys(instance, pool, limit)
+        finally:
+            monkeypatch.setattr(instance.event_log_storage, "get_concurrency_keys", storage_keys)
+
+    monkeypatch.setattr("awp_pipelines.orchestration.lease.ensure_pool", ensure_pool)
+    events: list[ProgressEvent] = []
+    result = api.run(demo_copy, on_progress=events.append)
+    assert result.ok
+    attempts = [e for e in events if isinstance(e, AttemptStarted)]
+    assert len(attempts) == 5
+    assert sum(stop_reads.values()) == len(attempts), stop_reads  # once per Attempt, with its history
+    # Each pool's existence is asked once in this process (twice at most: it is created then), not per Attempt.
+    assert pool_lists and max(pool_lists.values()) <= 2 < len(attempts), pool_lists
