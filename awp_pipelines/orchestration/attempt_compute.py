@@ -253,8 +253,9 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
                           trees=trees_of(packet, packet_run))
-    _said(context, AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
-                                  target.account, launch.reason))
+    started = AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
+                             target.account, launch.reason)
+    progress.emit(started)  # its line reaches the run's log with the start marker (_mark_started): one event
     lease.take("account", target.account)
     with ticking(sink.live):
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
@@ -263,7 +264,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         _sync_trees(context, attempt.trees, plan.repos)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=_checkpoints_to_restore(plan, agent_run, last))
-        _mark_started(context, binding, prompt.id, identity, launch, target)
+        _mark_started(context, binding, prompt.id, identity, launch, target, started.line())
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
     _said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
@@ -285,10 +286,11 @@ def _said(context: AssetExecutionContext, event: ProgressEvent) -> None:
 
 
 def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
-                  identity: AttemptIdentity, launch: Launch, target: AttemptTarget) -> None:
+                  identity: AttemptIdentity, launch: Launch, target: AttemptTarget, line: str) -> None:
     """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
-    `interrupted` fact needs); the Attempt's record follows when it ends."""
+    `interrupted` fact needs); the Attempt's record follows when it ends. Its description is the Attempt's
+    start line (`line`), so the run's log shows it without an event row of its own."""
     fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
     holder = claim_attempt(context.instance, identity.attempt_id, context.run.run_id)
     if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
@@ -302,7 +304,7 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
         tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
     context.log_event(AssetObservation(
         asset_key=binding.key(prompt_id),
-        description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends",
+        description=f"{line}; its record follows when it ends",
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
