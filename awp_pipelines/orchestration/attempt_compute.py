@@ -304,7 +304,7 @@ def _mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt
         tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
     context.log_event(AssetObservation(
         asset_key=binding.key(prompt_id),
-        description=f"{line}; its record follows when it ends",
+        description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends. {line}",
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
         _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)

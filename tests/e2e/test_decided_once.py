@@ -121,5 +121,5 @@ def test_an_attempt_s_start_line_is_its_start_marker_not_a_log_row_of_its_own(de
     finally:
         instance.dispose()
     assert not [m for m in logged if m in lines], "a start line stored as a log row of its own"
-    assert sorted(d.split("; its record follows", 1)[0] for d in observed if d and "its record follows" in d) \
+    assert sorted(d.split("when it ends. ", 1)[1] for d in observed if d and "its record follows" in d) \
         == sorted(lines)
