@@ -12,8 +12,7 @@ import pytest
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import attempt_compute as attempt_step
-from awp_pipelines.orchestration import history, packet_run_tag
+from awp_pipelines.orchestration import attempt_compute, history, packet_run_tag
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(
@@ -27,7 +26,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
             return real(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
 
-    for module in (attempt_step, packet_run_tag):
+    for module in (attempt_compute, packet_run_tag):
         counted(module, "packet_run_history", history.packet_run_history)
     real_build = plan.build_plan
 
@@ -45,7 +44,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     started = [e for e in events if isinstance(e, AttemptStarted)]
     assert len(started) == 5  # 01, 02, 03, then a repair of 02 and a retry of 03
     # One read to decide each Attempt, one after it for the packet run's state on the root run.
-    assert reads == {"attempt_step": 5, "packet_run_tag": 5}, reads
+    assert reads == {"attempt_compute": 5, "packet_run_tag": 5}, reads
     assert plans["build_plan"] == 1, plans  # `awp run` resolves the packet's plan once
     # The compute takes the launcher's launch as it was decided: the same reason, not asked again.
     decided = {(e.prompt, e.number): e.reason for e in events if isinstance(e, LaunchDecided)}
