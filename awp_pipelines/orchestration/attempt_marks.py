@@ -78,5 +78,5 @@ def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: Att
                            target: AttemptTarget) -> None:
     """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it."""
     known = {tags.PROMPT: identity.prompt, tags.ATTEMPT: identity.attempt_id, tags.MODE: identity.mode,
-             tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account or ""}
-    instance.add_run_tags(run_id, {k: tags.short(v) for k, v in known.items() if v})
+             tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account}
+    instance.add_run_tags(run_id, tags.tag_values(known))

@@ -8,7 +8,8 @@ import time
 
 from dagster import AssetExecutionContext, Failure
 
-from awp_pipelines.core.decisions.next_launches import Launch, PromptState, manual_launch, repair_launch
+from awp_pipelines.core.decisions.agent_run import DecisionInput
+from awp_pipelines.core.decisions.next_launches import Launch, manual_launch, repair_launch
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.ids import check_id
@@ -22,7 +23,7 @@ from awp_pipelines.orchestration.history import (
     AgentRunHistory,
     PacketRunHistory,
     agent_run_truth,
-    prompt_states,
+    decision_inputs,
     prompts_of_run,
 )
 from awp_pipelines.orchestration.manual_repair import latest_history
@@ -81,13 +82,13 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
-                  config: AttemptConfig) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], PromptState]:
+                  config: AttemptConfig) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], DecisionInput]:
     """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
     Attempts (the history table of this Attempt's record) and its state. The launch its launcher decided
     (the run's config) when it is the next Attempt; a single-prompt run tagged `awp/mode=repair` without one
     is a repair asked for by hand; anything else is decided here."""
     packet_run = history.packet_run
-    state = prompt_states(binding, history, [prompt.id])[0]
+    state = decision_inputs(binding, history, [prompt.id])[0]
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
     last = agent_run.last_record
     earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from dagster import AssetExecutionContext, Failure
 
-from awp_pipelines.core.decisions.next_launches import Launch, PromptState
+from awp_pipelines.core.decisions.agent_run import DecisionInput
+from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.decisions.policy import Target, past_unavailable
 from awp_pipelines.core.engine.progress import AttemptNote
 from awp_pipelines.core.packet.providers_config import AccountSpec, ProviderSpec
@@ -18,7 +19,7 @@ from awp_pipelines.orchestration.resources import AwpResource
 
 
 def probed(context: AssetExecutionContext, resource: AwpResource, binding: PacketBinding, launch: Launch,
-           state: PromptState) -> Launch:
+           state: DecisionInput) -> Launch:
     """A `probe: true` target is checked just before its Attempt starts on it (probe.py: doctor's checks,
     and the models endpoint of an HTTP provider). When it is not available the Attempt goes to the next
     target the decision gives (`past_unavailable`); each probe's answer goes into the Attempt's reason."""

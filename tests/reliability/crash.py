@@ -17,11 +17,11 @@ from typing import Any
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from awp_pipelines.core.decisions.next_launches import PromptState
+from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
 
@@ -173,14 +173,14 @@ def run_failed(w: Watch) -> bool:
     return bool(w.instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE])))
 
 
-def settled(packet: Path, packet_run: str, prompt: str) -> PromptState:
+def settled(packet: Path, packet_run: str, prompt: str) -> DecisionInput:
     """After the last `awp run`: no run unfinished, no slot held; the prompt's state from stored history."""
     loaded = load_packet(packet)
     instance = open_instance(packet)
     try:
         ended_cleanly(instance)
         binding = packet_assets(loaded, load_catalog(None)).binding
-        return prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
+        return decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
     finally:
         instance.dispose()
 

@@ -37,7 +37,7 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.providers.process import group_alive
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.standing import agent_run_records
 
@@ -182,7 +182,7 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
         assert ours and all(r.status == DagsterRunStatus.FAILURE for r in ours)
         [packet_run] = {r.tags[tags.PACKET_RUN] for r in ours}
         binding = packet_assets(load_packet(packet), load_catalog(None)).binding
-        [first] = prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
+        [first] = decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
         assert first.started == 0 and not first.facts  # the wait was no Attempt
         claimed = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
         assert [slot.run_id for slot in claimed] == [holder]  # the holder's slot is untouched
