@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from e2e_support import stored_attempts
 from reliability.crash import (
     AWP,
     Seen,
@@ -39,7 +40,6 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 
 def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,
@@ -90,11 +90,7 @@ def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
     # Attempt recorded as interrupted, its partial work in its checkpoint and out of the tree.
     first = settled(packet, packet_run, "01")
     assert [(f.number, f.failure_class) for f in first.facts] == [(1, "interrupted")] and first.started == 1
-    instance = open_instance(packet)
-    try:
-        [record] = agent_run_records(instance, load_packet(packet), packet_run, "01")  # stored, not inferred
-    finally:
-        instance.dispose()
+    [record] = stored_attempts(packet, packet_run)  # stored, not inferred
     assert record.failure is not None and record.failure.failure_class == "interrupted"
     assert f"stopped by {sig.name}" in record.failure.message and record.wip
     repo = packet / "workspace"
