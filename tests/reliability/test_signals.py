@@ -20,7 +20,6 @@ from e2e_support import stored_attempts
 from reliability.crash import (
     AWP,
     Seen,
-    Watch,
     agent_packet,
     agent_pids,
     checkpoint_refs,
@@ -30,6 +29,7 @@ from reliability.crash import (
     settled,
     spawn,
     wait_for,
+    watched,
     write_packet,
 )
 
@@ -48,19 +48,13 @@ def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals
     is seen; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
     agent leads a session of its own: only `awp run` can stop it); SIGTERM to its pid, as `kill` does."""
     proc = spawn(packet, "--providers", str(providers), env=env)
-    watch = Watch(packet)
-    try:
+    with watched(packet, proc) as watch:
         assert wait_for(proc, lambda: event("message_streamed", ".01.a1", delta="wrote half.txt\n")(watch))
         for number, sig in enumerate(signals):
             if number and between is not None:
                 assert wait_for(proc, lambda: between(watch))
             (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
         proc.wait(timeout=60)  # the agent would hold for 60 s or more: the stop does not wait for it
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     return proc
 
 
@@ -158,19 +152,13 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     finally:
         instance.dispose()
     proc = spawn(packet)
-    watch = Watch(packet)
-    try:
+    with watched(packet, proc) as watch:
         def waiting() -> bool:
             runs = [r.run_id for r in watch.instance.get_runs() if r.run_id != holder]
             return any("waiting for it" in (e.message or "") for r in runs for e in watch.instance.all_logs(r))
         assert wait_for(proc, waiting)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)  # a bound against a hang: the wait polls every 0.1 s for the stop
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr.read().decode() if proc.stderr else ""
     instance = open_instance(packet)
     try:
