@@ -30,7 +30,8 @@ from tests.daemon.deployment import deployment, make_project
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
 
 PACKET_RUN = "pr-docker"
-HANGS_THEN_WRITES: dict[str, list[dict[str, Any]]] = {"01": [{"delay_ms": 900_000}, {"writes": [{"path": "alpha.txt", "text": "01"}]}]}
+HANGS_THEN_WRITES: dict[str, list[dict[str, Any]]] = {
+    "01": [{"delay_ms": 900_000}, {"writes": [{"path": "alpha.txt", "text": "01"}]}]}
 IMAGE = "awp-host-fs:test"
 SCRIPT = REPO_ROOT / "tests" / "install_docker.sh"
 
