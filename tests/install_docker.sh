@@ -21,7 +21,8 @@ install() {
     log "dockerd is missing and this is not root: the Docker test will say so"
     return 0
   fi
-  apt-get update -qq
+  # Once per CI run: skip the update when another install script just did it.
+  find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -60 | grep -q . || apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
   log "installed Debian's docker.io"
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -139,6 +140,9 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
             hung = _run_of(instance, a1)
             assert hung is not None
             assert hung.status == DagsterRunStatus.STARTED, _post_mortem(client, instance, hung.run_id)
+            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id]
+        # The container shares the host's name (host network) but not its pids: it names itself by its id.
+        assert beat.host == f"{socket.gethostname()}/{hung.tags['docker/container_id'][:12]}"
         container = client.containers.get(hung.tags["docker/container_id"])
         container.kill()
 
