@@ -102,7 +102,8 @@ class Repetition:
 def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     """The pure engine, Attempt by Attempt, driven by the same pure decision code as the sensor and `awp run`
     (`launches.first_launch` and `launches.continuation`), with no Dagster at all."""
-    from awp_pipelines.core.decisions.next_launches import PromptState, continuation, first_launch
+    from awp_pipelines.core.decisions.agent_run import DecisionInput
+    from awp_pipelines.core.decisions.next_launches import continuation, first_launch
     from awp_pipelines.core.decisions.policy import chain_of
     from awp_pipelines.core.engine.attempts import (
         AttemptIdentity,
@@ -130,7 +131,7 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
         agent_run = agent_run_id(packet_run, prompt.id)
         chain = chain_of(plan.provider, plan.model, plan.effort, catalog.accounts_of(plan.accounts, plan.provider),
                          plan.fallback)
-        pstate = PromptState(prompt.id, prompt.recovery, chain)
+        pstate = DecisionInput(prompt.id, prompt.recovery, chain)
         launch = first_launch(pstate)
         records: list[AttemptRecord] = []
         while True:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 import yaml
@@ -17,22 +17,30 @@ from click.testing import CliRunner, Result
 
 from awp_pipelines.cli import cli
 
+if TYPE_CHECKING:
+    from awp_pipelines.core.engine.attempts import AttemptRecord
+
 
 def awp(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
-def stored_records(packet: Path, packet_run: str, prompt: str = "01") -> list[dict]:
-    """The AgentRun's Attempt records as stored in the packet's embedded instance, oldest first, as JSON."""
+def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[AttemptRecord]:
+    """The AgentRun's Attempt records as stored in the packet's embedded instance (not inferred), oldest first."""
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.orchestration.instance import open_instance
     from awp_pipelines.orchestration.standing import agent_run_records
 
     instance = open_instance(packet)
     try:
-        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), packet_run, prompt)]
+        return agent_run_records(instance, load_packet(packet), packet_run, prompt)
     finally:
         instance.dispose()
+
+
+def stored_records(packet: Path, packet_run: str, prompt: str = "01") -> list[dict]:
+    """The same records as JSON."""
+    return [r.model_dump(mode="json") for r in stored_attempts(packet, packet_run, prompt)]
 
 
 def git_log(repo: Path) -> list[str]:

@@ -39,6 +39,7 @@ export AWP_TEST_PG_URL
 
 bash tests/ui/install_browser.sh  # Debian chromium for the browser tests (tests/ui)
 bash tests/install_redis.sh  # Debian's redis-server: the Celery broker of tests/e2e/test_celery_runs.py
+bash tests/install_docker.sh  # Debian's docker.io: the test starts a private dockerd (tests/e2e/test_docker_runs.py)
 bash tests/providers/install_real_clis.sh  # the pinned real agent CLIs (npm), into a cache outside the repo
 
 # 4. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.

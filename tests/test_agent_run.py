@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from awp_pipelines.core.decisions.agent_run import (
-    PromptState,
+    DecisionInput,
     StopMarker,
     agent_run_states,
     packet_run_state,
@@ -24,14 +24,14 @@ def _fact(number: int, result: str = "completed", directive: str | None = None, 
                        directive=directive, directive_reason=reason)
 
 
-def _linear(*histories: tuple[AttemptFact, ...], busy: str = "") -> list[PromptState]:
+def _linear(*histories: tuple[AttemptFact, ...], busy: str = "") -> list[DecisionInput]:
     """Prompts 01, 02, … each depending on the one before, with these histories."""
     ids = [f"{n:02}" for n in range(1, len(histories) + 1)]
-    return [PromptState(pid, RECOVERY, CHAIN, (ids[i - 1],) if i else (), facts, len(facts), pid == busy, 100.0)
+    return [DecisionInput(pid, RECOVERY, CHAIN, (ids[i - 1],) if i else (), facts, len(facts), pid == busy, 100.0)
             for i, (pid, facts) in enumerate(zip(ids, histories, strict=True))]
 
 
-def _words(states: list[PromptState], stopped: StopMarker | None = None) -> dict[str, str]:
+def _words(states: list[DecisionInput], stopped: StopMarker | None = None) -> dict[str, str]:
     return {p: s.state for p, s in agent_run_states(states, stopped).items()}
 
 
@@ -70,7 +70,7 @@ def test_an_accepted_finish_ends_the_linear_run_and_the_packet_run_completes() -
 
 def test_a_repeat_request_is_not_done_and_iterates() -> None:
     states = _linear((_fact(1, directive="repeat", mode="iterate"),), ())
-    states[0] = PromptState("01", RECOVERY, CHAIN, (), states[0].facts, 1, max_iterations=3)
+    states[0] = DecisionInput("01", RECOVERY, CHAIN, (), states[0].facts, 1, max_iterations=3)
     statuses = agent_run_states(states)
     assert (statuses["01"].state, statuses["01"].done) == ("waiting", False)
     assert [(launch.prompt, launch.mode) for launch in next_launches(states, 200.0).due] == [("01", "iterate")]
@@ -99,7 +99,7 @@ def test_a_stopped_packet_run_launches_nothing_until_resumed() -> None:
 
 
 def test_an_upstream_outside_the_packet_run_holds_a_prompt_and_busy_prompts_are_queued_or_active() -> None:
-    alone = [PromptState("02", RECOVERY, CHAIN, ("01",))]
+    alone = [DecisionInput("02", RECOVERY, CHAIN, ("01",))]
     assert agent_run_states(alone)["02"].held_by == ("01",) and next_launches(alone, 0.0).idle
     assert agent_run_states(alone)["02"].reason == "held: upstream 01 not in this packet run"
     running = _linear((_fact(1),), (), busy="02")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
-from awp_pipelines.core.decisions.next_launches import PromptState, next_launches
+from awp_pipelines.core.decisions.next_launches import next_launches
 from awp_pipelines.core.decisions.policy import AttemptFact, chain_of, decide
 from awp_pipelines.core.packet.model.budget import BudgetConfig
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
@@ -18,8 +19,8 @@ def _failed(number: int, cost: float = 0.02, tokens: int = 10) -> AttemptFact:
                        provider="simulated", model="m", cost_usd=cost, tokens=tokens)
 
 
-def _state(prompt: str, *facts: AttemptFact, budget: Budget, deps: tuple[str, ...] = ()) -> PromptState:
-    return PromptState(prompt, RECOVERY, CHAIN, deps, tuple(facts), len(facts), last_ended=100.0 if facts else None,
+def _state(prompt: str, *facts: AttemptFact, budget: Budget, deps: tuple[str, ...] = ()) -> DecisionInput:
+    return DecisionInput(prompt, RECOVERY, CHAIN, deps, tuple(facts), len(facts), last_ended=100.0 if facts else None,
                        budget=budget)
 
 

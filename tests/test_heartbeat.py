@@ -5,6 +5,7 @@ Dagster's run monitoring never does for a Celery task left STARTED."""
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ from dagster._core.executor.in_process import InProcessExecutor
 from dagster._core.executor.multiprocess import MultiprocessExecutor
 from dagster._core.test_utils import create_run_for_test
 
-from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.hosts import container_host, host_id
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
@@ -116,3 +117,16 @@ def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) ->
         assert run is not None and run.status == DagsterRunStatus.FAILURE
     finally:
         instance.dispose()
+
+
+def test_a_docker_container_names_itself_by_its_container_id_not_by_the_host_name_it_shares(tmp_path: Path) -> None:
+    cid = "ab" * 32
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(f"612 590 8:1 /var/lib/docker/containers/{cid}/hostname /etc/hostname rw - ext4 /dev/sda1 "
+                         "rw\n")
+    marker = tmp_path / ".dockerenv"
+    assert container_host(marker, mountinfo) is None  # not in a container: the host name alone
+    marker.touch()
+    assert container_host(marker, mountinfo) == f"{socket.gethostname()}/{cid[:12]}"
+    mountinfo.write_text("25 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+    assert container_host(marker, mountinfo) is None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from awp_pipelines.core.decisions.next_launches import Launch, PromptState, continuation, manual_launch, next_launches
+from awp_pipelines.core.decisions.agent_run import DecisionInput
+from awp_pipelines.core.decisions.next_launches import Launch, continuation, manual_launch, next_launches
 from awp_pipelines.core.decisions.policy import AttemptFact, Target, chain_of, interrupted_fact
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
@@ -23,8 +24,8 @@ def _resting(*accounts: str) -> Availability:
 
 
 def _state(prompt: str, *facts: AttemptFact, deps: tuple[str, ...] = (), busy: bool = False,
-           ended: float | None = 100.0) -> PromptState:
-    return PromptState(prompt, RECOVERY, CHAIN, deps, tuple(facts), len(facts), busy, ended if facts else None,
+           ended: float | None = 100.0) -> DecisionInput:
+    return DecisionInput(prompt, RECOVERY, CHAIN, deps, tuple(facts), len(facts), busy, ended if facts else None,
                        f"run-{prompt}-{len(facts)}" if facts else None)
 
 
@@ -80,7 +81,7 @@ def test_a_launch_by_hand_continues_the_agent_run_even_after_its_budget() -> Non
 
 def test_launch_tags_name_the_attempt_and_leave_the_rest_to_its_metadata() -> None:
     [launch] = next_launches([_state("01", _fact(1, "verification_failed"))], 100.0).due
-    tags = launch.intent("pr-1").to_tags("demo", "01")
+    tags = launch.run_tags("demo", "pr-1")
     assert (tags["awp/provider"], tags["awp/account"]) == (launch.target.provider, launch.target.account)
     assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/mode"] == "repair"
     assert "awp/reason" not in tags and "awp/agent_run" not in tags  # the Attempt's metadata carries them
@@ -88,11 +89,11 @@ def test_launch_tags_name_the_attempt_and_leave_the_rest_to_its_metadata() -> No
 
 def test_a_resting_account_is_passed_over_for_a_fallback_and_for_a_new_agent_run() -> None:
     limited = _fact(1, "provider_failed", cls="provider_rate_limit", retryable=True)
-    state = PromptState("01", RECOVERY, chain_of("simulated", "m", None, ["a", "b", "c"], []), (), (limited,), 1,
+    state = DecisionInput("01", RECOVERY, chain_of("simulated", "m", None, ["a", "b", "c"], []), (), (limited,), 1,
                         last_ended=100.0, last_run="run-1", accounts=_resting("b"))
     [launch] = next_launches([state], 200.0).due
     assert (launch.mode, launch.target.account) == ("fallback", "c")  # b rests under a stored cooldown
-    fresh = PromptState("02", RECOVERY, CHAIN, accounts=_resting("a"))
+    fresh = DecisionInput("02", RECOVERY, CHAIN, accounts=_resting("a"))
     [first] = next_launches([fresh], 200.0).due
     assert first.target.account == "b" and "a is resting" in first.reason
 
@@ -102,9 +103,9 @@ ROTATING = ("a", "b", "c")
 
 
 def _rotating(rotation: str, *facts: AttemptFact, prompt: str = "01",
-              accounts: Availability = Availability(now_ms=1_000)) -> PromptState:
+              accounts: Availability = Availability(now_ms=1_000)) -> DecisionInput:
     chain = chain_of("simulated", "m", None, list(ROTATING), [], rotation)  # type: ignore[arg-type]
-    return PromptState(prompt, RECOVERY, chain, (), tuple(facts), len(facts), last_ended=0.0 if facts else None,
+    return DecisionInput(prompt, RECOVERY, chain, (), tuple(facts), len(facts), last_ended=0.0 if facts else None,
                        last_run="run-x" if facts else None, accounts=accounts)
 
 
@@ -165,7 +166,7 @@ def test_between_attempts_also_turns_the_accounts_of_a_fallback_target_named_wit
     # The record names the provider's default model, where the chain names none.
     on_x = AttemptFact(number=2, mode="fallback", result="verification_failed", provider="other", account="x",
                        model="other-default")
-    state = PromptState("01", RECOVERY, chain, (), (_fact(1, "provider_failed"), on_x), 2, last_ended=0.0,
+    state = DecisionInput("01", RECOVERY, chain, (), (_fact(1, "provider_failed"), on_x), 2, last_ended=0.0,
                         last_run="run-2")
     step = continuation(state)
     assert isinstance(step, Launch) and (step.mode, step.target.provider, step.target.account) == (

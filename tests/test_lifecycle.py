@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from awp_pipelines.core.decisions.agent_run import PromptState, agent_run_status
+from awp_pipelines.core.decisions.agent_run import DecisionInput, agent_run_status
 from awp_pipelines.core.decisions.budget import Budget, Spend
 from awp_pipelines.core.decisions.policy import AttemptFact, chain_of
 from awp_pipelines.core.packet.model.budget import BudgetConfig
@@ -19,7 +19,7 @@ def _fact(number: int, result: str, cls: str | None = None, retryable: bool = Fa
 
 
 def _status(*facts: AttemptFact, started: int | None = None, busy: bool = False, budget: Budget = Budget()):
-    state = PromptState("01", RECOVERY, CHAIN, (), tuple(facts), len(facts) if started is None else started,
+    state = DecisionInput("01", RECOVERY, CHAIN, (), tuple(facts), len(facts) if started is None else started,
                         busy, 100.0 if facts else None, budget=budget)
     return agent_run_status(state)
 

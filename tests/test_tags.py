@@ -5,8 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.policy import Target
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.core.records.run_tags import MODES, RunIntent, agent_run_id, attempt_id
+from awp_pipelines.core.records.run_tags import MODES, agent_run_id
 
 _value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=40)
 
@@ -16,9 +18,8 @@ _value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1,
 def test_tags_name_what_a_user_filters_on(packet_run: str, provider: str, account: str | None, model: str | None,
                                           mode: tags.Mode, prompt: str, number: int) -> None:
     agent_run = agent_run_id(packet_run, prompt)
-    intent = RunIntent(packet_run=packet_run, mode=mode, provider=provider, account=account, model=model,
-                       attempt=attempt_id(agent_run, number))
-    written = intent.to_tags("demo", prompt)
+    launch = Launch(prompt, number, mode, "a reason", Target(provider, model, account, "high"), "parent-run")
+    written = launch.run_tags("demo", packet_run)
     # Only what a user filters runs on: the reason and effort live in the Attempt's metadata, the parent run
     # in Dagster's own tag (its launcher sets it), the agent run is the packet run and the prompt.
     assert set(written) <= set(tags.RUN_TAGS)
@@ -30,8 +31,9 @@ def test_tags_name_what_a_user_filters_on(packet_run: str, provider: str, accoun
 
 
 def test_empty_values_are_left_out_and_long_ones_cut_to_one_line() -> None:
-    written = RunIntent(packet_run="pr-1", model="line one\nline two " + "x" * 300).to_tags("demo")
-    assert set(written) == {tags.PACKET, tags.PACKET_RUN, tags.MODE, tags.MODEL}  # no prompt, no reason
+    written = tags.tag_values({tags.PACKET: "demo", tags.PACKET_RUN: "pr-1", tags.ACCOUNT: None, tags.PROVIDER: "",
+                               tags.MODEL: "line one\nline two " + "x" * 300})
+    assert set(written) == {tags.PACKET, tags.PACKET_RUN, tags.MODEL}
     assert "\n" not in written[tags.MODEL] and len(written[tags.MODEL]) == 120
     assert written[tags.MODEL].endswith("…")
 
@@ -40,8 +42,8 @@ def test_no_tag_value_holds_a_key_shaped_text() -> None:
     """Every tag value passes `short`: a text quoting a provider's message keeps no key, whole or cut."""
     key = "sk-ant-" + "api03-" + "K" * 24
     quoted = f"provider_auth_claim: 401 for key {key}"
-    intent = RunIntent(packet_run="pr-1", mode="retry", model=quoted)
-    values = intent.to_tags("demo", "01").values()
-    assert all("K" * 8 not in value for value in values)
-    assert tags.REASON not in intent.to_tags("demo", "01")  # the reason is Attempt metadata now, not a tag
+    launch = Launch("01", 2, "retry", quoted, Target("simulated", quoted, None))
+    written = launch.run_tags("demo", "pr-1")
+    assert all("K" * 8 not in value for value in written.values())
+    assert tags.REASON not in written  # the reason is Attempt metadata now, not a tag
     assert "401 for key [REDACTED]" in tags.short(quoted)  # what any tag value passes

@@ -31,11 +31,13 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.redact import Redactor, redact
-from awp_pipelines.orchestration.attempt_compute import NEEDS_DAEMON, run_attempt, signal_stop
+from awp_pipelines.orchestration.attempt_compute import run_attempt
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.attempt_stops import signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import beating
 from awp_pipelines.orchestration.history import PacketRunHistory
+from awp_pipelines.orchestration.launch_choice import NEEDS_DAEMON
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.packet_run_tag import tag_root_run

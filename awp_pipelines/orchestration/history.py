@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus, PromptState, agent_run_states
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
 from awp_pipelines.core.decisions.policy import AttemptFact, Target, adopted_fact, interrupted_fact
 from awp_pipelines.core.decisions.rotation import Availability
@@ -156,8 +156,8 @@ def _opt(value: object) -> str | None:
     return str(value) if value not in (None, "", "none", "default") else None
 
 
-def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Sequence[str] | None = None,
-                  exclude_run: str | None = None) -> list[PromptState]:
+def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: Sequence[str] | None = None,
+                  exclude_run: str | None = None) -> list[DecisionInput]:
     """The decision's input for each prompt of the packet run (or of `prompts`)."""
     packet, keys = binding.packet, binding.keys
     finished = history.finished_runs()
@@ -172,7 +172,7 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
         started_runs = [run for run, _, _ in agent_run.started.values()]
         last_run = last.identity.dagster_run if last else (started_runs[-1] if started_runs else None)
         accounts = history.accounts_of({c.account for c in binding.chains[pid].candidates() if c.account})
-        states.append(PromptState(
+        states.append(DecisionInput(
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=binding.chains[pid],
             deps=tuple(packet.dependencies(packet.prompt(pid))),
             facts=tuple(agent_run.facts(finished, _committed_in(binding, pid, history.packet_run))),
@@ -184,13 +184,13 @@ def prompt_states(binding: PacketBinding, history: PacketRunHistory, prompts: Se
 
 
 def agent_run_truth(binding: PacketBinding, history: PacketRunHistory, also: Collection[str] = (),
-                    exclude_run: str | None = None) -> tuple[dict[str, PromptState], dict[str, AgentRunStatus]]:
+                    exclude_run: str | None = None) -> tuple[dict[str, DecisionInput], dict[str, AgentRunStatus]]:
     """Each AgentRun of the packet run (its scope, and the prompts `also` about to join it, in packet order):
     the decision's input and its state, the one answer every reader gives (agent_run.py). `exclude_run`: the
     run asking, which does not hold its own prompts back."""
     packet = binding.packet
     wanted = set(history.scope(packet, binding.keys)) | set(also)
-    states = prompt_states(binding, history, [p.id for p in packet.prompts if p.id in wanted], exclude_run)
+    states = decision_inputs(binding, history, [p.id for p in packet.prompts if p.id in wanted], exclude_run)
     return {s.prompt: s for s in states}, agent_run_states(states, history.stopped)
 
 

@@ -13,7 +13,7 @@ from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, decision_inputs, packet_run_history
 
 _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
 
@@ -42,7 +42,7 @@ def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, 
     if history is None:
         raise PacketError(root, f"prompt {prompt} has no Attempt on record to repair",
                           hint=f"run it first: awp run {root} {prompt}")
-    [state] = prompt_states(binding, history, [prompt])
+    [state] = decision_inputs(binding, history, [prompt])
     if state.busy:
         raise PacketError(root, f"a run of prompt {prompt} in packet run {history.packet_run} has not ended",
                           hint="wait for it, or cancel it in the UI")

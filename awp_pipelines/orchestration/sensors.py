@@ -37,7 +37,7 @@ from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import reap_silent_runs
-from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, decision_inputs, packet_run_history
 from awp_pipelines.orchestration.naming import recovery_sensor_name
 from awp_pipelines.orchestration.reaper import driven_in_process, free_slots_of_ended_runs
 from awp_pipelines.orchestration.stop_store import StopStore
@@ -77,7 +77,7 @@ def cancel_marker(run: DagsterRun, ended_at: float) -> StopMarker | None:
 def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launch) -> dict[str, str]:
     """The run's tags: the Attempt's identity, and Dagster's own parent/root lineage so the UI groups
     a retry, fallback or repair with the run it follows."""
-    out = launch.intent(history.packet_run).to_tags(binding.packet.name, launch.prompt)
+    out = launch.run_tags(binding.packet.name, history.packet_run)
     if launch.parent_run:
         parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
         root = parent.tags.get(tags.DAGSTER_ROOT_RUN, parent.run_id) if parent else launch.parent_run
@@ -131,7 +131,7 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
                 waiting.add(packet_run)  # looked at again once its `awp run` has let go
                 continue  # its `awp run` launches what comes next: two drivers made a fallback twice
             adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
-            outlook = next_launches(prompt_states(binding, history), now, history.stopped)
+            outlook = next_launches(decision_inputs(binding, history), now, history.stopped)
             for launch in outlook.due:
                 key = binding.key(launch.prompt)
                 requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job, asset_selection=[key],

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, git_log
+from e2e_support import awp, git_log, stored_records
 
-from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 5}
 
@@ -36,12 +34,7 @@ def _step(n: int, **control: object) -> dict:
 def _run(packet: Path) -> tuple[dict, list[dict]]:
     result = awp("run", packet, "--json")
     [outcome] = json.loads(result.stdout)["prompts"]
-    instance = open_instance(packet)
-    try:
-        records = agent_run_records(instance, load_packet(packet), outcome["attempt"].split(".")[0], "01")
-    finally:
-        instance.dispose()
-    return outcome, [r.model_dump(mode="json") for r in records]
+    return outcome, stored_records(packet, outcome["attempt"].split(".")[0])
 
 
 def test_repeat_twice_then_finish_gives_three_iterate_attempts_and_completes(tmp_path: Path, make_git_repo) -> None:

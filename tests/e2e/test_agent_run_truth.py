@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 from dagster import ExecuteInProcessResult, build_sensor_context
-from e2e_support import awp, git_log
+from e2e_support import awp, git_log, stored_attempts
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
 
 from awp_pipelines.core.packet.packet import load_packet
@@ -24,7 +24,6 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.standing import agent_run_records
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}
@@ -232,11 +231,7 @@ def test_an_attempt_killed_after_its_commit_is_adopted_with_a_record(tmp_path: P
     status = assert_one_truth(packet, packet_run, {"01": "completed", "02": "completed"}, "completed", [], summary)
     [attempt] = status["prompts"][0]["attempts"]  # one Attempt, shown once
     assert (attempt["result"], attempt["adopted"]) == ("completed", True)
-    instance = open_instance(packet)
-    try:
-        [record] = agent_run_records(instance, load_packet(packet), packet_run, "01")  # stored, not inferred
-    finally:
-        instance.dispose()
+    [record] = stored_attempts(packet, packet_run)  # stored, not inferred
     assert record.adopted and record.commits[0].sha
     assert record.evidence == {"app": f"{record.commits[0].sha} (AWP-Attempt: {packet_run}.01.a1)"}
 

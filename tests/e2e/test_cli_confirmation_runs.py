@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, git_log
-
-from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
+from e2e_support import awp, git_log, stored_records
 
 FAKES = Path(__file__).resolve().parents[1] / "providers" / "fakes"
 
@@ -32,12 +28,7 @@ def _packet(root: Path, make_git_repo, manifest: dict) -> Path:  # type: ignore[
 
 
 def _records(packet: Path, stdout: str) -> list[dict]:
-    instance = open_instance(packet)
-    try:
-        ran = json.loads(stdout)["packet_run"]
-        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), ran, "01")]
-    finally:
-        instance.dispose()
+    return stored_records(packet, json.loads(stdout)["packet_run"])
 
 
 def test_require_fails_an_agent_that_names_no_model_once_and_commits_nothing(

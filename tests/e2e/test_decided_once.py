@@ -12,8 +12,7 @@ import pytest
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import attempt_compute as attempt_step
-from awp_pipelines.orchestration import history, packet_run_tag
+from awp_pipelines.orchestration import attempt_compute, history, packet_run_tag
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(
@@ -27,7 +26,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
             return real(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
 
-    for module in (attempt_step, packet_run_tag):
+    for module in (attempt_compute, packet_run_tag):
         counted(module, "packet_run_history", history.packet_run_history)
     real_build = plan.build_plan
 

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import yaml
 from dagster import AssetKey
-from e2e_support import awp
+from e2e_support import awp, stored_records
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 STATES = ["created", "provisioning", "running", "checkpointing", "terminal"]
 
@@ -27,14 +26,6 @@ def _packet(root: Path, make_git_repo, manifest: dict, front: dict) -> Path:  # 
     return root
 
 
-def _records(packet: Path, packet_run: str) -> list[dict]:
-    instance = open_instance(packet)
-    try:
-        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), packet_run, "01")]
-    finally:
-        instance.dispose()
-
-
 def test_a_packet_capped_at_5_cents_stops_after_the_third_2_cent_attempt(tmp_path: Path, make_git_repo) -> None:
     step = {"messages": ["not yet"], "cost_usd": 0.02}
     packet = _packet(tmp_path / "capped", make_git_repo,
@@ -47,7 +38,7 @@ def test_a_packet_capped_at_5_cents_stops_after_the_third_2_cent_attempt(tmp_pat
     [outcome] = json.loads(result.stdout)["prompts"]
     assert outcome["state"] == "budget_exhausted"
     assert outcome["decision"] == "budget exhausted: the packet run spent $0.0600 of its $0.05 cap"
-    records = _records(packet, outcome["attempt"].split(".")[0])
+    records = stored_records(packet, outcome["attempt"].split(".")[0])
     assert [r["identity"]["mode"] for r in records] == ["run", "repair", "repair"]  # 3 of the 6 the repairs allow
     assert [r["usage"]["cost_usd"] for r in records] == [0.02] * 3
     assert [r["packet_run_spend"]["cost_usd"] for r in records] == [0.02, 0.04, 0.06]
@@ -62,7 +53,7 @@ def test_a_packet_capped_at_5_cents_stops_after_the_third_2_cent_attempt(tmp_pat
         instance.dispose()
     text = awp("run", packet, "--packet-run", outcome["attempt"].split(".")[0])
     assert "01 budget_exhausted — budget exhausted" in text.output  # nothing more was started
-    assert len(_records(packet, outcome["attempt"].split(".")[0])) == 3
+    assert len(stored_records(packet, outcome["attempt"].split(".")[0])) == 3
 
 
 def _failing_then_fixed(tmp_path: Path, make_git_repo) -> Path:  # type: ignore[no-untyped-def]
@@ -81,14 +72,14 @@ def test_awp_repair_on_a_failed_prompt_runs_one_repair_attempt_with_the_unmet_it
     assert first.exit_code == 1
     [outcome] = json.loads(first.stdout)["prompts"]
     packet_run = outcome["attempt"].split(".")[0]
-    assert outcome["state"] == "failed" and len(_records(packet, packet_run)) == 2
+    assert outcome["state"] == "failed" and len(stored_records(packet, packet_run)) == 2
     secret = "sk-ant-api03-" + "x" * 40
     result = awp("repair", packet, "1", "--note", f"write the word finished {secret}", "--json")
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert (answer["packet_run"], answer["attempt"], answer["mode"], answer["state"]) == \
         (packet_run, f"{packet_run}.01.a3", "repair", "completed")
-    records = _records(packet, packet_run)
+    records = stored_records(packet, packet_run)
     assert [r["identity"]["mode"] for r in records] == ["run", "repair", "repair"]  # exactly one more
     text = records[-1]["prompt_text"]
     assert "## Repair Instructions" in text and "text not found: 'finished'" in text
@@ -127,7 +118,7 @@ def test_a_ui_launch_tagged_repair_repairs_the_prompts_latest_packet_run(tmp_pat
                                tags={"awp/mode": "repair", "awp/note": "say finished"}, raise_on_error=False)
     finally:
         instance.dispose()
-    records = _records(packet, packet_run)
+    records = stored_records(packet, packet_run)
     assert [(r["identity"]["mode"], r["result"]) for r in records][-1] == ("repair", "completed")
     assert len(records) == 3 and "say finished" in records[-1]["prompt_text"]
     assert "text not found: 'finished'" in records[-1]["prompt_text"]

@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import AssetKey, RunsFilter
-from e2e_support import awp, git_log
+from e2e_support import awp, git_log, stored_attempts, stored_records
 
-from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.
@@ -24,14 +22,6 @@ RECOVERY_MATRIX = {
     "05": ["run", "retry", "retry"], "06": ["run"], "07": ["run", "retry", "repair"], "08": ["run", "retry"],
     "09": ["run"],
 }
-
-
-def _records(packet: Path, prompt: str, packet_run: str) -> list[dict]:
-    instance = open_instance(packet)
-    try:
-        return [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), packet_run, prompt)]
-    finally:
-        instance.dispose()
 
 
 def _oldest_first(instance, tags: dict[str, str]) -> list:  # type: ignore[no-untyped-def]
@@ -46,16 +36,16 @@ def test_simulated_recovery_packet_completes_every_prompt_with_prompt_runners_re
     assert [o["result"] for o in outcomes] == ["completed"] * 9
     packet_run = outcomes[0]["attempt"].split(".")[0]
     for prompt, modes in RECOVERY_MATRIX.items():
-        records = _records(packet, prompt, packet_run)
+        records = stored_records(packet, packet_run, prompt)
         assert [r["identity"]["mode"] for r in records] == modes, prompt
         assert records[-1]["result"] == "completed"
     # 03 and 09 recovered inside their one Attempt by resuming the provider session.
-    assert _records(packet, "03", packet_run)[0]["resumes"] == 1
+    assert stored_records(packet, packet_run, "03")[0]["resumes"] == 1
     # 06: the provider reported an error, the verifier passed: complete, with the error kept as provenance.
-    [override] = _records(packet, "06", packet_run)
+    [override] = stored_records(packet, packet_run, "06")
     assert override["provider_failure"]["failure_class"] == "provider_runtime_claim"
     # 07's repair prompt carried the unmet item and the last runtime error.
-    repair = _records(packet, "07", packet_run)[-1]
+    repair = stored_records(packet, packet_run, "07")[-1]
     assert "## Repair Instructions" in repair["prompt_text"]
     assert "draft.meta.txt" in repair["prompt_text"] and "provider_runtime_claim" in repair["prompt_text"]
     assert len(git_log(packet / "workspace")) == 10
@@ -187,12 +177,7 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     (root / "workspace" / "done.txt").unlink()
     subprocess.run(["git", "-C", str(root / "workspace"), "commit", "-qam", "reset"], check=True)
     second = awp("run", root, "--providers", providers, "--json")
-    instance = open_instance(root)
-    try:
-        packet_run = json.loads(second.stdout)["packet_run"]
-        # Its first Attempt already runs on sim-b: sim-a still rests after the first packet run's limit.
-        records = agent_run_records(instance, load_packet(root), packet_run, "01")
-        assert [(r.identity.mode, r.target.account) for r in records][0] == ("run", "sim-b")
-        assert "sim-a is resting" in records[0].target.reason
-    finally:
-        instance.dispose()
+    # Its first Attempt already runs on sim-b: sim-a still rests after the first packet run's limit.
+    records = stored_attempts(root, json.loads(second.stdout)["packet_run"])
+    assert [(r.identity.mode, r.target.account) for r in records][0] == ("run", "sim-b")
+    assert "sim-a is resting" in records[0].target.reason

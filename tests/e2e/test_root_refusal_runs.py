@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp
-
-from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
+from e2e_support import awp, stored_records
 
 FAKES = Path(__file__).resolve().parents[1] / "providers" / "fakes"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: what CI and containers run as")
@@ -42,12 +38,7 @@ def test_a_root_refused_fallback_fails_once_and_is_not_retried(
     assert root["status"] == "warning" and "IS_SANDBOX" in root["fix"]
     result = awp("run", packet, "--providers", providers, "--json")
     assert result.exit_code == 1, result.output
-    instance = open_instance(packet)
-    try:
-        ran = json.loads(result.stdout)["packet_run"]
-        records = [r.model_dump(mode="json") for r in agent_run_records(instance, load_packet(packet), ran, "01")]
-    finally:
-        instance.dispose()
+    records = stored_records(packet, json.loads(result.stdout)["packet_run"])
     assert [(r["identity"]["mode"], r["target"]["provider"], r["failure"]["failure_class"]) for r in records] == [
         ("run", "simulated", "provider_rate_limit"), ("fallback", "claude", "provider_config_claim")]
     refused = records[1]["failure"]

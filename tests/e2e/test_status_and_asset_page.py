@@ -6,8 +6,6 @@ The demo's 02 misses a verifier item (then a repair completes it), 03 is rate li
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from importlib import resources
 from pathlib import Path
 
@@ -27,13 +25,6 @@ def _shipped_schema(name: str) -> dict:
     """The schema file that ships with the package (`make schemas` writes it from the models)."""
     return json.loads(resources.files("awp_pipelines").joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
 CHANGELOG = AssetKey(["demo", "02_write_changelog"])
-
-
-def _demo(tmp_path: Path) -> Path:
-    demo = tmp_path / "demo"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", demo, ignore=shutil.ignore_patterns("workspace", ".awp"))
-    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    return demo
 
 
 def _status_json(*args: str | Path) -> dict:
@@ -62,8 +53,8 @@ def _assert_demo_status(status: dict, instance_runs: set[str]) -> None:
     assert totals["tokens_in"] == sum(a["tokens_in"] for p in status["prompts"] for a in p["attempts"]) > 0
 
 
-def test_status_json_on_sqlite_validates_and_tells_the_demo_story(tmp_path: Path) -> None:
-    demo = _demo(tmp_path)
+def test_status_json_on_sqlite_validates_and_tells_the_demo_story(demo_copy: Path) -> None:
+    demo = demo_copy
     assert _status_json(demo)["state"] == "not_started"  # nothing ran yet
     result = awp("run", demo)
     assert result.exit_code == 0, result.output
@@ -85,8 +76,8 @@ def test_status_json_on_sqlite_validates_and_tells_the_demo_story(tmp_path: Path
 
 
 @pytest.mark.postgres
-def test_status_json_on_postgres_validates(tmp_path: Path, fresh_pg_database: sa.URL) -> None:
-    demo = _demo(tmp_path)
+def test_status_json_on_postgres_validates(tmp_path: Path, demo_copy: Path, fresh_pg_database: sa.URL) -> None:
+    demo = demo_copy
     home = postgres_instance_dir(tmp_path / "pg-home", fresh_pg_database)
     result = awp("run", demo, "--instance", home)
     assert result.exit_code == 0, result.output

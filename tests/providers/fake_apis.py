@@ -66,16 +66,22 @@ def _tool_use_sse(model: str, command: str) -> bytes:
     """One assistant turn that calls the Bash tool with `command`."""
     tool = {"type": "tool_use", "id": "toolu_fake_1", "name": "Bash", "input": {}}
     arguments = json.dumps({"command": command, "description": "Steer the next iteration"})
+    return _turn_sse(model, "msg_fake_tool", (20, 30), tool, {"type": "input_json_delta", "partial_json": arguments},
+                     "tool_use")
+
+
+def _turn_sse(model: str, message_id: str, tokens: tuple[int, int], block: dict, delta: dict,
+              stop_reason: str) -> bytes:
+    """One assistant turn of one content block, as the Messages API streams it; `tokens`: (in, out)."""
     return _sse_events([
         ("message_start", {"type": "message_start", "message": {
-            "id": "msg_fake_tool", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": tool}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+            "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": tokens[0], "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                           "usage": {"output_tokens": 30}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                           "usage": {"output_tokens": tokens[1]}}),
         ("message_stop", {"type": "message_stop"}),
     ])
 
@@ -94,20 +100,8 @@ def _steering(body: dict, model: str) -> bytes | None:
 
 
 def _sse(model: str) -> bytes:
-    events = [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_fake_1", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": REPLY}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": 9}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return _sse_events(events)
+    return _turn_sse(model, "msg_fake_1", (12, 9), {"type": "text", "text": ""}, {"type": "text_delta", "text": REPLY},
+                     "end_turn")
 
 
 class _Handler(BaseHTTPRequestHandler):

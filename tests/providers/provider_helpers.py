@@ -21,6 +21,14 @@ KIND_SPECS = {
 }
 
 
+def fake_claude_catalog(accounts: dict[str, dict[str, str]]) -> dict[str, object]:
+    """A providers.yaml (as data) whose `claude` provider is the fake CLI, with these accounts."""
+    return {"providers": {"claude": {"kind": "claude_code", "command": str(FAKES / "claude"),
+                                     "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
+                                     "models": ["haiku"]}},
+            "accounts": accounts}
+
+
 def account(tmp: Path, name: str = "acct-a", var: str = "AWP_TEST_ACCT_A_KEY") -> AccountBinding:
     return AccountBinding(name=name, provider="p", credential_env=var, config_dir=str(tmp / "accounts" / name))
 

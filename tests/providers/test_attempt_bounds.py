@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from provider_helpers import FAKES
+from provider_helpers import fake_claude_catalog
 
 from awp_pipelines.cli import cli
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
@@ -36,12 +36,8 @@ def _packet(root: Path, make_git_repo: Any, manifest: dict[str, Any]) -> tuple[P
     front = {"verify": {"files_exist": ["done.txt"]}}
     (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
     providers = root / "providers.yaml"
-    providers.write_text(yaml.safe_dump({
-        "providers": {"claude": {"kind": "claude_code", "command": str(FAKES / "claude"),
-                                 "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
-                                 "models": ["haiku"]}},
-        "accounts": {"claude-a": {"provider": "claude", "credential_env": "AWP_BOUNDS_KEY",
-                                  "config_dir": str(root / "cfg")}}}))
+    providers.write_text(yaml.safe_dump(fake_claude_catalog(
+        {"claude-a": {"provider": "claude", "credential_env": "AWP_BOUNDS_KEY", "config_dir": str(root / "cfg")}})))
     return root, providers
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from provider_helpers import FAKES
+from provider_helpers import fake_claude_catalog
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from e2e_support import awp, git_log, stored_records  # noqa: E402
@@ -31,12 +31,9 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Pa
                                                  "verify": {"files_exist": ["GREETING.md"]}})
                       + "---\n# Greet\n\nWrite GREETING.md.\n\nawp-fake-write: GREETING.md = hello\n")
     providers = root / "providers.yaml"
-    providers.write_text(yaml.safe_dump({
-        "providers": {"claude": {"kind": "claude_code", "command": str(FAKES / "claude"),
-                                 "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
-                                 "models": ["haiku"]}},
-        "accounts": {name: {"provider": "claude", "credential_env": var, "config_dir": str(root / "cfg" / name)}
-                     for name, var in (("claude-a", "AWP_E2E_CLAUDE_A_KEY"), ("claude-b", "AWP_E2E_CLAUDE_B_KEY"))}}))
+    providers.write_text(yaml.safe_dump(fake_claude_catalog(
+        {name: {"provider": "claude", "credential_env": var, "config_dir": str(root / "cfg" / name)}
+         for name, var in (("claude-a", "AWP_E2E_CLAUDE_A_KEY"), ("claude-b", "AWP_E2E_CLAUDE_B_KEY"))})))
     return root, providers
 
 

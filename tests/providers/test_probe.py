@@ -16,14 +16,11 @@ from provider_helpers import FAKES
 
 from awp_pipelines.core.decisions.policy import Target, chain_of, past_unavailable
 from awp_pipelines.core.engine.attempts import AttemptRecord
-from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.core.planning.target_probe import probe
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from e2e_support import awp  # noqa: E402
+from e2e_support import awp, stored_attempts  # noqa: E402
 
 BASE = "http://probe.test/v1"
 KEY = "sk-or-probe-secret-0123456789abcdef"
@@ -114,11 +111,7 @@ def _run_to_the_fallback(root: Path) -> AttemptRecord:
     result = awp("run", root, "--providers", root / "providers.yaml", "--json")
     assert result.exit_code == 0, result.output
     packet_run = json.loads(result.stdout)["packet_run"]
-    instance = open_instance(root)
-    try:
-        [record] = agent_run_records(instance, load_packet(root), packet_run, "01")
-    finally:
-        instance.dispose()
+    [record] = stored_attempts(root, packet_run)
     assert (record.target.provider, record.target.account, record.result) == ("simulated", "sim-a", "completed")
     return record
 

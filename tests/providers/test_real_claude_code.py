@@ -97,11 +97,8 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
     import json
 
     import yaml
-    from e2e_support import awp
+    from e2e_support import awp, stored_records
 
-    from awp_pipelines.core.packet.packet import load_packet
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.standing import agent_run_records
 
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     monkeypatch.setenv("AWP_REAL_A_KEY", KEY + "-a")
@@ -122,13 +119,7 @@ def test_real_claude_rate_limited_account_falls_back_to_the_second_via_awp_run(
     assert result.exit_code == 0, result.output
     assert seconds < 90
     [outcome] = json.loads(result.stdout)["prompts"]
-    instance = open_instance(packet)
-    try:
-        packet_run = json.loads(result.stdout)["packet_run"]
-        stored = agent_run_records(instance, load_packet(packet), packet_run, "01")
-        records = [r.model_dump(mode="json") for r in stored]
-    finally:
-        instance.dispose()
+    records = stored_records(packet, json.loads(result.stdout)["packet_run"])
     assert [(r["target"]["account"], r["identity"]["mode"], r["result"]) for r in records] == [
         ("a", "run", "provider_failed"), ("b", "fallback", "completed")]
     assert records[0]["failure"]["failure_class"] == "provider_rate_limit"

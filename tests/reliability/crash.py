@@ -10,18 +10,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from awp_pipelines.core.decisions.next_launches import PromptState
+from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
 
@@ -94,6 +95,20 @@ def spawn(packet: Path, *args: str, env: dict[str, str] | None = None) -> subpro
                             stdin=subprocess.DEVNULL)
 
 
+@contextmanager
+def watched(packet: Path, proc: subprocess.Popen[bytes]) -> Iterator[Watch]:
+    """A Watch on the packet while `awp run` (`proc`) runs; on leaving, the watch is closed and a run still
+    alive is killed with its process group, whatever failed."""
+    watch = Watch(packet)
+    try:
+        yield watch
+    finally:
+        watch.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
 def wait_for(proc: subprocess.Popen[bytes], seen: Callable[[], bool], timeout_s: float = 120) -> bool:
     """Poll `seen` until it holds (True) or the process ends first (False)."""
     deadline = time.monotonic() + timeout_s
@@ -109,18 +124,12 @@ def wait_for(proc: subprocess.Popen[bytes], seen: Callable[[], bool], timeout_s:
 def kill_when(packet: Path, seen: Seen, env: dict[str, str], *args: str) -> str:
     """Start `awp run`, kill -9 its process group once `seen`; return the packet run's id."""
     proc = spawn(packet, *args, env=env)
-    watch = Watch(packet)
-    try:
+    with watched(packet, proc) as watch:
         reached = wait_for(proc, lambda: seen(watch))
         assert reached, "awp run ended before the kill point: " + (proc.stderr.read().decode() if proc.stderr
                                                                    else "")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     [packet_run] = [p.name for p in (packet / ".awp" / "events").iterdir()]
     return packet_run
 
@@ -173,14 +182,14 @@ def run_failed(w: Watch) -> bool:
     return bool(w.instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.FAILURE])))
 
 
-def settled(packet: Path, packet_run: str, prompt: str) -> PromptState:
+def settled(packet: Path, packet_run: str, prompt: str) -> DecisionInput:
     """After the last `awp run`: no run unfinished, no slot held; the prompt's state from stored history."""
     loaded = load_packet(packet)
     instance = open_instance(packet)
     try:
         ended_cleanly(instance)
         binding = packet_assets(loaded, load_catalog(None)).binding
-        return prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
+        return decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
     finally:
         instance.dispose()
 

@@ -27,7 +27,7 @@ from reliability.crash import commits_per_prompt
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
 
@@ -199,7 +199,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
         slots_after_rerun = _claimed_slots(instance)
         waited = _waits_on_a_slot(instance, [r.run_id for r in runs if r.run_id not in before])
         history = packet_run_history(instance, packet_run, binding.keys)
-        states = prompt_states(binding, history, ["01", "02"])
+        states = decision_inputs(binding, history, ["01", "02"])
     finally:
         instance.dispose()
     assert not left, left

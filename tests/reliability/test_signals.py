@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+from e2e_support import stored_attempts
 from reliability.crash import (
     AWP,
     Seen,
-    Watch,
     agent_packet,
     agent_pids,
     checkpoint_refs,
@@ -29,6 +29,7 @@ from reliability.crash import (
     settled,
     spawn,
     wait_for,
+    watched,
     write_packet,
 )
 
@@ -37,9 +38,8 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.providers.process import group_alive
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history, prompt_states
+from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.standing import agent_run_records
 
 
 def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,
@@ -48,19 +48,13 @@ def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals
     is seen; return the ended process. SIGINT goes to its process group, as a terminal's Ctrl-C does (the
     agent leads a session of its own: only `awp run` can stop it); SIGTERM to its pid, as `kill` does."""
     proc = spawn(packet, "--providers", str(providers), env=env)
-    watch = Watch(packet)
-    try:
+    with watched(packet, proc) as watch:
         assert wait_for(proc, lambda: event("message_streamed", ".01.a1", delta="wrote half.txt\n")(watch))
         for number, sig in enumerate(signals):
             if number and between is not None:
                 assert wait_for(proc, lambda: between(watch))
             (os.killpg if sig == signal.SIGINT else os.kill)(proc.pid, sig)
         proc.wait(timeout=60)  # the agent would hold for 60 s or more: the stop does not wait for it
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     return proc
 
 
@@ -90,11 +84,7 @@ def test_a_signal_mid_attempt_records_it_checkpoints_it_and_the_rerun_completes(
     # Attempt recorded as interrupted, its partial work in its checkpoint and out of the tree.
     first = settled(packet, packet_run, "01")
     assert [(f.number, f.failure_class) for f in first.facts] == [(1, "interrupted")] and first.started == 1
-    instance = open_instance(packet)
-    try:
-        [record] = agent_run_records(instance, load_packet(packet), packet_run, "01")  # stored, not inferred
-    finally:
-        instance.dispose()
+    [record] = stored_attempts(packet, packet_run)  # stored, not inferred
     assert record.failure is not None and record.failure.failure_class == "interrupted"
     assert f"stopped by {sig.name}" in record.failure.message and record.wip
     repo = packet / "workspace"
@@ -162,19 +152,13 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     finally:
         instance.dispose()
     proc = spawn(packet)
-    watch = Watch(packet)
-    try:
+    with watched(packet, proc) as watch:
         def waiting() -> bool:
             runs = [r.run_id for r in watch.instance.get_runs() if r.run_id != holder]
             return any("waiting for it" in (e.message or "") for r in runs for e in watch.instance.all_logs(r))
         assert wait_for(proc, waiting)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)  # a bound against a hang: the wait polls every 0.1 s for the stop
-    finally:
-        watch.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr.read().decode() if proc.stderr else ""
     instance = open_instance(packet)
     try:
@@ -182,7 +166,7 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
         assert ours and all(r.status == DagsterRunStatus.FAILURE for r in ours)
         [packet_run] = {r.tags[tags.PACKET_RUN] for r in ours}
         binding = packet_assets(load_packet(packet), load_catalog(None)).binding
-        [first] = prompt_states(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
+        [first] = decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
         assert first.started == 0 and not first.facts  # the wait was no Attempt
         claimed = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
         assert [slot.run_id for slot in claimed] == [holder]  # the holder's slot is untouched

@@ -35,8 +35,9 @@ UNFINISHED_BY_HAND: frozenset[str] = frozenset({"interrupted", "stopped"})  # a 
 
 
 @dataclass(frozen=True)
-class PromptState:
-    """One prompt of a packet run, as the stored history says: the input of its AgentRun's state."""
+class DecisionInput:
+    """One prompt of a packet run, as the stored history says: what the decision function and its AgentRun's
+    state are computed from (not a state itself: that is `AgentRunState`, with its reason `AgentRunStatus`)."""
 
     prompt: str
     recovery: RecoveryConfig
@@ -97,7 +98,7 @@ class AgentRunStatus:
         return self.state + (f" — {self.reason}" if self.reason else "")
 
 
-def agent_run_states(states: Sequence[PromptState], stopped: StopMarker | None = None) -> dict[str, AgentRunStatus]:
+def agent_run_states(states: Sequence[DecisionInput], stopped: StopMarker | None = None) -> dict[str, AgentRunStatus]:
     """Every AgentRun of the packet run (the prompts of `states`, in packet order): its state and why.
     A prompt's upstream outside `states` counts as not completed (it did not run in this packet run)."""
     out: dict[str, AgentRunStatus] = {}
@@ -112,7 +113,7 @@ def agent_run_states(states: Sequence[PromptState], stopped: StopMarker | None =
     return out
 
 
-def agent_run_status(state: PromptState, upstream: Mapping[str, AgentRunStatus] | None = None,
+def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus] | None = None,
                      stopped: StopMarker | None = None, finished_by: str | None = None) -> AgentRunStatus:
     """One AgentRun: `upstream` are the states of its upstream prompts in the packet run (one missing did not run
     in it); `finished_by` is set when an earlier prompt's agent finished the packet run."""
@@ -142,7 +143,7 @@ def agent_run_status(state: PromptState, upstream: Mapping[str, AgentRunStatus] 
     return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class))
 
 
-def _not_started(state: PromptState, upstream: Mapping[str, AgentRunStatus], stopped: StopMarker | None,
+def _not_started(state: DecisionInput, upstream: Mapping[str, AgentRunStatus], stopped: StopMarker | None,
                  finished_by: str | None) -> AgentRunStatus:
     if finished_by is not None:
         return AgentRunStatus("cancelled", f"not needed: the agent of {finished_by} finished the packet run",

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from awp_pipelines.core.decisions.agent_run import PromptState, StopMarker, agent_run_states
+from awp_pipelines.core.decisions.agent_run import DecisionInput, StopMarker, agent_run_states
 from awp_pipelines.core.decisions.policy import Target, Verdict, first_target, next_in_turn
-from awp_pipelines.core.records.run_tags import Mode, RunIntent, agent_run_id, attempt_id
-
-__all__ = ["PromptState", "Launch", "Outlook", "next_launches"]  # PromptState lives in agent_run.py
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.run_tags import Mode, agent_run_id, attempt_id
 
 PRIMARY_REASON = "primary target of the plan"
 
@@ -36,10 +35,13 @@ class Launch:
     def attempt(self, packet_run: str) -> str:
         return attempt_id(agent_run_id(packet_run, self.prompt), self.number)
 
-    def intent(self, packet_run: str) -> RunIntent:
+    def run_tags(self, packet: str, packet_run: str) -> dict[str, str]:
+        """What a user filters its run by (`tags.RUN_TAGS`); the rest of the Attempt is in its metadata. Written,
+        never read back: the launch itself reaches the compute as the run's config (attempt_config.py)."""
         t = self.target
-        return RunIntent(packet_run=packet_run, mode=self.mode, provider=t.provider, account=t.account,
-                         model=t.model, attempt=self.attempt(packet_run))
+        return tags.tag_values({tags.PACKET: packet, tags.PACKET_RUN: packet_run, tags.PROMPT: self.prompt,
+                                tags.ATTEMPT: self.attempt(packet_run), tags.MODE: self.mode,
+                                tags.PROVIDER: t.provider, tags.ACCOUNT: t.account, tags.MODEL: t.model})
 
 
 @dataclass(frozen=True)
@@ -57,13 +59,13 @@ class Outlook:
         return not self.due and not self.waiting
 
 
-def first_launch(state: PromptState, reason: str = PRIMARY_REASON) -> Launch:
+def first_launch(state: DecisionInput, reason: str = PRIMARY_REASON) -> Launch:
     pick = first_target(state.chain, state.accounts)
     return Launch(state.prompt, state.started + 1, state.first_mode, reason + (f"; {pick.why}" if pick.why else ""),
                   pick.target)
 
 
-def continuation(state: PromptState) -> Launch | Verdict:
+def continuation(state: DecisionInput) -> Launch | Verdict:
     """The next Attempt of an AgentRun that has history, or the terminal verdict that ends it."""
     verdict = state.verdict()
     if verdict.terminal or verdict.action == "complete":
@@ -72,15 +74,14 @@ def continuation(state: PromptState) -> Launch | Verdict:
     reason = verdict.reason
     target = verdict.target
     if target is None:  # on the same target: the account may move on (between_attempts)
-        pick = next_in_turn(state.chain, Target(last.provider, last.model or None, last.account, last.effort),
-                            state.accounts)
+        pick = next_in_turn(state.chain, last.target, state.accounts)
         target, reason = pick.target, reason + (f"; {pick.why}" if pick.why else "")
     mode: Mode = verdict.action if verdict.action in ("retry", "fallback", "repair", "iterate") else "retry"
     due = (state.last_ended or 0.0) + verdict.delay_ms / 1000
     return Launch(state.prompt, state.started + 1, mode, reason, target, state.last_run, due)
 
 
-def next_launches(states: Sequence[PromptState], now: float, stopped: StopMarker | None = None) -> Outlook:
+def next_launches(states: Sequence[DecisionInput], now: float, stopped: StopMarker | None = None) -> Outlook:
     """Every AgentRun of the packet run that can go on, and when, as its state (agent_run.py) says: nothing
     for a stopped packet run, no first Attempt before its upstream prompts completed, none after an agent
     finished the run. Launches decided together count each other's use of an account, so a rotation spreads
@@ -112,7 +113,7 @@ def next_launches(states: Sequence[PromptState], now: float, stopped: StopMarker
     return outlook
 
 
-def manual_launch(state: PromptState) -> Launch:
+def manual_launch(state: DecisionInput) -> Launch:
     """A run of this prompt launched by a person (re-execution, a materialization from the UI): the
     AgentRun goes on as the decision says, or, when the decision had ended it, once more by hand."""
     if not state.facts:
@@ -123,21 +124,17 @@ def manual_launch(state: PromptState) -> Launch:
     last = state.facts[-1]
     if last.result == "completed":
         return Launch(state.prompt, state.started + 1, state.first_mode, "launched again by hand",
-                      _last_target(state), state.last_run)
+                      state.facts[-1].target, state.last_run)
     mode: Mode = "repair" if last.result == "verification_failed" else "retry"
     return Launch(state.prompt, state.started + 1, mode, f"launched by hand after: {step.reason}",
-                  _last_target(state), state.last_run)
+                  state.facts[-1].target, state.last_run)
 
 
-def repair_launch(state: PromptState, note: str | None = None) -> Launch | None:
+def repair_launch(state: DecisionInput, note: str | None = None) -> Launch | None:
     """A repair Attempt asked for by a person (`awp repair`, a UI launch tagged `awp/mode=repair`): the
     AgentRun's next Attempt, on its last target, whatever the decision said. None before any record."""
     if not state.facts:
         return None
     reason = "repair launched by hand" + (f": {note}" if note else "")
-    return Launch(state.prompt, state.started + 1, "repair", reason, _last_target(state), state.last_run)
+    return Launch(state.prompt, state.started + 1, "repair", reason, state.facts[-1].target, state.last_run)
 
-
-def _last_target(state: PromptState) -> Target:
-    last = state.facts[-1]
-    return Target(last.provider, last.model or None, last.account, last.effort)

@@ -57,6 +57,11 @@ class AttemptFact:
     def spend(self) -> Spend:
         return Spend(self.cost_usd, self.tokens)
 
+    @property
+    def target(self) -> Target:
+        """Where it ran, as a decision names a target (a record names the model it used; "" is none)."""
+        return Target(self.provider, self.model or None, self.account, self.effort)
+
 
 def adopted_fact(number: int, mode: str, target: Target) -> AttemptFact:
     """A started Attempt whose record was lost after it committed (its commit carries its trailer): the

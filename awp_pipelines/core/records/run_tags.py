@@ -10,7 +10,7 @@ must not import Dagster. A test (tests/test_vocabulary.py) fails when another mo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 from awp_pipelines.core.records.redact import redact
@@ -95,23 +95,9 @@ def short(value: str) -> str:
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 
-@dataclass(frozen=True)
-class RunIntent:
-    """What a user filters a launched run by, as its tags. Written, never read back: the launch itself
-    reaches the compute as the run's config (orchestration/attempt_config.py)."""
-
-    packet_run: str | None = None
-    mode: Mode = "run"
-    provider: str | None = None
-    account: str | None = None
-    model: str | None = None
-    attempt: str | None = None  # the Attempt the launcher expects this run to be (its run key)
-
-    def to_tags(self, packet: str, prompt: str | None = None) -> dict[str, str]:
-        """Only what a user filters runs on (`RUN_TAGS`); the rest of the Attempt is in its metadata."""
-        raw = {PACKET: packet, PACKET_RUN: self.packet_run, MODE: self.mode, PROVIDER: self.provider,
-               ACCOUNT: self.account, MODEL: self.model, PROMPT: prompt, ATTEMPT: self.attempt}
-        return {k: short(v) for k, v in raw.items() if v}
+def tag_values(raw: Mapping[str, str | None]) -> dict[str, str]:
+    """Tags as written: empty values left out, each one `short` (one line, redacted)."""
+    return {k: short(v) for k, v in raw.items() if v}
 
 
 def agent_run_id(packet_run: str, prompt_id: str) -> str:

@@ -9,21 +9,17 @@ from typing import Any
 from awp_pipelines.core.packet.model.contract import ArrayItemsRequire, ArrayNoneMatch, JsonCheck
 
 from ..context import VerifyContext
-from .outcome import Outcome, at, open_text
+from .outcome import Outcome, at, open_parsed
 
 _ROOTS = {"object": dict, "map": dict, "array": list, "list": list}
 _MISSING = object()
 
 
 def json_file(entry: JsonCheck, ctx: VerifyContext) -> Outcome:
-    opened = open_text(entry, ctx)
-    if isinstance(opened, Outcome):
-        return opened
-    where, content = opened.where, opened.text
-    try:
-        value = json.loads(content)
-    except json.JSONDecodeError as exc:
-        return at(where, False, f"JSON parse failed: {exc}")
+    parsed = open_parsed(entry, ctx, json.loads, json.JSONDecodeError, "JSON")
+    if isinstance(parsed, Outcome):
+        return parsed
+    where, value = parsed.where, parsed.value
 
     problems: list[str] = []
     if entry.root is not None and not isinstance(value, _ROOTS[entry.root]):

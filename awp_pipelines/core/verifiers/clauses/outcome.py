@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from awp_pipelines.core.packet.model.contract import Entry
 
@@ -61,3 +63,22 @@ def open_text(entry: Entry, ctx: VerifyContext) -> Opened | Outcome:
     if content is None:
         return at(where, False, problem)
     return Opened(where, content)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    where: Located
+    value: Any
+
+
+def open_parsed(entry: Entry, ctx: VerifyContext, parse: Callable[[str], Any], errors: type[Exception],
+                language: str) -> Parsed | Outcome:
+    """The entry's file parsed (JSON, YAML), or the failed Outcome that says why not: `language parse failed`
+    with the parser's message on one line."""
+    opened = open_text(entry, ctx)
+    if isinstance(opened, Outcome):
+        return opened
+    try:
+        return Parsed(opened.where, parse(opened.text))
+    except errors as exc:
+        return at(opened.where, False, f"{language} parse failed: {' '.join(str(exc).split())}")

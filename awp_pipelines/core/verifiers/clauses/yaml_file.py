@@ -9,18 +9,14 @@ import yaml
 from awp_pipelines.core.packet.model.contract import YamlCheck
 
 from ..context import VerifyContext
-from .outcome import Outcome, at, open_text
+from .outcome import Outcome, at, open_parsed
 
 
 def yaml_file(entry: YamlCheck, ctx: VerifyContext) -> Outcome:
-    opened = open_text(entry, ctx)
-    if isinstance(opened, Outcome):
-        return opened
-    where, content = opened.where, opened.text
-    try:
-        value = yaml.safe_load(content)
-    except yaml.YAMLError as exc:
-        return at(where, False, f"YAML parse failed: {' '.join(str(exc).split())}")
+    parsed = open_parsed(entry, ctx, yaml.safe_load, yaml.YAMLError, "YAML")
+    if isinstance(parsed, Outcome):
+        return parsed
+    where, value = parsed.where, parsed.value
     root = root_type(value)
     if entry.root is not None and entry.root != root:
         return at(where, False, f"expected root {entry.root}, got {root}")

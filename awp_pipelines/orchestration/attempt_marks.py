@@ -1,0 +1,83 @@
+"""What an Attempt leaves on its Dagster run as it goes: progress said into the run's log, the started marker
+(with its claim and its account's use), the run's tags naming the Attempt and its commits, and the rest an
+exhausted account takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
+
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.engine import progress
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.progress import ProgressEvent
+from awp_pipelines.core.packet.providers_config import AccountSpec
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.account_store import AccountStore
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.claims import claim_attempt
+from awp_pipelines.orchestration.history import ATTEMPT_STARTED, prompts_of_run
+from awp_pipelines.orchestration.lease import fail_if_stopping
+from awp_pipelines.orchestration.naming import dagster_name
+
+
+def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
+    """Into the run's log, and to an in-process listener (`awp run`, the SDK) as the value itself."""
+    context.log.info(event.line())
+    progress.emit(event)
+
+
+def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
+                 identity: AttemptIdentity, launch: Launch, target: AttemptTarget, line: str) -> None:
+    """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
+    never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
+    `interrupted` fact needs); the Attempt's record follows when it ends. Its description is the Attempt's
+    start line (`line`), so the run's log shows it without an event row of its own."""
+    fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
+    holder = claim_attempt(context.instance, identity.attempt_id, context.run.run_id)
+    if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
+        raise Failure(description=f"Attempt {identity.attempt_id} is already started by {holder}: this process "
+                      "starts no second one", allow_retries=False)
+    if target.account is not None:  # counted as it starts: the next choice, in any process, already sees it
+        AccountStore(context.instance).record_use(target.account)
+    marker: dict[str, Any] = {
+        tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
+        tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
+        tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
+    context.log_event(AssetObservation(
+        asset_key=binding.key(prompt_id),
+        description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends. {line}",
+        metadata={k: v for k, v in marker.items() if v}))
+    if prompts_of_run(context.run, binding.keys) == {prompt_id}:
+        _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
+
+
+def rest_account(context: AssetExecutionContext, name: str, account: AccountSpec, record: AttemptRecord) -> None:
+    """Rest the account when the provider said it is exhausted (a rate limit with its reset time): the
+    cooldown is stored in the instance, so every process and every later run honours it."""
+    store = AccountStore(context.instance)
+    failure = record.provider_failure or record.failure
+    if failure is not None:
+        rest = store.record_failure(name, failure, account.cooldown_s)
+        if rest is not None:
+            context.log.info(f"account {name} rests until {rest.until_ms // 1000} (epoch s): "
+                             f"{rest.failure_class}")
+
+
+def tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: bool) -> None:
+    """The run names the commits it made, so the Runs page filters by sha: `awp/commit.<repo>` = the full sha
+    (`awp/commit.<prompt>.<repo>` in a run of several prompts: no tag names another prompt's work)."""
+    made = {c.repo: c.sha for c in record.commits if c.sha}
+    prefix = tags.COMMIT if single else f"{tags.COMMIT}.{dagster_name(record.identity.prompt)}"
+    if made:
+        context.instance.add_run_tags(context.run.run_id, {f"{prefix}.{dagster_name(repo)}": sha
+                                                           for repo, sha in made.items()})
+
+
+def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: AttemptIdentity,
+                           target: AttemptTarget) -> None:
+    """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it."""
+    known = {tags.PROMPT: identity.prompt, tags.ATTEMPT: identity.attempt_id, tags.MODE: identity.mode,
+             tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account}
+    instance.add_run_tags(run_id, tags.tag_values(known))

@@ -1,0 +1,113 @@
+"""Which launch an Attempt follows: the packet run it belongs to, whether its prompt may start at all (its
+upstream prompts, a stop the user asked for), and the launch itself (its launcher's decision, a repair asked
+for by hand, or the decision function's next launch)."""
+
+from __future__ import annotations
+
+import time
+
+from dagster import AssetExecutionContext, Failure
+
+from awp_pipelines.core.decisions.agent_run import DecisionInput
+from awp_pipelines.core.decisions.next_launches import Launch, manual_launch, repair_launch
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.status_report import AttemptSummary
+from awp_pipelines.core.packet.ids import check_id
+from awp_pipelines.core.packet.packet import Prompt
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.run_tags import agent_run_id
+from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.history import (
+    AgentRunHistory,
+    PacketRunHistory,
+    agent_run_truth,
+    decision_inputs,
+    prompts_of_run,
+)
+from awp_pipelines.orchestration.manual_repair import latest_history
+
+NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
+                "dagster-daemon running (`dagster dev` starts it with the UI).")
+_DAEMON_STALE_S = 120
+
+
+def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
+    """The packet run this run belongs to: its tag, or a new one named after the run. Runs that hold
+    several prompts carry only packet-level tags; each Attempt's identity is in its events."""
+    run = context.run
+    held = prompts_of_run(run, binding.keys)
+    packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or f"pr-{run.run_id[:8]}"
+    try:
+        check_id(packet_run, "packet run id")  # it names folders under .awp/: a tag of ../.. is refused
+    except ValueError as err:
+        raise Failure(description=str(err), allow_retries=False) from None
+    wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
+    if len(held) > 1:
+        wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
+    missing = {k: v for k, v in wanted.items() if run.tags.get(k) != v}
+    if missing:
+        context.instance.add_run_tags(run.run_id, missing)
+    return packet_run
+
+
+def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held: set[str]) -> str | None:
+    """A single-prompt run tagged `awp/mode=repair` with no packet run repairs the prompt's latest one."""
+    if context.run.tags.get(tags.MODE) != "repair" or len(held) != 1:
+        return None
+    latest = latest_history(context.instance, binding, next(iter(held)))
+    return latest.packet_run if latest else None
+
+
+def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+               history: PacketRunHistory) -> str | None:
+    """Whether the prompt's first Attempt may start in its packet run, however the run was launched (a run of
+    several prompts, a UI re-execution, a materialization by hand): its upstream prompts must be completed
+    in the packet run (a Failure names them), unless the run is tagged `awp/ignore_deps`. A reason to skip
+    is returned when an agent's `finish` ended the packet run: the step ends with nothing materialized and
+    Dagster skips what follows. A dead Attempt that committed is adopted first: its work counts."""
+    adopt_committed(context.instance, binding, history)
+    if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
+        return None
+    _, statuses = agent_run_truth(binding, history, [prompt.id], exclude_run=context.run.run_id)
+    status = statuses[prompt.id]
+    if status.finished_by is not None:
+        return status.reason
+    if status.held_by:
+        raise Failure(description=f"prompt {prompt.id} does not start in packet run {history.packet_run}: "
+                      f"{status.reason} (a prompt runs once its upstream prompts completed in its packet run; to "
+                      f"run it anyway, launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
+    return None
+
+
+def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+                  config: AttemptConfig) -> tuple[Launch, AttemptRecord | None, list[AttemptSummary], DecisionInput]:
+    """This Attempt's launch, the AgentRun's last record (what a repair or retry continues from), its earlier
+    Attempts (the history table of this Attempt's record) and its state. The launch its launcher decided
+    (the run's config) when it is the next Attempt; a single-prompt run tagged `awp/mode=repair` without one
+    is a repair asked for by hand; anything else is decided here."""
+    packet_run = history.packet_run
+    state = decision_inputs(binding, history, [prompt.id])[0]
+    agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
+    last = agent_run.last_record
+    earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)
+    single = prompts_of_run(context.run, binding.keys) == {prompt.id}
+    decided = config.launch(prompt.id, state.started + 1) if single else None
+    if decided is not None:
+        return decided, last, earlier, state
+    by_hand = (repair_launch(state, context.run.tags.get(tags.NOTE))
+               if single and context.run.tags.get(tags.MODE) == "repair" else None)
+    over = None if single else state.spending().exhausted()
+    if over is not None:  # a run of several prompts: the packet run's cap stops the ones not yet started
+        raise Failure(description=f"budget_exhausted: {over}", allow_retries=False)
+    return by_hand or manual_launch(state), last, earlier, state
+
+
+def warn_without_daemon(context: AssetExecutionContext) -> None:
+    """Say so in the run when nothing will launch what comes after it."""
+    if context.run.tags.get("user", "").startswith("awp run"):
+        return  # awp run recovers in process
+    beat = context.instance.get_daemon_heartbeats().get("SENSOR")
+    if beat is None or time.time() - beat.timestamp > _DAEMON_STALE_S:
+        context.log.warning(f"No dagster-daemon is running on this instance. {NEEDS_DAEMON}")

@@ -1,0 +1,59 @@
+"""The target a launch names, checked before its Attempt starts on it: it must be of the prompt's own chain,
+and a `probe: true` target must answer its probe, or the Attempt moves to the next target."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dagster import AssetExecutionContext, Failure
+
+from awp_pipelines.core.decisions.agent_run import DecisionInput
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.policy import Target, past_unavailable
+from awp_pipelines.core.engine.progress import AttemptNote
+from awp_pipelines.core.packet.providers_config import AccountSpec, ProviderSpec
+from awp_pipelines.core.planning.target_probe import probe
+from awp_pipelines.orchestration.attempt_marks import said
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.resources import AwpResource
+
+
+def probed(context: AssetExecutionContext, resource: AwpResource, binding: PacketBinding, launch: Launch,
+           state: DecisionInput) -> Launch:
+    """A `probe: true` target is checked just before its Attempt starts on it (probe.py: doctor's checks,
+    and the models endpoint of an HTTP provider). When it is not available the Attempt goes to the next
+    target the decision gives (`past_unavailable`); each probe's answer goes into the Attempt's reason."""
+    chain = binding.chains[launch.prompt]
+    unavailable: set[tuple[str, str | None]] = set()
+    notes: list[str] = []
+    while (group := chain.group_of(launch.target)) is not None and group.probe:
+        specs_for(resource, binding, launch.prompt, launch.target)
+        answer = probe(resource.catalog(), launch.target.provider, launch.target.account, model=launch.target.model)
+        where = launch.target.provider + (f" ({launch.target.account})" if launch.target.account else "")
+        if answer.ok:
+            notes.append(f"probe of {where}: available ({answer.detail})")
+            break
+        unavailable.add((launch.target.provider, launch.target.account))
+        notes.append(f"probe of {where}: unavailable ({answer.detail})")
+        nxt = past_unavailable(chain, launch.target, unavailable, state.accounts)
+        if nxt is None:
+            notes.append("no other target left: trying it anyway")
+            break
+        launch = replace(launch, target=nxt.target)
+    for note in notes:
+        said(context, AttemptNote(launch.prompt, launch.number, note))
+    return replace(launch, reason="; ".join([launch.reason, *notes])) if notes else launch
+
+
+def specs_for(resource: AwpResource, binding: PacketBinding, prompt_id: str,
+              target: Target) -> tuple[ProviderSpec, AccountSpec | None]:
+    """The provider and account of a launch's target, as the resource holds them: only a target of the
+    prompt's own chain (its plan and fallback) runs it."""
+    chain = binding.chains[prompt_id].candidates()
+    if all(c.provider != target.provider for c in chain):
+        raise Failure(description=f"provider '{target.provider}' is not among this prompt's targets (its plan "
+                      "and fallback chain); launch it with a target of its own chain", allow_retries=False)
+    if target.account and all(c.account != target.account for c in chain):
+        raise Failure(description=f"account '{target.account}' is not among this prompt's accounts",
+                      allow_retries=False)
+    return resource.provider(target.provider), resource.account(target.account)
