@@ -103,14 +103,15 @@ class EventSink:
     # -- writing -------------------------------------------------------------------------------------
     def emit(self, type: EventType, fields: Mapping[str, Any] | None = None, /, **more: Any) -> dict[str, Any]:
         """Write one event (redacted, flushed) and return it as written; fields as a mapping and/or keywords."""
-        payload = {**(fields or {}), **more}
+        # One mapping to read (the redaction below makes the event's own copy): no merge unless both are given.
+        payload = ({**fields, **more} if more else fields) if fields else more
         if type not in _KNOWN_TYPES:
             raise ValueError(f"unknown event type {type!r}; known: {', '.join(EVENT_TYPES)}")
         if not RESERVED_KEYS.isdisjoint(payload):
             raise ValueError(f"payload keys {sorted(RESERVED_KEYS & payload.keys())} are reserved")
         self._seq += 1
-        event = {"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq,
-                 **self._redactor.obj(payload)}
+        event = self._redactor.into({"ts": self._clock(), "type": type, "attempt": self.attempt, "seq": self._seq},
+                                    payload)
         if self._fh is None or self._fh.closed:
             # Kept open (append mode) between events: reopening per line cost more than the write.
             self._fh = self.path.open("ab")

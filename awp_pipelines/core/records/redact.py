@@ -140,17 +140,21 @@ def _redact_obj(obj: Any, literals: Sequence[str]) -> Any:
     if kind is str:
         return _redact_text(obj, literals)
     if kind is dict or isinstance(obj, Mapping):
-        return {
-            key: REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
-            else _redact_obj(value, literals)
-            for key, value in obj.items()
-        }
+        return _redact_into({}, obj, literals)
     if kind is list or kind is tuple or isinstance(obj, list | tuple):
         items = [_redact_obj(item, literals) for item in obj]
         return items if isinstance(obj, list) else tuple(items)
     if isinstance(obj, str):  # a str subclass
         return _redact_text(obj, literals)
     return obj
+
+
+def _redact_into(out: dict[Any, Any], obj: Mapping[Any, Any], literals: Sequence[str]) -> dict[Any, Any]:
+    """`out` with the redacted items of `obj` added: an event's fields go straight into the event (no copy)."""
+    for key, value in obj.items():
+        out[key] = (REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
+                    else _redact_obj(value, literals))
+    return out
 
 
 class _Spec(Protocol):
@@ -204,6 +208,10 @@ class Redactor:
     def obj(self, obj: Any) -> Any:
         """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
         return _redact_obj(obj, self.literals)
+
+    def into(self, out: dict[Any, Any], mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+        """`out` with the redacted items of `mapping` added, as `out.update(self.obj(mapping))` would."""
+        return _redact_into(out, mapping, self.literals)
 
     def model(self, model: M) -> M:
         """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""
