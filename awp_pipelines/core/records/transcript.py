@@ -74,6 +74,8 @@ _SALIENT_KEYS = ("command", "cmd", "file_path", "path", "pattern", "query", "url
 
 def plain(value: Any) -> str:
     """A value as prose: salient key of a mapping, else `key: value` pairs; never a JSON dump."""
+    if type(value) is str:  # most values: skip the slower ABC checks below
+        return value
     if isinstance(value, Mapping):
         for key in _SALIENT_KEYS:
             if value.get(key):
