@@ -28,6 +28,7 @@ from dag_packets import init_repo  # noqa: E402
 from emit import emit  # noqa: E402
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
     from deployment import Deployment
 
 SLACK_S = 0.5
@@ -86,6 +87,20 @@ def _stamp(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
+def sensor_ticks(instance: DagsterInstance, packet: str, since: float) -> tuple[float, float]:
+    """(median spacing between the packet's recovery-sensor ticks, median tick duration) since `since`."""
+    from dagster._core.scheduler.instigation import InstigatorType
+
+    name = f"packet__{packet}__recovery"  # naming.recovery_sensor_name, which takes a loaded Packet
+    state = next(s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+                 if s.instigator_name == name)
+    ticks = sorted((t for t in instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since)
+                    if t.tick_data.end_timestamp), key=lambda t: t.timestamp)
+    spacing = [b.timestamp - a.timestamp for a, b in zip(ticks, ticks[1:], strict=False)]
+    return (statistics.median(spacing) if spacing else 0.0,
+            statistics.median(t.tick_data.end_timestamp - t.timestamp for t in ticks) if ticks else 0.0)
+
+
 def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     """One limited and one plain packet launched as the UI launches them; times from the stored records."""
     from under_daemon import launch_and_settle
@@ -95,6 +110,7 @@ def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     runs = launch_and_settle(dep, limited, runs=2)
     with dep.instance() as instance:
         first, retry = (attempt_records(instance, r.dagster_run.run_id) for r in runs[:2])
+        tick_every, tick = sensor_ticks(instance, limited, runs[0].create_timestamp.timestamp())
         plain_run = launch_and_settle(dep, plain)[0]
         base = attempt_records(instance, plain_run.dagster_run.run_id)
     assert len(runs) == 2 and first[0].ended_at and retry[0].started_at, runs
@@ -102,7 +118,7 @@ def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     refused_end, retry_start = _stamp(first[0].ended_at), _stamp(retry[0].started_at)
     created = runs[1].create_timestamp.timestamp()
     return {"gap_s": retry_start - refused_end, "sensor_s": created - refused_end, "worker_s": retry_start - created,
-            "limited_s": retry_start - runs[0].create_timestamp.timestamp(),
+            "tick_every_s": tick_every, "tick_s": tick, "limited_s": retry_start - runs[0].create_timestamp.timestamp(),
             "plain_start_s": _stamp(base[0].started_at) - plain_run.create_timestamp.timestamp(),
             "plain_s": (plain_run.end_time or 0.0) - plain_run.create_timestamp.timestamp()}
 
