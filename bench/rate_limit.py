@@ -9,7 +9,7 @@ on a fresh embedded SQLite instance per repetition; medians of --repeat, interle
 With --daemon, the packets sit in one project under `dagster-webserver` and `dagster-daemon` (bench/under_daemon.py),
 launched as "Materialize all" launches them; the retry is the recovery sensor's run. The gap is read from the
 stored Attempt records (the refused one's `ended_at`, the retry's `started_at`), split at the retry run's
-creation: the sensor's share (a tick every 5 s) and the run worker's start. The baseline is the packet without
+creation: the sensor's share (the daemon wakes every 5 s) and the run worker's start. The baseline is the packet without
 the limit: its run's creation to its Attempt's start. Goal: the next Attempt starts within backoff + 5 s."""
 
 from __future__ import annotations
