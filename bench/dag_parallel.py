@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-sys.path[:0] = [str(TESTS), str(TESTS / "daemon")]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dag_packets import write_dag_packet  # noqa: E402
 from emit import emit  # noqa: E402
 
@@ -40,27 +39,17 @@ def timed_run(folder: Path, prompts: int, delay_ms: int) -> float:
 
 def daemon_runs(folder: Path, prompts: int, delay_ms: int) -> tuple[float, float]:
     """(one prompt, all prompts): each packet's job run under a real webserver and daemon."""
-    from dagster import RunsFilter
-    from deployment import deployment, make_project
-
-    from awp_pipelines.orchestration.instance import embedded_config
+    from under_daemon import launch_and_settle, served
 
     sources = {"one": write_dag_packet(folder / "src" / "one", {"01": "r1"}, delay_ms, name="one"),
                "many": write_dag_packet(folder / "src" / "many", {f"{i + 1:02d}": f"r{i + 1}" for i in range(prompts)},
                                         delay_ms, name="many")}
-    project = make_project(folder / "project", sources)
-    home = folder / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(embedded_config(home))
     walls = []
-    with deployment(home, project) as dep:
+    with served(folder, sources) as dep:
         for name in ("one", "many"):
-            run_id = dep.launch_job(f"packet__{name}")
-            dep.wait_until(lambda i, rid=run_id: i.get_run_by_id(rid).is_finished, 600, f"the {name} run")
-            with dep.instance() as instance:
-                record = instance.get_run_records(RunsFilter(run_ids=[run_id]))[0]
-                assert record.dagster_run.status.value == "SUCCESS", record.dagster_run.status
-                walls.append(record.end_time - record.create_timestamp.timestamp())
+            record = launch_and_settle(dep, name)[0]
+            assert record.dagster_run.status.value == "SUCCESS", record.dagster_run.status
+            walls.append(record.end_time - record.create_timestamp.timestamp())
     return walls[0], walls[1]
 
 

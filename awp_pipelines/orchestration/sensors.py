@@ -42,7 +42,12 @@ from awp_pipelines.orchestration.naming import recovery_sensor_name
 from awp_pipelines.orchestration.reaper import driven_in_process, free_slots_of_ended_runs
 from awp_pipelines.orchestration.stop_store import StopStore
 
-INTERVAL_S = 5
+# Dagster's sensor daemon wakes every 5 s (MIN_INTERVAL_LOOP_TIME) and ticks a sensor only if at least its minimum
+# interval has passed since its last tick. An interval of exactly 5 s lost that race about every other wake-up:
+# ticks came every 9.7 s (bench/rate_limit.py --daemon). Just under the loop, the sensor ticks on every wake-up.
+DAEMON_LOOP_S = 5
+INTERVAL_S = 4
+TICK_EVERY_S = max(INTERVAL_S, DAEMON_LOOP_S)  # how often the sensor ticks under the daemon
 # A launch is one prompt, one step: run in the run worker's own process. A Celery worker's prefork child is
 # daemonic and may not start the multiprocess executor's children (parallel.py falls back there too).
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
