@@ -28,8 +28,7 @@ from dagster import DagsterInstance, DagsterRun, RunsFilter
 
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.reaper import UNFINISHED
-from awp_pipelines.orchestration.storage import free_run_slots, kv_delete, kv_prefixed, kv_set
+from awp_pipelines.orchestration.storage import UNFINISHED, free_run_slots, kv_delete, kv_prefixed, kv_set
 
 DEFAULT_EVERY_S = 15.0
 

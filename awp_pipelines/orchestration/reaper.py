@@ -15,19 +15,18 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRun, RunsFilter
 
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import live_holder, process_start_time
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.workspace import WorkspaceError, discard_changes, head, save_checkpoint
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.orchestration.storage import free_run_slots, slot_holders
+from awp_pipelines.orchestration.storage import UNFINISHED, free_run_slots, slot_holders
 
 RUNNER = tags.RUNNER
-UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
 SLOT_GRACE_S = 30.0
 
@@ -62,8 +61,6 @@ def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
     """Mark the packet's unfinished runs whose runner is gone failed, then free the slots of every ended run
     (theirs, and any an outage left held). A runner on this host is judged by its pid; a run on another host
     (or a run worker's) by its compute's heartbeat."""
-    from awp_pipelines.orchestration.heartbeat import reap_silent_runs  # it reads UNFINISHED from here
-
     reaped = [run for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED))
               if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
     for run in reaped:

@@ -27,6 +27,7 @@ from dagster import (
     DagsterEvent,
     DagsterEventType,
     DagsterInstance,
+    DagsterRunStatus,
     EventLogRecord,
     Executor,
     ExecutorDefinition,
@@ -69,6 +70,9 @@ __all__ = [
 REPOSITORY_TAG = {REPOSITORY_LABEL_TAG: "__repository__@awp_pipelines"}
 # The embedded instance's run coordinator (dagster.yaml): runs start when launched, daemon or not.
 DEFAULT_RUN_COORDINATOR = ("dagster._core.run_coordinator", "DefaultRunCoordinator")
+# The run statuses of a run that has not ended (SUSPENDED aside: nothing of AWP's is ever suspended).
+UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 # One event-log database for every run of the embedded instance (module, class), for its dagster.yaml.
 CONSOLIDATED_EVENT_LOG = ("dagster._core.storage.event_log", "ConsolidatedSqliteEventLogStorage")
 

@@ -25,10 +25,9 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.storage import UNFINISHED
 
 AWP = str(Path(sys.executable).parent / "awp")
-UNFINISHED = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
 
 A_TXT = {"path": "a.txt", "text": "a\n"}
 SLOW = {"messages": ["writing a.txt"], "delay_ms": 1500, "writes": [A_TXT]}

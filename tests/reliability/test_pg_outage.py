@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import yaml
-from dagster import DagsterInstance, DagsterRunStatus
+from dagster import DagsterInstance
 from reliability.crash import commits_per_prompt
 
 from awp_pipelines.core.packet.packet import load_packet
@@ -30,6 +30,7 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
+from awp_pipelines.orchestration.storage import UNFINISHED
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"
@@ -41,8 +42,6 @@ AGENT_DELAY_MS = 4000
 # Bounds against a hang (not speed assertions): a run that neither ends nor carries on within these is wedged.
 AFTER_OUTAGE_S = 240.0
 RERUN_S = 300.0
-UNFINISHED = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
 
 
 @pytest.fixture
