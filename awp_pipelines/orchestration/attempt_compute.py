@@ -42,7 +42,7 @@ from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.attempt_marks import mark_started, rest_account, said, tag_commits
+from awp_pipelines.orchestration.attempt_marks import mark_started, rest_account, tag_commits
 from awp_pipelines.orchestration.attempt_stops import honour_stop, store_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompts_of_run, with_attempt
@@ -129,7 +129,9 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         mark_started(context, binding, prompt.id, identity, launch, target, started.line())
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
-    said(context, AttemptEnded(prompt.id, identity.attempt_id, record.result))
+        ended = AttemptEnded(prompt.id, identity.attempt_id, record.result)
+        feed.note(ended.line())  # the run's log: with the agent's last lines, as ticking flushes them
+    progress.emit(ended)
     stopped = store_stop(context, packet_run, record, stopped)
     if account is not None and target.account is not None:
         rest_account(context, target.account, account, record)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, Failure
+from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, DagsterRun, Failure
 
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.engine import progress
@@ -50,7 +50,7 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends. {line}",
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
-        _tag_single_prompt_run(context.instance, context.run.run_id, identity, target)
+        _tag_single_prompt_run(context.instance, context.run, identity, target)
 
 
 def rest_account(context: AssetExecutionContext, name: str, account: AccountSpec, record: AttemptRecord) -> None:
@@ -75,9 +75,12 @@ def tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: b
                                                            for repo, sha in made.items()})
 
 
-def _tag_single_prompt_run(instance: DagsterInstance, run_id: str, identity: AttemptIdentity,
+def _tag_single_prompt_run(instance: DagsterInstance, run: DagsterRun, identity: AttemptIdentity,
                            target: AttemptTarget) -> None:
-    """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it."""
+    """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it. A run
+    its launcher made for the Attempt has them already: not written again (a run-storage transaction)."""
     known = {tags.PROMPT: identity.prompt, tags.ATTEMPT: identity.attempt_id, tags.MODE: identity.mode,
              tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account}
-    instance.add_run_tags(run_id, tags.tag_values(known))
+    missing = {k: v for k, v in tags.tag_values(known).items() if run.tags.get(k) != v}
+    if missing:
+        instance.add_run_tags(run.run_id, missing)

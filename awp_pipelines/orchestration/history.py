@@ -146,10 +146,10 @@ def with_attempt(history: PacketRunHistory, prompt_id: str, record: AttemptRecor
     return replace(history, agent_runs={**history.agent_runs, prompt_id: mine}, stopped=stopped)
 
 
-def run_states(instance: DagsterInstance, packet_run: str) -> set[tuple[str, DagsterRunStatus]]:
-    """The packet run's runs and their statuses: one query, to tell whether a history read earlier still holds."""
-    return {(r.dagster_run.run_id, r.dagster_run.status)
-            for r in instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}
+def packet_runs(instance: DagsterInstance, packet_run: str) -> list[DagsterRun]:
+    """The packet run's runs as stored now (statuses, tags): one query, to tell whether a history read earlier
+    still holds."""
+    return [r.dagster_run for r in instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))]
 
 
 def _opt(value: object) -> str | None:

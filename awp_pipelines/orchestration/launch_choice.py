@@ -31,6 +31,10 @@ from awp_pipelines.orchestration.manual_repair import latest_history
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
 _DAEMON_STALE_S = 120
+# Tags this process added to a run (run id → tags): a run's tags as its steps see them (`context.run`) are
+# those of its start, so each step of a run of several prompts wrote the same packet-run tags again (a run
+# storage write per step). These tags never change once added.
+_TAGGED: dict[str, dict[str, str]] = {}
 
 
 def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
@@ -46,9 +50,13 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
     if len(held) > 1:
         wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
-    missing = {k: v for k, v in wanted.items() if run.tags.get(k) != v}
+    known = {**run.tags, **_TAGGED.get(run.run_id, {})}
+    missing = {k: v for k, v in wanted.items() if known.get(k) != v}
     if missing:
         context.instance.add_run_tags(run.run_id, missing)
+        if len(_TAGGED) > 256:  # a long-lived process: only its recent runs' steps gain from it
+            _TAGGED.clear()
+        _TAGGED.setdefault(run.run_id, {}).update(missing)
     return packet_run
 
 

@@ -1,15 +1,17 @@
 """The packet run's state on its root run (issue 15 item 7): a "Materialize all" run that failed stays red in
 the UI after its retry and repair complete the packet, so each Attempt's run writes the packet run's state
-(the one truth, agent_run.py) as a tag on the root run, where the user looks."""
+(the one truth, agent_run.py) as a tag on the root run, where the user looks. Written when it changed: in a
+run of many prompts the state stays `running` from step to step, and each write is a run-storage transaction
+(Dagster's `add_run_tags`: a read, then a write and its commit)."""
 
 from __future__ import annotations
 
-from dagster import AssetExecutionContext
+from dagster import AssetExecutionContext, DagsterRun
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, run_states
+from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, packet_runs
 from awp_pipelines.orchestration.storage import ROOT_RUN_ID_TAG
 
 
@@ -18,7 +20,8 @@ def tag_root_run(context: AssetExecutionContext, binding: PacketBinding, known: 
     `known`: the history with this Attempt in it, computed by the compute; it holds while no other run of the
     packet run started or changed status since it was read (one query tells), else the history is read."""
     run_id = context.run.run_id
-    if known is not None and _unchanged(context, known):
+    fresh = packet_runs(context.instance, known.packet_run) if known is not None else []
+    if known is not None and _unchanged(context, known, fresh):
         history = known
     else:
         run = context.instance.get_run_by_id(run_id)  # fresh: the step adds the packet-run tag late
@@ -26,14 +29,17 @@ def tag_root_run(context: AssetExecutionContext, binding: PacketBinding, known: 
         if packet_run is None:  # refused before it joined a packet run: nothing to say
             return
         history = packet_run_history(context.instance, packet_run, binding.keys)
+        fresh = history.runs
     _, statuses = agent_run_truth(binding, history, exclude_run=run_id)
     state, _ = packet_run_state(statuses)
     root = context.run.tags.get(ROOT_RUN_ID_TAG, run_id)
-    context.instance.add_run_tags(root, {tags.PACKET_RUN_STATE: state})
+    stored = next((r for r in fresh if r.run_id == root), None)  # read just now: its tags as they stand
+    if stored is None or stored.tags.get(tags.PACKET_RUN_STATE) != state:
+        context.instance.add_run_tags(root, {tags.PACKET_RUN_STATE: state})
 
 
-def _unchanged(context: AssetExecutionContext, known: PacketRunHistory) -> bool:
+def _unchanged(context: AssetExecutionContext, known: PacketRunHistory, fresh: list[DagsterRun]) -> bool:
     """Whether the packet run's other runs are the ones `known` holds, in the same statuses."""
     own = context.run.run_id
     then = {(r.run_id, r.status) for r in known.runs if r.run_id != own}
-    return {(rid, status) for rid, status in run_states(context.instance, known.packet_run) if rid != own} == then
+    return {(r.run_id, r.status) for r in fresh if r.run_id != own} == then

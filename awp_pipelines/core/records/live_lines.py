@@ -122,6 +122,14 @@ class LiveFeed:
             if due or len(self._pending) >= self.max_lines:
                 self._send(now)
 
+    def note(self, line: str) -> None:
+        """A line of the caller's own (the Attempt's end), sent with the next batch: at the end, the last
+        agent lines and it are one stored event, not two. Not counted against `max_total_lines`."""
+        with self._lock:
+            if self.listener is not None:
+                self._end_stream()
+                self._pending.append(one_line(line, self.line_chars))
+
     def flush(self) -> None:
         """The Attempt ended: send everything still waiting, and say how much was not forwarded."""
         with self._lock:
