@@ -50,7 +50,11 @@ from dagster._core.execution import compute_logs
 from dagster._core.execution.api import execute_run
 from dagster._core.execution.execution_result import ExecutionResult
 from dagster._core.instance.ref import InstanceRef
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
+from dagster._core.storage.event_log.schema import (
+    ConcurrencySlotsTable,
+    PendingStepsTable,
+    SqlEventLogStorageTable,
+)
 from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 from dagster._core.storage.event_log.sqlite import consolidated_sqlite_event_log
 from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import ConsolidatedSqliteEventLogStorage
@@ -289,18 +293,71 @@ def ensure_pool(instance: DagsterInstance, pool: str, limit: int = 1) -> None:
 
 def claim_slot(instance: DagsterInstance, pool: str, run_id: str, holder: str) -> bool:
     """Dagster's claim selects a free slot, then takes it; on SQLite nothing locks the row in between, so
-    two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step."""
+    two processes took one slot (seen in the daemon test). The instance folder's lock makes it one step.
+    A pool nobody holds or waits for is claimed in one transaction (`_claim_idle`); else Dagster's claim
+    queues this holder behind the others (five transactions: queue, assign, check, claim)."""
+    storage = instance.event_log_storage
     with _pools_lock(instance):
-        claimed = bool(instance.event_log_storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
+        claimed = isinstance(storage, SqlEventLogStorage) and _claim_idle(storage, pool, run_id, holder)
+        claimed = claimed or bool(storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
     if not claimed:
         _KNOWN_POOLS.get(instance, set()).discard(pool)
     return claimed
 
 
+def _claim_idle(storage: SqlEventLogStorage, pool: str, run_id: str, holder: str) -> bool:
+    """Claim a slot of `pool` if no step holds or waits for one (no row of the pool in the queue): the slot
+    taken by compare-and-set (its step still empty), and the queue row Dagster's own claim leaves (assigned),
+    so a holder looks the same to every reader (the UI, run monitoring, slot_holders). Whether it did."""
+    slots, queue = ConcurrencySlotsTable, PendingStepsTable
+    with storage.index_connection() as conn:
+        if conn.execute(db_select([queue.c.id]).where(queue.c.concurrency_key == pool).limit(1)).fetchone():
+            return False
+        free = conn.execute(db_select([slots.c.id]).where(
+            slots.c.concurrency_key == pool, slots.c.step_key.is_(None), slots.c.deleted.is_(False)).limit(1)
+        ).fetchone()
+        if free is None:
+            return False
+        taken = conn.execute(slots.update().where(slots.c.id == free[0], slots.c.step_key.is_(None))
+                             .values(run_id=run_id, step_key=holder)).rowcount
+        if taken != 1:
+            return False
+        conn.execute(queue.insert().values(concurrency_key=pool, run_id=run_id, step_key=holder, priority=0,
+                                           assigned_timestamp=sa.func.now()))
+        return True
 
 
 def free_slot(instance: DagsterInstance, run_id: str, holder: str) -> None:
-    instance.event_log_storage.free_concurrency_slot_for_step(run_id, holder)
+    storage = instance.event_log_storage
+    if isinstance(storage, SqlEventLogStorage):
+        _free_in_one(storage, run_id, holder)
+    else:
+        storage.free_concurrency_slot_for_step(run_id, holder)
+
+
+def _free_in_one(storage: SqlEventLogStorage, run_id: str, holder: str) -> None:
+    """Dagster's `free_concurrency_slot_for_step` in one transaction, not three: the holder's slots freed
+    (those of a lowered limit deleted), its queue rows removed, and for each pool where it was assigned the
+    next waiter assigned (highest priority, then oldest)."""
+    slots, queue = ConcurrencySlotsTable, PendingStepsTable
+    with storage.index_connection() as conn:
+        conn.execute(slots.delete().where(slots.c.run_id == run_id, slots.c.step_key == holder,
+                                          slots.c.deleted.is_(True)))
+        conn.execute(slots.update().where(slots.c.run_id == run_id, slots.c.step_key == holder)
+                     .values(run_id=None, step_key=None))
+        rows = conn.execute(db_select([queue.c.id, queue.c.assigned_timestamp, queue.c.concurrency_key])
+                            .where(queue.c.run_id == run_id, queue.c.step_key == holder).with_for_update()
+                            ).fetchall()
+        if not rows:
+            return
+        conn.execute(queue.delete().where(queue.c.id.in_([row[0] for row in rows])))
+        for pool in {row[2] for row in rows if row[1] is not None}:
+            waiter = conn.execute(db_select([queue.c.id])
+                                  .where(queue.c.concurrency_key == pool, queue.c.assigned_timestamp.is_(None))
+                                  .order_by(queue.c.priority.desc(), queue.c.create_timestamp.asc()).limit(1)
+                                  ).fetchone()
+            if waiter:
+                conn.execute(queue.update().where(queue.c.id == waiter[0]).values(assigned_timestamp=sa.func.now()))
 
 
 def free_run_slots(instance: DagsterInstance, run_id: str) -> None:
