@@ -157,3 +157,31 @@ def test_diff_stat_in_a_repository_without_commits_counts_from_nothing(tmp_path:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("1\n2\n3\n")
     assert diff_stat(repo, None) == [{"path": "a.txt", "status": "A", "added": 3, "removed": 0}]
+
+
+def test_a_snapshot_and_the_commit_identity_ask_git_no_more_than_they_need(
+        make_git_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git processes per Attempt (issue 17, the per-prompt overhead): a snapshot read HEAD twice, the identity
+    asked git once per key. The answers stay the same: the fallback only for what the config leaves unset."""
+    from awp_pipelines.core.records import workspace
+
+    repo = make_git_repo(tmp_path / "app")
+    (repo / "new.txt").write_text("n\n")
+    calls: list[tuple[str, ...]] = []
+    real = workspace.git
+
+    def counted(where, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args)
+        return real(where, *args, **kwargs)
+
+    monkeypatch.setattr(workspace, "git", counted)
+    state = snapshot({"app": repo})["app"]
+    assert state.head == head(repo) and state.dirty_paths == ("new.txt",)
+    assert [c[0] for c in calls[:-1]].count("rev-parse") == 1, calls  # the last call: head() just above
+    calls.clear()
+    sh_git(repo, "config", "user.name", "Someone")
+    sh_git(repo, "config", "user.email", "")  # set empty: unset for a commit
+    assert workspace.identity_overrides(repo) == ["-c", "user.email=awp@localhost"]
+    assert len(calls) == 1, calls
+    sh_git(repo, "config", "user.email", "someone@example.invalid")
+    assert workspace.identity_overrides(repo) == []

@@ -108,7 +108,12 @@ def parse_status_z(out: str) -> list[str]:
 
 def worktree_digest(repo: Path | str) -> str:
     """sha256 over HEAD, the uncommitted diff and untracked files' contents: equal digests, equal work tree."""
-    base = head(repo) or git(repo, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
+    return _digest_at(repo, head(repo))
+
+
+def _digest_at(repo: Path | str, at: str | None) -> str:
+    """worktree_digest with HEAD as the caller just read it (None: no commit yet): not asked again."""
+    base = at or git(repo, "hash-object", "-t", "tree", "--stdin", input="").stdout.strip()
     diff = git(repo, "diff", "--binary", "--no-ext-diff", "--no-textconv", base, "--").stdout
     untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
     untracked = sorted(p for p in untracked if p)
@@ -134,7 +139,8 @@ class RepoState:
 
 
 def repo_state(repo: Path | str) -> RepoState:
-    return RepoState(head(repo), tuple(changed_paths(repo)), worktree_digest(repo))
+    at = head(repo)
+    return RepoState(at, tuple(changed_paths(repo)), _digest_at(repo, at))
 
 
 def snapshot(repos: Mapping[str, Path]) -> dict[str, RepoState]:
@@ -159,9 +165,12 @@ FALLBACK_IDENTITY = {"user.name": "AWP Pipelines", "user.email": "awp@localhost"
 
 def identity_overrides(repo: Path | str) -> list[str]:
     """`-c user.name=… -c user.email=…` for what git's config leaves unset: a commit never fails for it."""
+    # One git process for both keys (exit 1: neither is set); a key set empty counts as unset, as before.
+    found = git(repo, "config", "--get-regexp", r"^user\.(name|email)$", ok_codes=(0, 1)).stdout
+    values = dict(line.partition(" ")[::2] for line in found.splitlines())
     args: list[str] = []
     for key, fallback in FALLBACK_IDENTITY.items():
-        if not git(repo, "config", "--get", key, ok_codes=(0, 1)).stdout.strip():
+        if not values.get(key, "").strip():
             args += ["-c", f"{key}={fallback}"]
     return args
 
