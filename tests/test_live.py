@@ -54,6 +54,24 @@ def test_the_first_line_goes_out_at_once_then_at_most_one_batch_per_interval(bat
     assert batches[1] == ["agent: second", "tool Bash: ls -la", "tool Bash done: README.md src"]
 
 
+def test_the_first_batch_waits_first_after_s_and_a_note_joins_the_last_batch(batches, clock) -> None:
+    """An Attempt that ends within `first_after_s` stores its lines and its end line as one batch (issue 17:
+    each batch is a stored event)."""
+    feed = feed_for(batches, clock, interval_s=5, first_after_s=1.0)
+    feed.add(msg("first"))
+    clock.now += 0.5
+    feed.add(msg("second"))
+    assert batches == []  # held back: the start marker already says the Attempt started
+    feed.note("Attempt x.a1 ended completed")
+    feed.flush()
+    assert batches == [["agent: first", "agent: second", "Attempt x.a1 ended completed"]]
+    later = feed_for(batches, clock, interval_s=5, first_after_s=1.0)
+    later.add(msg("slow"))
+    clock.now += 1.0
+    later.poll()  # a longer Attempt: its first line goes out once the second passed
+    assert batches[-1] == ["agent: slow"]
+
+
 def test_poll_sends_waiting_lines_once_the_interval_passed_without_a_new_event(batches, clock) -> None:
     feed = feed_for(batches, clock, interval_s=5)
     feed.add(msg("a"))

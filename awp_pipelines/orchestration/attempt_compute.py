@@ -99,8 +99,10 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                            effort=launch.target.effort, reason=launch.reason)
     events_file = agent_events_file(resource.state_root(packet.root), packet_run, prompt.id, identity.attempt_id)
     secrets = resource.secrets([target.account])
-    # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines.
-    feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)))
+    # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines. The
+    # start marker already shows the Attempt started: the first batch waits a second, so an Attempt that ends
+    # within it stores its lines and its end line as one event (each event a storage write).
+    feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)), first_after_s=1.0)
     # Every credential of the catalog (any account an agent or a verifier may print, not only this prompt's
     # chain) and of the prompt's chain is kept out of everything the Attempt hands out.
     chain_secrets = resource.secrets([c.account for c in binding.chains[prompt.id].candidates()])

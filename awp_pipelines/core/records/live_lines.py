@@ -3,7 +3,8 @@
 The Dagster layer forwards each batch to `context.log`, where every call is a stored event: so lines are
 batched (at most one batch per `interval_s`, unless `max_lines` are waiting), each line is cut to
 `line_chars`, and an Attempt forwards at most `max_total_lines` in all (the transcript has the rest).
-The first line after a quiet spell goes out at once, so a user watching the run sees the agent start.
+The first line after a quiet spell goes out at once, so a user watching the run sees the agent start;
+`first_after_s` holds the very first batch back that long (an Attempt that ends sooner stores one batch).
 Pure: the clock is injected, no Dagster. Events arrive already redacted (EventSink writes first). `ticking`
 polls from a daemon thread so a waiting line never waits for the agent's next event longer than the interval.
 """
@@ -80,7 +81,7 @@ class LiveFeed:
 
     def __init__(self, listener: LiveListener, interval_s: float = 5.0, max_lines: int = 20,
                  line_chars: int = 300, max_total_lines: int = 1000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, first_after_s: float = 0.0) -> None:
         if interval_s < 0 or max_lines < 1 or line_chars < 20 or max_total_lines < 1:
             raise ValueError("interval_s >= 0, max_lines >= 1, line_chars >= 20, max_total_lines >= 1")
         self.listener: LiveListener | None = listener
@@ -92,6 +93,7 @@ class LiveFeed:
         self._accepted = 0
         self._dropped = 0
         self._last_sent: float | None = None
+        self._first_at = clock() + first_after_s  # the first batch is due from then on
         # add() runs on the Attempt's thread, poll() may run on a ticker's: one batch at a time, in order.
         self._lock = threading.RLock()
 
@@ -118,7 +120,7 @@ class LiveFeed:
             if not self._pending or self.listener is None:
                 return
             now = self._clock()
-            due = self._last_sent is None or now - self._last_sent >= self.interval_s
+            due = now >= self._first_at if self._last_sent is None else now - self._last_sent >= self.interval_s
             if due or len(self._pending) >= self.max_lines:
                 self._send(now)
 
