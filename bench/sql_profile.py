@@ -2,7 +2,10 @@
 prompts (bench/prompt_overhead.py's packet), grouped by statement shape and by the AWP call site, against
 bare Dagster running the same assets and checks; and the event rows each writes per prompt, by type.
 
-    .venv/bin/python bench/sql_profile.py [--size 20] [--top 25]
+    .venv/bin/python bench/sql_profile.py [--size 20] [--top 25] [--demo]
+
+--demo: the demo packet as bench/attempt_overhead.py runs it instead (five Attempts, recovery on: the
+selection in one run, then a run per recovery Attempt), figures per Attempt.
 
 A statement's site is the innermost frame of awp_pipelines on its stack (file:function:line); statements
 reached from the runner only through Dagster's execution of the run (step events, run creation) count as
@@ -137,15 +140,45 @@ def report(name: str, tally: Tally, size: int, wall: float, top: int) -> list[st
     return lines
 
 
+def demo_report(top: int) -> list[str]:
+    """The demo packet under `run_packet` on a fresh embedded instance (a warm-up first), per Attempt."""
+    global TALLY
+    import tempfile
+
+    import attempt_overhead as bench
+
+    with tempfile.TemporaryDirectory(prefix="awp-sqlprof-") as tmp:
+        scratch = Path(tmp)
+        bench._isolate(scratch / "home")
+        demo = bench.Demo.create(scratch)
+        for name in ("warm", "measured"):
+            demo.reset()
+            with bench._sqlite_instance(scratch / name / "dagster") as (instance, _):
+                TALLY = Tally()
+                start = time.perf_counter()
+                rep = bench._dagster_repetition("sqlite", demo, scratch / name / "state", instance, skip_stored=True)
+                wall = time.perf_counter() - start
+            dbs = list((scratch / name / "dagster").rglob("event_log.db"))
+        lines = report("awp run, demo packet (per Attempt)", TALLY, len(rep.samples), wall, top)
+        rows = event_rows(dbs[0]) if dbs else Counter()
+        lines.append(f"== event rows per Attempt by dagster_event_type ({len(rep.samples)} Attempts)")
+        lines += [f"     {n / len(rep.samples):6.2f}  {kind}" for kind, n in rows.most_common()]
+        return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     global TALLY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=20)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--demo", action="store_true")
     args = parser.parse_args(argv)
     import tempfile
 
     sqlite3.dbapi2.connect = _timed_connect  # type: ignore[assignment]  # what SQLAlchemy's pysqlite calls
+    if args.demo:
+        print("\n".join(demo_report(args.top)))
+        return 0
     out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="awp-sqlprof-") as tmp:
         prompt_overhead.awp_seconds(Path(tmp) / "warm-awp", 2)
