@@ -47,6 +47,10 @@ from awp_pipelines.orchestration.sensors import recovery_sensor
 from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
+# The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
+# inference was the largest cost of loading 2,000 prompts.
+ATTEMPT_CONFIG_SCHEMA = AttemptConfig.to_fields_dict()
+
 
 @dataclass(frozen=True)
 class CompiledPacket:
@@ -67,17 +71,20 @@ class CompiledPacket:
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None = None,
                   translator: PacketTranslator | str | None = None,
                   plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL,
-                  plan: PacketPlan | None = None) -> CompiledPacket:
+                  plan: PacketPlan | None = None, resource_name: str | None = None) -> CompiledPacket:
     """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any), unless
     the caller resolved the whole packet's `plan` already (`awp run`). The job
     runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
     daemon load fails with its file and line instead of storing the secret in its snapshots. `runtime`: the
     resource's settings (the catalog's providers and accounts are added here); `translator`: a
-    `PacketTranslator` or its dotted path."""
+    `PacketTranslator` or its dotted path; `resource_name`: the resource's key (default `awp_<packet>`, one per
+    packet, so components with their own providers file load side by side). Packets given one `runtime` that
+    already carries `catalog` and one `resource_name` share one resource (the code location does: Dagster binds
+    every resource of a location to every asset, so 200 of them cost 200 x 2,000 bindings)."""
     refuse_secrets(packet)
     translator = load_translator(translator)
-    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan)
+    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan, resource_name or resource_key(packet))
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
     resource = (runtime or AwpResource()).with_catalog(catalog)
@@ -87,7 +94,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
     sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
-    return CompiledPacket(binding, assets, job, sensor, {resource_key(packet): resource})
+    return CompiledPacket(binding, assets, job, sensor, {binding.resource: resource})
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,
@@ -98,11 +105,13 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     checks = translator.get_check_specs(spec, packet, prompt)
 
     # Skippable: a prompt its packet run does not need ends with nothing materialized (start_gate).
-    @multi_asset(name=key.to_python_identifier(), required_resource_keys={resource_key(packet)},
+    @multi_asset(name=key.to_python_identifier(), required_resource_keys={binding.resource},
+                 config_schema=ATTEMPT_CONFIG_SCHEMA,
                  specs=[spec.replace_attributes(skippable=True, description=redactor(spec.description or ""))],
                  check_specs=[c._replace(description=redactor(c.description)) if c.description else c
                               for c in checks], pool=binding.pools[prompt.id])
-    def _attempt(context: AssetExecutionContext, config: AttemptConfig) -> Iterator[MaterializeResult]:
+    def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
+        config = AttemptConfig(**context.op_execution_context.op_config)
         # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
         # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
         with signal_stop(), beating(context.instance, context.run.run_id,

@@ -30,6 +30,7 @@ class PacketBinding:
     specs: Mapping[str, AssetSpec]  # prompt id → the translator's asset spec
     pools: Mapping[str, str]  # prompt id → the translator's work-tree pool
     catalog: Catalog | None = None  # every account's credential is kept out of what an Attempt stores
+    resource: str = ""  # the key of the packet's AwpResource in its definitions
 
     @cached_property
     def keys(self) -> Mapping[AssetKey, str]:
@@ -45,7 +46,8 @@ class PacketBinding:
 
     @classmethod
     def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None,
-           translator: PacketTranslator | None = None, plan: PacketPlan | None = None) -> PacketBinding:
+           translator: PacketTranslator | None = None, plan: PacketPlan | None = None,
+           resource: str = "") -> PacketBinding:
         """The plan resolved (with `context`'s overrides; `plan`: the whole packet's plan when the caller
         resolved it already, as `awp run` does), the keys and pools `translator` gives (default:
         `[<packet>, <prompt>]` and the repo pools)."""
@@ -59,4 +61,4 @@ class PacketBinding:
         specs = {p.id: specs[p.id].replace_attributes(deps=[*specs[p.id].deps, *(
             specs[dep].key for dep in packet.dependencies(p))]) for p in packet.prompts}
         pools = {p.id: translator.get_pool(packet, p) for p in packet.prompts}
-        return cls(packet, plans, chains, specs, pools, catalog)
+        return cls(packet, plans, chains, specs, pools, catalog, resource)

@@ -17,8 +17,10 @@ from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANI
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.resources import AwpResource
 
 REPO_PACKETS_DIR = "assets"
+LOCATION_RESOURCE = "awp"
 
 
 def project_root() -> Path:
@@ -36,7 +38,10 @@ def build_definitions(root: Path | None = None) -> Definitions:
     root = root or project_root()
     providers_file = root / "resources" / "providers.yaml"
     catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
-    compiled = [packet_assets(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
+    # One resource for every packet: they share the project's providers file and the default settings.
+    shared = AwpResource().with_catalog(catalog)
+    compiled = [packet_assets(p, catalog, shared, resource_name=LOCATION_RESOURCE)
+                for p in discover_packets(root / REPO_PACKETS_DIR)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:

@@ -77,10 +77,13 @@ class AwpResource(ConfigurableResource):
     accounts: dict[str, AccountConfig] = {}
 
     def with_catalog(self, catalog: Catalog) -> AwpResource:
-        """These settings over `catalog`'s providers and accounts (its aliases are the plan's, resolved)."""
-        return AwpResource(**self.settings(),
-                           providers={n: ProviderConfig(**s.model_dump()) for n, s in catalog.providers.items()},
-                           accounts={n: AccountConfig(**s.model_dump()) for n, s in catalog.accounts.items()})
+        """These settings over `catalog`'s providers and accounts (its aliases are the plan's, resolved); itself
+        when it carries them already (a resource shared by the packets of one catalog is built once)."""
+        providers = {n: ProviderConfig(**s.model_dump()) for n, s in catalog.providers.items()}
+        accounts = {n: AccountConfig(**s.model_dump()) for n, s in catalog.accounts.items()}
+        if providers == self.providers and accounts == self.accounts:
+            return self
+        return AwpResource(**self.settings(), providers=providers, accounts=accounts)
 
     def settings(self) -> dict[str, Any]:
         """The runtime settings alone (what a spawned step process is given; it reads the catalog itself)."""
