@@ -65,8 +65,9 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
     Run config `execution: {config: {in_process: {}}}` runs the steps in the run worker's process instead (a
     Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
     child), which may not start the forkserver's children."""
+    preload = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.prompt_compute"]  # the compute's too
     return multi_or_in_process("awp_multiprocess", {"max_concurrent": max_concurrent, "start_method": {
-        "forkserver": {"preload_modules": ["awp_pipelines.orchestration.assets"]}}})
+        "forkserver": {"preload_modules": preload}}})
 
 
 def can_overlap(binding: PacketBinding, selected: list[str]) -> bool:

@@ -18,17 +18,18 @@ from dagster import Config, ConfigurableResource, Failure
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
-from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec, execute_attempt
-from awp_pipelines.core.engine.interrupts import Stop
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.simulate import SimulateSpec
 from awp_pipelines.core.packet.packet import Packet, normalize_id
 from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import parse_yaml
-from awp_pipelines.core.providers.registry import adapter_for
-from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.orchestration.naming import dagster_name
+
+if TYPE_CHECKING:
+    from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec
+    from awp_pipelines.core.engine.interrupts import Stop
+    from awp_pipelines.core.records.events import EventSink
 
 
 def resource_key(packet: Packet) -> str:
@@ -115,6 +116,10 @@ class AwpResource(ConfigurableResource):
     def run_attempt(self, spec: AttemptSpec, sink: EventSink, cancel_on: tuple[type[BaseException], ...] = (),
                     stop: Stop | None = None) -> AttemptRecord:
         """Run the Attempt on the provider its target names, through that provider's adapter."""
+        # Imported by a step, not by the code location's load (the providers' HTTP clients among them).
+        from awp_pipelines.core.engine.attempts import execute_attempt
+        from awp_pipelines.core.providers.registry import adapter_for
+
         return execute_attempt(spec, adapter_for(self.provider(spec.target.provider)), sink,
                                cancel_on=cancel_on, stop=stop)
 
