@@ -91,10 +91,13 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     key = spec.key
     checks = translator.get_check_specs(spec, packet, prompt)
 
-    # Skippable: a prompt its packet run does not need ends with nothing materialized (start_gate).
+    # The graph's edges are the packet's: each upstream prompt by the key the translator gave it. Skippable:
+    # a prompt its packet run does not need ends with nothing materialized (start_gate).
+    upstream = [binding.key(dep) for dep in packet.dependencies(prompt)]
     @multi_asset(name=key.to_python_identifier(), required_resource_keys={binding.resource},
                  config_schema=ATTEMPT_CONFIG_SCHEMA,
-                 specs=[spec.replace_attributes(skippable=True, description=redactor(spec.description or ""))],
+                 specs=[spec.replace_attributes(deps=[*spec.deps, *upstream], skippable=True,
+                                                description=redactor(spec.description or ""))],
                  check_specs=[c._replace(description=redactor(c.description)) if c.description else c
                               for c in checks], pool=binding.pools[prompt.id])
     def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:

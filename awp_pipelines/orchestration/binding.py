@@ -57,8 +57,5 @@ class PacketBinding:
         chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                                 p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
         specs = {p.id: translator.get_asset_spec(packet, p, plans[p.id]) for p in packet.prompts}
-        # The graph's edges are the packet's: each upstream prompt by the key the translator gave it.
-        specs = {p.id: specs[p.id].replace_attributes(deps=[*specs[p.id].deps, *(
-            specs[dep].key for dep in packet.dependencies(p))]) for p in packet.prompts}
         pools = {p.id: translator.get_pool(packet, p) for p in packet.prompts}
         return cls(packet, plans, chains, specs, pools, catalog, resource)

@@ -95,8 +95,8 @@ class PacketTranslator:
         # The code reference opens the prompt file in an editor, so it is the file on this machine.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BetaWarning)  # the UI's own field; its beta status is Dagster's
-            reference = CodeReferencesMetadataValue(code_references=[
-                LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
+            reference = CodeReferencesMetadataValue(code_references=[LocalFileCodeReference(
+                file_path=str(packet.resolved_file(prompt)), line_number=1, label="prompt file")])
         return {tags.PROMPT_FILE: MetadataValue.path(prompt_file_path(packet, prompt)),
                 "dagster/code_references": reference}
 

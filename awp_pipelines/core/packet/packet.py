@@ -6,6 +6,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,21 @@ class Packet:
     def prompt_dir(self) -> Path:
         return self.root / self.manifest.prompt_dir
 
-    @property
+    def resolved_file(self, prompt: Prompt) -> Path:
+        """`prompt.file.resolve()`, with the prompt folder resolved once per packet (each `resolve` walks every
+        folder of the path)."""
+        file = prompt.file
+        if file.parent != self.prompt_dir or file.is_symlink():
+            return file.resolve()
+        return self._resolved_prompt_dir / file.name
+
+    @cached_property
+    def _resolved_prompt_dir(self) -> Path:
+        return self.prompt_dir.resolve()
+
+    @cached_property
     def repos(self) -> dict[str, Repo]:
+        """Resolved once per packet (the plan and the translator ask per prompt; its paths never move)."""
         specs: dict[str, RepoSpec] = self.manifest.repo_map()
         return {name: Repo(name, self._repo_path(name, spec), spec.default, spec.remote)
                 for name, spec in specs.items()}
