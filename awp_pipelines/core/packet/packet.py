@@ -15,6 +15,7 @@ from awp_pipelines.core.packet.ids import ID_RULE, id_problem
 from awp_pipelines.core.packet.model.manifest import Manifest, RemoteSpec, RepoSpec
 from awp_pipelines.core.packet.model.prompt import PromptFrontMatter
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig, deep_merge
+from awp_pipelines.core.packet.parse_cache import parse_cache
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import YamlDoc, parse_yaml, split_front_matter
 
@@ -159,6 +160,11 @@ def load_packet(path: Path | str) -> Packet:
     if not given.exists():
         raise PacketError(given, "no such packet folder", hint="pass the folder that holds the manifest")
     root = (given.parent if given.is_file() else given).resolve()
+    with parse_cache(root):  # its YAML parsed once for every process that loads it unchanged
+        return _load(given, root)
+
+
+def _load(given: Path, root: Path) -> Packet:
     manifest_file = find_manifest(root) if given.is_dir() else given.resolve()
     if manifest_file.name == NATIVE_MANIFEST:
         doc = parse_yaml(_read(manifest_file), manifest_file)
