@@ -81,6 +81,36 @@ def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root:
     assert len(recovery_checks) == 27  # nine prompts × (files_exist, contains or second file, changed paths)
 
 
+def test_the_code_location_shares_one_resource_and_keeps_each_resolved_plan(compat_root: Path,
+                                                                           tmp_path: Path) -> None:
+    """One `awp` resource for every packet (200 of them bound to 2,000 assets made the load quadratic), the
+    config schema Dagster infers from AttemptConfig (given once, not inferred per asset), and each binding's
+    plan and chains as resolved at load, though kept as JSON until read."""
+    from awp_pipelines.core.decisions.policy import chain_of
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.core.planning.plan import PlanContext, build_plan
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.attempt_config import AttemptConfig
+
+    project = tmp_path / "project"
+    shutil.copytree(compat_root, project / "assets")
+    defs = build_definitions(project)
+    repo = defs.get_repository_def()
+    assert set(repo.get_top_level_resources()) == {"awp"}
+    inferred = AttemptConfig.to_config_schema().as_field()
+    for assets_def in repo.assets_defs_by_key.values():
+        assert assets_def.required_resource_keys - {"io_manager"} == {"awp"}
+        field = assets_def.op.config_schema.as_field()
+        assert field.config_type.key == inferred.config_type.key and field.default_value == inferred.default_value
+    catalog = load_catalog(None)
+    for packet in discover_packets(project / "assets"):
+        binding = packet_assets(packet, catalog).binding
+        plans = {p.id: p for p in build_plan(packet, PlanContext(catalog=catalog)).prompts}
+        assert binding.plans == plans
+        assert binding.chains == {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(
+            p.accounts, p.provider), p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
+
+
 def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root: Path, tmp_path: Path) -> None:
     """Each component builds through the one builder, with a resource of its own: they merge."""
     for name in ("authoring_packet", "single_repo_packet"):
