@@ -101,7 +101,8 @@ def test_the_code_location_shares_one_resource_and_keeps_each_resolved_plan(comp
     for assets_def in repo.assets_defs_by_key.values():
         assert assets_def.required_resource_keys - {"io_manager"} == {"awp"}
         field = assets_def.op.config_schema.as_field()
-        assert field.config_type.key == inferred.config_type.key and field.default_value == inferred.default_value
+        assert (field.config_type.key, field.default_value, field.description) == (
+            inferred.config_type.key, inferred.default_value, inferred.description)
     catalog = load_catalog(None)
     for packet in discover_packets(project / "assets"):
         binding = packet_assets(packet, catalog).binding

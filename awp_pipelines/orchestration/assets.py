@@ -31,12 +31,12 @@ from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
+from awp_pipelines.orchestration.storage import SharedConfigSchema, UnresolvedAssetJobDefinition
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
 # inference was the largest cost of loading 2,000 prompts.
-ATTEMPT_CONFIG_SCHEMA = AttemptConfig.to_fields_dict()
+ATTEMPT_CONFIG_SCHEMA = SharedConfigSchema(AttemptConfig)
 
 
 @dataclass(frozen=True)
