@@ -347,3 +347,30 @@ def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_i
     """The file name becomes the prompt's asset key: it would be in every run's snapshot."""
     message = _load_refusal(tmp_path, f"01_{KEY}.prompt.md", "---\nid: '01'\n---\nCall.\n")
     assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message
+
+
+def test_the_build_defers_full_collections_and_restores_the_thresholds(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full collections walk every object the load built, for nothing to free: none while it builds, and the
+    process's own thresholds again after it, whether it succeeded or not."""
+    import gc
+
+    from awp_pipelines.orchestration import definitions
+
+    seen: list[tuple[int, int, int]] = []
+    discover = definitions.discover_packets
+
+    def watched(assets_dir: Path) -> list:  # type: ignore[type-arg]
+        seen.append(gc.get_threshold())
+        return discover(assets_dir)
+
+    monkeypatch.setattr(definitions, "discover_packets", watched)
+    before = gc.get_threshold()
+    definitions.build_definitions(REPO_ROOT)
+    (tmp_path / "sensors").mkdir()
+    (tmp_path / "sensors" / "automation.yaml").write_text("schedules:\n  - {packet: nowhere, cron: '0 * * * *'}\n",
+                                                          encoding="utf-8")
+    with pytest.raises(PacketError, match="unknown packet"):
+        definitions.build_definitions(tmp_path)
+    assert gc.get_threshold() == before and len(seen) == 2
+    assert all(t[:2] == before[:2] and t[2] >= 1_000_000 for t in seen)
