@@ -51,7 +51,10 @@ def cache_folder() -> Path | None:
     if value:
         return Path(value) / _FOLDER
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "awp-pipelines" / _FOLDER
+    try:
+        return (Path(xdg) if xdg else Path.home() / ".cache") / "awp-pipelines" / _FOLDER
+    except RuntimeError:  # no home folder to be found: no cache
+        return None
 
 
 def _exact(value: Any) -> bool:
