@@ -55,7 +55,10 @@ class PacketTranslator:
     def get_pool(self, packet: Packet, prompt: Prompt) -> str:
         """The prompt's work-tree pool: prompts with one pool never run at once (the op pool and the tree
         lease both use it). Default: prompts whose target repos overlap share one."""
-        return repo_pools(packet)[prompt.id]
+        known = getattr(self, "_pools", None)  # the last packet's, asked once per prompt of it
+        if known is None or known[0] is not packet:
+            known = self._pools = (packet, repo_pools(packet))
+        return known[1][prompt.id]
 
     def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
         return prompt_key(packet, prompt.id)

@@ -137,7 +137,10 @@ class Packet:
         declared = prompt.declared_depends_on
         if declared is not None:
             return declared
-        index = self.prompts.index(prompt)
+        # By identity first: `list.index` compares every field of every earlier prompt (their models too).
+        index = next((i for i, p in enumerate(self.prompts) if p is prompt), None)
+        if index is None:
+            index = self.prompts.index(prompt)
         return [self.prompts[index - 1].id] if index > 0 else []
 
 
