@@ -87,7 +87,7 @@ class Packet:
     def name(self) -> str:
         return self.manifest.name
 
-    @property
+    @cached_property
     def prompt_dir(self) -> Path:
         return self.root / self.manifest.prompt_dir
 
