@@ -4,7 +4,10 @@
 
 A stand-in `claude` (a shell script that `cat`s a pre-generated stream) is run by `ClaudeCodeAdapter`
 through the shared subprocess runner: lines are read in chunks, parsed, normalised, redacted and appended
-to the Attempt's JSONL; then the Markdown transcript is rendered from that JSONL. Reported: input MB/s
+to the Attempt's JSONL; then the Markdown transcript is made. The pieces are those of a real Attempt
+(orchestration/attempt_compute.py, engine/attempts.py): the sink has a live feed polled by `ticking`, a few
+literal credentials (the catalog's, the agent-control token added with `add_secret`), and the transcript is
+the copy stored in the Attempt's metadata (METADATA_TRANSCRIPT_CHARS). Reported: input MB/s
 of the session (process + parse + JSONL), of the transcript, and end to end, by the wall clock and by this
 process's CPU time (the machines are shared: the load average is printed too); peak RSS of this process
 (the parent: the `cat` child is not counted). Goals from issue 7: < 200 MB peak RSS, >= 100 MB/s.
@@ -27,8 +30,13 @@ from awp_pipelines.core.packet.providers_config import ProviderSpec  # noqa: E40
 from awp_pipelines.core.providers.base import ProviderRequest  # noqa: E402
 from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter  # noqa: E402
 from awp_pipelines.core.records.events import EventSink  # noqa: E402
+from awp_pipelines.core.records.live_lines import LiveFeed, ticking  # noqa: E402
+from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS  # noqa: E402
 
 SESSION = "b3c1f5e2-bench-session"
+# As Redactor.for_catalog gives them: the credential values of the catalog's accounts; the control token.
+SECRETS = ("sk-ant-bench-secret-000000", "sk-proj-bench-openai-0000000000", "bench-gemini-key-0000000000")
+CONTROL_TOKEN = "awp-ctl-4f9c2e7a1b3d5f60"
 _PROSE = ("the adapter reads each line as it arrives and writes one normalised event per line; "
           "memory stays bounded whatever the size of the stream")
 _WORDS = _PROSE.split(" ")
@@ -97,15 +105,19 @@ def main() -> None:
         fake.write_text(f"#!/bin/sh\nexec cat {stream}\n")
         fake.chmod(0o755)
         adapter = ClaudeCodeAdapter(ProviderSpec(kind="claude_code", command=str(fake)))
-        sink = EventSink(root / "events.jsonl", "bench-1", secrets=("sk-ant-bench-secret-000000",))
+        batches: list[int] = []  # the run's log: Dagster's context.log.info, one call per batch
+        feed = LiveFeed(lambda lines: batches.append(len(lines)))
+        sink = EventSink(root / "events.jsonl", "bench-1", secrets=SECRETS, root=root, live=feed)
+        sink.add_secret(CONTROL_TOKEN)
         request = ProviderRequest(prompt_text="bench", cwd=root, timeout_ms=3_600_000,
                                   env={"PATH": os.environ.get("PATH", "")})
         rss_before = peak_rss_mb()
         started, cpu_started = time.perf_counter(), time.process_time()
-        outcome = adapter.run(request, sink)
+        with ticking(sink.live):
+            outcome = adapter.run(request, sink)
         session_s, session_cpu = time.perf_counter() - started, time.process_time() - cpu_started
         transcript_started, transcript_cpu_started = time.perf_counter(), time.process_time()
-        transcript = sink.transcript_markdown()
+        transcript = sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS)
         transcript_s = time.perf_counter() - transcript_started
         transcript_cpu = time.process_time() - transcript_cpu_started
         total_s = time.perf_counter() - started
@@ -114,6 +126,7 @@ def main() -> None:
     figures = {
         "stream_mb": round(mb, 1), "ok": outcome.ok, "messages": outcome.messages,
         "events_jsonl_mb": round(jsonl_mb, 1), "transcript_chars": len(transcript),
+        "live_lines": sum(batches),
         "session_mb_per_s": round(mb / session_s, 1), "transcript_mb_per_s": round(mb / transcript_s, 1),
         "end_to_end_mb_per_s": round(mb / total_s, 1), "seconds": round(total_s, 1),
         # CPU time of this process: what the code costs, whatever else the shared machine is doing.
