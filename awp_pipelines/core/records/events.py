@@ -20,7 +20,12 @@ from awp_pipelines.core.records import jsonl
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.core.records.live_lines import LiveFeed, LiveListener
 from awp_pipelines.core.records.redact import Redactor
-from awp_pipelines.core.records.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
+from awp_pipelines.core.records.transcript import (
+    TRANSCRIPT_MAX_CHARS,
+    Counters,
+    TranscriptBuilder,
+    render_transcript,
+)
 from awp_pipelines.core.records.workspace import WorkspaceError, diff_stat
 
 __all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "iter_events",
@@ -90,10 +95,15 @@ class EventSink:
         self._seq = 0
         self._fh: BinaryIO | None = None
         self._flush_each = True  # off inside `batch()`: the stream reader flushes once per chunk it read
+        # The transcript is built as the events go out (reading a long stream's JSONL back cost as much as
+        # writing it); `_size` is what the file holds if only this sink wrote to it since it read it.
+        self._transcript = TranscriptBuilder(f"Attempt {attempt}", TRANSCRIPT_MAX_CHARS)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for event in self.iter_events():
             self.counters.count(event)
+            self._transcript.add(event)
             self._seq = max(self._seq, int(event.get("seq") or 0))
+        self._size = self.path.stat().st_size if self.path.exists() else 0
 
     def add_secret(self, value: str) -> None:
         """One more literal never written out (e.g. an agent-control token the agent might echo)."""
@@ -115,10 +125,13 @@ class EventSink:
         if self._fh is None or self._fh.closed:
             # Kept open (append mode) between events: reopening per line cost more than the write.
             self._fh = self.path.open("ab")
-        self._fh.write(jsonl.dumps_line(event))
+        line = jsonl.dumps_line(event)
+        self._fh.write(line)
+        self._size += len(line)
         if self._flush_each:
             self._fh.flush()
         self.counters.count(event)
+        self._transcript.add(event)
         if self.live is not None:
             self.live.add(event)
         return event
@@ -254,8 +267,19 @@ class EventSink:
         return (e for e in iter_events(self.path) if e.get("attempt") == self.attempt)
 
     def transcript_markdown(self, max_chars: int = TRANSCRIPT_MAX_CHARS) -> str:
+        """The transcript of this attempt's events: the one built as they were written, unless the JSONL holds
+        more than this sink wrote (another writer appended) or a longer one is asked; then from the JSONL."""
+        if max_chars <= self._transcript.keep_chars and self._wrote_all():
+            return self._transcript.markdown(max_chars, source=self.source_name())
         return render_transcript(self.iter_events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
                                  source=self.source_name())
+
+    def _wrote_all(self) -> bool:
+        self.flush()
+        try:
+            return self.path.stat().st_size == self._size
+        except OSError:
+            return False
 
     def source_name(self) -> str:
         """The JSONL as a reader should see it: relative to the packet root; without one (or outside it),
