@@ -200,6 +200,9 @@ def test_transcript_is_capped_with_a_note_and_keeps_its_footer(sink: EventSink) 
     assert md.rstrip().endswith("`events/a1.jsonl`")
     assert "cost: $0.0000" in md
     assert "message 0 " in md and "message 199 " not in md
+    # 35 characters of headings, then 512 a message: the 10th took the body past 5000, the 190 after it are
+    # counted (footer, note) but not rendered.
+    assert "190 more events not rendered" in md
 
 
 def test_render_transcript_from_stored_events_alone(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ events stay in the JSONL it points at, by a path relative to the packet.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -232,12 +234,11 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
 
 class TranscriptBuilder:
     """`render_transcript` one event at a time, so a writer can build it as the events go out (EventSink does)
-    instead of reading its JSONL back. It keeps the body up to `keep_chars`; `markdown(max_chars)` answers for
-    any `max_chars <= keep_chars` exactly as a builder kept to `max_chars` would (tests/test_events.py).
-
-    Why that holds: what is counted never depends on the cap (a merged bullet counts as merged, and a streamed
-    message keeps the same characters, whatever the cap), so the body kept to a smaller cap is a prefix of this
-    one up to past the point where it is cut.
+    instead of reading its JSONL back. It renders events until its body passes `keep_chars`; later events are
+    only counted (the footer's totals, the truncation note), so a long stream costs little per event past the
+    cap. `markdown(max_chars)` answers for any `max_chars <= keep_chars` exactly as a builder kept to
+    `max_chars` would (tests/test_events.py): the body kept to a smaller cap is a prefix of this one, and the
+    point where it would have stopped is known from the body's size after each event.
     """
 
     def __init__(self, title: str = "Transcript", keep_chars: int = TRANSCRIPT_MAX_CHARS) -> None:
@@ -247,15 +248,22 @@ class TranscriptBuilder:
         self._phase: str | None = None
         self._stream: list[str] = []
         self._stream_chars = 0
-        # Streamed text is kept to the largest cap whatever this builder's, so every cap measures the same text.
+        # Streamed text is kept to the largest cap whatever this builder's, so every cap sees the same text.
         self._stream_cap = max(keep_chars, TRANSCRIPT_MAX_CHARS)
-        self._count = 1  # blocks added, kept or not
-        self._bullets_open = 0  # self._count while the last block is a list of event bullets
-        self._kept = self._total = len(self._blocks[0]) + 2  # characters of the body kept / of the whole body
-        self._full = False
+        self._bullets_open = 0  # len(self._blocks) while the last block is a list of event bullets
+        self._kept = len(self._blocks[0]) + 2  # characters of the body
+        self._kept_after = array("q")  # the body's size after each event, until it passed keep_chars
+        self._events = 0
 
     def add(self, event: Mapping[str, Any]) -> None:
         self.counters.count(event)
+        self._events += 1
+        if self._kept > self.keep_chars:
+            return  # past the cap: counted only
+        self._render(event)
+        self._kept_after.append(self._kept)
+
+    def _render(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("type"))
         phase = self._phase
         wanted = _PHASE_OF.get(kind) or (phase if phase and phase not in _CLOSED_PHASES else "Agent")
@@ -274,23 +282,19 @@ class TranscriptBuilder:
         if not rendered:
             return
         bullet = rendered.startswith("- ")
-        merge = bullet and self._bullets_open == self._count
+        merge = bullet and self._bullets_open == len(self._blocks)
         self._add(rendered, merge)  # consecutive bullets form one tight list
-        self._bullets_open = self._count if bullet else 0
+        self._bullets_open = len(self._blocks) if bullet else 0
 
     def _add(self, block: str, merge: bool = False) -> None:
-        size = len(block) + 1 if merge else (len(block) + 2 if block else 0)
-        self._total += size
-        if not merge:
-            self._count += 1
-        if self._full:
+        if self._kept > self.keep_chars:
             return
         if merge:
             self._blocks[-1] += "\n" + block
+            self._kept += len(block) + 1
         else:
             self._blocks.append(block)
-        self._kept += size
-        self._full = self._kept > self.keep_chars
+            self._kept += len(block) + 2 if block else 0
 
     def _flush_stream(self) -> None:
         if self._stream:
@@ -303,12 +307,13 @@ class TranscriptBuilder:
         limit = self.keep_chars if max_chars is None else max_chars
         if limit > self.keep_chars:
             raise ValueError(f"kept to {self.keep_chars} characters; {limit} asked")
-        blocks, kept, total = self._blocks, self._kept, self._total
+        blocks, kept = self._blocks, self._kept
+        # Events a builder kept to `limit` would not have rendered: those after the one that took it past.
+        seen = bisect_right(self._kept_after, limit)
+        left_out = self._events - seen - 1 if seen < len(self._kept_after) else 0
         tail = "".join(self._stream).strip()  # a message still streaming ends the body, as a last block would
-        if tail:
-            total += len(tail) + 2
-            if not self._full:
-                blocks, kept = [*blocks, tail], kept + len(tail) + 2
+        if tail and kept <= self.keep_chars:
+            blocks, kept = [*blocks, tail], kept + len(tail) + 2
         counters = self.counters
         footer = ("---\n\n"
                   f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
@@ -322,6 +327,7 @@ class TranscriptBuilder:
         room = max(0, limit - len(footer) - 120)
         cut = body.rfind("\n", 0, room)
         shown = cut if cut > 0 else room
-        note = (f"\n\n_[transcript truncated: {shown} of {max(total, len(body))} characters shown; "
-                "the full events are named below]_\n\n")
+        more = f", {left_out} more event{'' if left_out == 1 else 's'} not rendered" if left_out else ""
+        note = (f"\n\n_[transcript truncated: {shown} characters shown{more}; "
+                "the full events are in the JSONL named below]_\n\n")
         return body[:shown] + note + footer
