@@ -104,6 +104,13 @@ class LiveFeed:
 
     def add(self, event: Mapping[str, Any]) -> None:
         with self._lock:
+            if self._accepted >= self.max_total_lines and not self._stream and self.listener is not None:
+                kind = event.get("type")
+                if kind != "message_streamed":  # past the cap, nothing streaming: what _add would do, in short
+                    self._dropped += kind in LINE_TYPES
+                    if self._pending:
+                        self.poll()
+                    return
             self._add(event)
 
     def _add(self, event: Mapping[str, Any]) -> None:

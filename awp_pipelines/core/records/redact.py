@@ -148,10 +148,15 @@ def _secret_key(key: str) -> bool:
     return _SECRET_KEY.search(key) is not None
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _redact_obj(obj: Any, literals: Gated) -> Any:
     kind = type(obj)  # exact types first: an event payload is thousands of these a second
     if kind is str:
         return _redact_text(obj, literals)
+    if kind in _SCALARS:  # before the Mapping check, an ABC check that costs more than the rest
+        return obj
     if kind is dict or isinstance(obj, Mapping):
         return _redact_into({}, obj, literals)
     if kind is list or kind is tuple or isinstance(obj, list | tuple):
@@ -165,8 +170,12 @@ def _redact_obj(obj: Any, literals: Gated) -> Any:
 def _redact_into(out: dict[Any, Any], obj: Mapping[Any, Any], literals: Gated) -> dict[Any, Any]:
     """`out` with the redacted items of `obj` added: an event's fields go straight into the event (no copy)."""
     for key, value in obj.items():
-        out[key] = (REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
-                    else _redact_obj(value, literals))
+        if type(value) is str:  # most values: straight to the text's redaction
+            secret = value and isinstance(key, str) and _secret_key(key)
+            out[key] = REDACTED if secret else _redact_text(value, literals)
+        else:
+            out[key] = (REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
+                        else _redact_obj(value, literals))
     return out
 
 
