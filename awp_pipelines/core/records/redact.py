@@ -87,33 +87,31 @@ def _gate_literals(literals: Iterable[str]) -> Gated:
 
 
 # Every pattern above needs a literal anchor; text without any skips the eight regex passes (agent streams
-# are gigabytes of prose, and those passes dominated their cost). The anchors, case as the patterns match:
-# `AKIA`/`ASIA` (aws); `-` with `sk-`, `xox` or `-----BEGIN` (keys, slack, private keys); `_` with a GitHub
+# are gigabytes of prose and tool output, and those passes dominated their cost). The anchors, case as the
+# patterns match: `AKIA`/`ASIA` (aws); `sk-`, `xox?-` or `-----BEGIN` (keys, slack, private keys); a GitHub
 # prefix; `bearer` in any case; and `:` or `=` with api/token/secret/passw in any case (an assignment needs
-# one of those signs). The single characters are found by memchr, so prose costs a few fast scans.
-_DASH_ANCHORS = ("sk-", "xox", "-----BEGIN")
-_UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+# one of those signs). A single character gates each group (memchr); the case-sensitive groups are then one
+# regex search that starts at that character (a substring search per anchor cost several times more on code).
+_AWS_ANCHOR = re.compile(r"A[KS]IA")
+_DASH_ANCHOR = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|----BEGIN)")
+_UNDERSCORE_ANCHOR = re.compile(r"_(?:(?<=gh[pousr]_)|(?<=github_pat_))")
 _ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
 # Under IGNORECASE a pattern's `i`, `k` and `s` also match these; lower() maps `K` (Kelvin) and `İ` itself.
 _FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
 def _may_hold_pattern(text: str) -> bool:
-    if ("K" in text and "AKIA" in text) or ("S" in text and "ASIA" in text):
+    if "A" in text and _AWS_ANCHOR.search(text):
         return True
-    if "-" in text:
-        for anchor in _DASH_ANCHORS:  # plain loops: a generator per string cost more than the scans
-            if anchor in text:
-                return True
-    if "_" in text:
-        for anchor in _UNDERSCORE_ANCHORS:
-            if anchor in text:
-                return True
+    if "-" in text and _DASH_ANCHOR.search(text):
+        return True
+    if "_" in text and _UNDERSCORE_ANCHOR.search(text):
+        return True
     low = text.lower() if text.isascii() else text.lower().translate(_FOLD)
     if "bearer" in low:
         return True
     if ":" in text or "=" in text:
-        for anchor in _ASSIGNMENT_ANCHORS:
+        for anchor in _ASSIGNMENT_ANCHORS:  # plain loop: a generator per string cost more than the scans
             if anchor in low:
                 return True
     return False
