@@ -49,8 +49,23 @@ def _text(n: int, salt: int) -> str:
     return " ".join(words)
 
 
-def _turn(i: int) -> list[dict]:
-    """One agent turn: thinking, text, a tool call, its result, a rate-limit notice now and then."""
+def _code(i: int) -> str:
+    """A tool's output as agents' tools print it: test results, paths, a diff, flags and `=` (about 1 KB). The
+    redaction's prefilter passes prose with a few fast scans; this is what makes it look closer."""
+    lines = [f"tests/test_events_{i % 7}.py::test_case_{i % 97}_{k} PASSED{' ' * 12}[{k * 16:3d}%]" for k in range(6)]
+    lines += [f"src/awp_pipelines/core/records/events.py:{120 + i % 50}: def emit(self, kind: str, fields=None):",
+              "-rw-r--r-- 1 root root 4096 Dec  1 05:42 events.jsonl",
+              "diff --git a/awp_pipelines/core/records/events.py b/awp_pipelines/core/records/events.py",
+              f"@@ -{i % 300},7 +{i % 300},9 @@ class EventSink:",
+              "-        line = jsonl.dumps_line(event)",
+              f"+        payload = dict(fields or {{}}, seq={i})",
+              f"========================= {i % 40 + 1} passed, 1 warning in 0.{i % 90 + 10}s ========================="]
+    return "\n".join(lines)
+
+
+def _turn(i: int, content: str = "mixed") -> list[dict]:
+    """One agent turn: thinking, text, a tool call, its result (prose, or every other one code with `mixed`),
+    a rate-limit notice now and then."""
     tool = f"toolu_{i:08d}"
     events = [
         {"type": "assistant", "session_id": SESSION, "message": {"role": "assistant", "content": [
@@ -59,7 +74,8 @@ def _turn(i: int) -> list[dict]:
         {"type": "assistant", "session_id": SESSION, "message": {"content": [
             {"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": f"pytest -q tests/t{i}.py"}}]}},
         {"type": "user", "session_id": SESSION, "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool, "content": _text(200, i + 2)}]}},
+            {"type": "tool_result", "tool_use_id": tool,
+             "content": _code(i) if content == "mixed" and i % 2 else _text(200, i + 2)}]}},
     ]
     if i % 50 == 0:
         events.append({"type": "rate_limit_event", "session_id": SESSION, "rate_limit_info": {
@@ -67,7 +83,7 @@ def _turn(i: int) -> list[dict]:
     return events
 
 
-def generate(path: Path, size: int) -> int:
+def generate(path: Path, size: int, content: str = "mixed") -> int:
     """Write a stream of about `size` bytes, in constant memory; returns the bytes written."""
     written = 0
     with path.open("w", encoding="utf-8") as fh:
@@ -77,7 +93,7 @@ def generate(path: Path, size: int) -> int:
         written += len(line)
         i = 0
         while written < size:
-            for event in _turn(i):
+            for event in _turn(i, content):
                 line = json.dumps(event) + "\n"
                 fh.write(line)
                 written += len(line.encode("utf-8"))
@@ -98,11 +114,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=128, help="stream size in MiB (issue 7 asks for 1024)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--content", choices=("mixed", "prose"), default="mixed",
+                        help="tool results: every other one code-like (default), or all prose (the figures before)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="awp-bench-stream-") as tmp:
         root = Path(tmp)
         stream = root / "stream.jsonl"
-        size = generate(stream, args.mb * 1024 * 1024)
+        size = generate(stream, args.mb * 1024 * 1024, args.content)
         fake = root / "claude"
         fake.write_text(f"#!/bin/sh\nexec cat {stream}\n")
         fake.chmod(0o755)
@@ -126,7 +144,7 @@ def main() -> None:
         jsonl_mb = (root / "events.jsonl").stat().st_size / 2**20
     mb = size / 2**20
     figures = {
-        "stream_mb": round(mb, 1), "ok": outcome.ok, "messages": outcome.messages,
+        "stream_mb": round(mb, 1), "content": args.content, "ok": outcome.ok, "messages": outcome.messages,
         "events_jsonl_mb": round(jsonl_mb, 1), "transcript_chars": len(transcript),
         "live_lines": sum(batches),
         "session_mb_per_s": round(mb / session_s, 1), "transcript_ms": round(transcript_s * 1000, 1),
