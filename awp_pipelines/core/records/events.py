@@ -103,7 +103,7 @@ class EventSink:
         self._flush_each = True  # off inside `batch()`: the stream reader flushes once per chunk it read
         # The transcript is built as the events go out (reading a long stream's JSONL back cost as much as
         # writing it); `_size` is what the file holds if only this sink wrote to it since it read it.
-        self._transcript = TranscriptBuilder(f"Attempt {attempt}", TRANSCRIPT_MAX_CHARS)
+        self._transcript = TranscriptBuilder(f"Attempt {attempt}", TRANSCRIPT_MAX_CHARS, counted=self.counters)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for event in self.iter_events():
             self.counters.count(event)

@@ -108,8 +108,9 @@ class LiveFeed:
                 kind = event.get("type")
                 if kind != "message_streamed":  # past the cap, nothing streaming: what _add would do, in short
                     self._dropped += kind in LINE_TYPES
-                    if self._pending:
-                        self.poll()
+                    if self._pending and (self._last_sent is None
+                                          or self._clock() - self._last_sent >= self.interval_s):
+                        self.poll()  # only a due batch can go: no line is added past the cap
                     return
             self._add(event)
 

@@ -73,9 +73,10 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-# Characters by how often prose and code hold them, most often first. A literal is searched for only in a
-# text holding its rarest character: that test is one memchr scan, the full search is many times slower.
-_COMMON_CHARS = " etaoinsrhldcumfpgwybvkxjqz\n.,-_/:'\"()=0123456789ETAOINSRHLDCUMFPGWYBVKXJQZ"
+# Characters by how often prose and code hold them, most often first (digits are common in tool output). A
+# literal is searched for only in a text holding its rarest character: that test is one memchr scan, the full
+# search is many times slower.
+_COMMON_CHARS = " etaoinsrhldcumfpgwybv\n.,-_/:'\"()=0123456789kxjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
 _RANK = {char: rank for rank, char in enumerate(_COMMON_CHARS)}
 
 Gated = tuple[tuple[str, str], ...]
@@ -100,10 +101,15 @@ _ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
 _FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
+_SHORTEST_MATCH = 7  # `token:x`; every other pattern needs more characters
+
+
 def _may_hold_pattern(text: str) -> bool:
-    if "A" in text and _AWS_ANCHOR.search(text):
+    if len(text) < _SHORTEST_MATCH:
+        return False
+    if "A" in text and "I" in text and _AWS_ANCHOR.search(text):
         return True
-    if "-" in text and _DASH_ANCHOR.search(text):
+    if "-" in text and ("k" in text or "x" in text or "B" in text) and _DASH_ANCHOR.search(text):
         return True
     if "_" in text and _UNDERSCORE_ANCHOR.search(text):
         return True

@@ -241,9 +241,12 @@ class TranscriptBuilder:
     point where it would have stopped is known from the body's size after each event.
     """
 
-    def __init__(self, title: str = "Transcript", keep_chars: int = TRANSCRIPT_MAX_CHARS) -> None:
+    def __init__(self, title: str = "Transcript", keep_chars: int = TRANSCRIPT_MAX_CHARS,
+                 counted: Counters | None = None) -> None:
+        """`counted`: counters its owner keeps of the very same events (EventSink's), read instead of counting."""
         self.keep_chars = keep_chars
-        self.counters = Counters()
+        self._counting = counted is None
+        self.counters = Counters() if counted is None else counted
         self._blocks: list[str] = [f"### {title}"]
         self._phase: str | None = None
         self._stream: list[str] = []
@@ -256,7 +259,8 @@ class TranscriptBuilder:
         self._events = 0
 
     def add(self, event: Mapping[str, Any]) -> None:
-        self.counters.count(event)
+        if self._counting:
+            self.counters.count(event)
         self._events += 1
         if self._kept > self.keep_chars:
             return  # past the cap: counted only
