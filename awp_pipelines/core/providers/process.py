@@ -116,7 +116,7 @@ class _Lines:
             # The lines between the first and the last newline are whole here and under the cap: one decode
             # for all of them (a newline is never inside a UTF-8 sequence, so each decodes as it would alone).
             yield from self._feed(chunk[:first + 1])
-            yield from chunk[first + 1:last].decode("utf-8", errors="replace").split("\n")
+            yield from str(memoryview(chunk)[first + 1:last], "utf-8", "replace").split("\n")  # no copy to slice
             yield from self._feed(chunk[last + 1:])
         else:
             yield from self._feed(chunk)

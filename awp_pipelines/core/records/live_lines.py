@@ -103,15 +103,15 @@ class LiveFeed:
         self._lock = threading.RLock()
 
     def add(self, event: Mapping[str, Any]) -> None:
+        if self._accepted >= self.max_total_lines and not self._stream and self.listener is not None:
+            kind = event.get("type")
+            if kind != "message_streamed":  # past the cap, nothing streaming: what _add would do, in short
+                # No lock: only the Attempt's thread (add, flush) changes these counts; poll() takes it.
+                self._dropped += kind in LINE_TYPES
+                if self._pending and (self._last_sent is None or self._clock() - self._last_sent >= self.interval_s):
+                    self.poll()  # only a due batch can go: no line is added past the cap
+                return
         with self._lock:
-            if self._accepted >= self.max_total_lines and not self._stream and self.listener is not None:
-                kind = event.get("type")
-                if kind != "message_streamed":  # past the cap, nothing streaming: what _add would do, in short
-                    self._dropped += kind in LINE_TYPES
-                    if self._pending and (self._last_sent is None
-                                          or self._clock() - self._last_sent >= self.interval_s):
-                        self.poll()  # only a due batch can go: no line is added past the cap
-                    return
             self._add(event)
 
     def _add(self, event: Mapping[str, Any]) -> None:
