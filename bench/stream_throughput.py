@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/stream_throughput.py [--mb 1024] [--json]
 
-A stand-in `claude` (a shell script that `cat`s a pre-generated stream) is run by `ClaudeCodeAdapter`
+A stand-in `claude` (a shell script that `cat`s a pre-generated stream: thinking, messages, tool calls and
+their results, every other result code-like output unless `--content prose`) is run by `ClaudeCodeAdapter`
 through the shared subprocess runner: lines are read in chunks, parsed, normalised, redacted and appended
 to the Attempt's JSONL; then the Markdown transcript is made (the sink builds it as the events go out: what is
 timed after the session is its last step). The pieces are those of a real Attempt
