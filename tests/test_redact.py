@@ -165,7 +165,7 @@ def test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor() -> N
     """`(?i)` lets an anchor's `i`, `k` or `s` match a non-ASCII letter (ı, İ, ſ, the Kelvin sign): an
     assignment or bearer token spelled with one must still reach the regex passes."""
     samples = ["api_key= abcdefghijkl", "token: abcdefghijkl", "secret= abcdefghijkl", "password= abcdefghijkl",
-               "bearer abcdefghijkl"]
+               "bearer abcdefghijkl", "token: x", "secret= y", "api_key= z", "passwd= w"]  # short ones too
     folded = 0
     for letter in sorted(set("".join(samples[i].split()[0] for i in range(len(samples))))):
         matcher = re.compile(f"(?i){re.escape(letter)}")

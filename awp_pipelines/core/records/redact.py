@@ -96,31 +96,36 @@ def _gate_literals(literals: Iterable[str]) -> Gated:
 _AWS_ANCHOR = re.compile(r"A[KS]IA")
 _DASH_ANCHOR = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|----BEGIN)")
 _UNDERSCORE_ANCHOR = re.compile(r"_(?:(?<=gh[pousr]_)|(?<=github_pat_))")
-_ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
 # Under IGNORECASE a pattern's `i`, `k` and `s` also match these; lower() maps `K` (Kelvin) and `İ` itself.
 _FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
-_SHORTEST_MATCH = 7  # `token:x`; every other pattern needs more characters
+_SHORTEST_MATCH = 7  # `token:x`, an assignment; each other pattern needs 15 characters or more (slack, bearer)
+_SHORTEST_OTHER = 15
 
 
 def _may_hold_pattern(text: str) -> bool:
-    if len(text) < _SHORTEST_MATCH:
-        return False
+    if len(text) < _SHORTEST_OTHER:  # tool names, call ids, short commands: only an assignment fits
+        return len(text) >= _SHORTEST_MATCH and (":" in text or "=" in text) and _assignment_anchor(_folded(text))
     if "A" in text and "I" in text and _AWS_ANCHOR.search(text):
         return True
     if "-" in text and ("k" in text or "x" in text or "B" in text) and _DASH_ANCHOR.search(text):
         return True
     if "_" in text and _UNDERSCORE_ANCHOR.search(text):
         return True
-    low = text.lower() if text.isascii() else text.lower().translate(_FOLD)
+    low = _folded(text)
     if "bearer" in low:
         return True
-    if ":" in text or "=" in text:
-        for anchor in _ASSIGNMENT_ANCHORS:  # plain loop: a generator per string cost more than the scans
-            if anchor in low:
-                return True
-    return False
+    return (":" in text or "=" in text) and _assignment_anchor(low)
+
+
+def _folded(text: str) -> str:
+    return text.lower() if text.isascii() else text.lower().translate(_FOLD)
+
+
+def _assignment_anchor(low: str) -> bool:
+    """`low` names an api key, token, secret or password (a generator per string cost more than the scans)."""
+    return "api" in low or "token" in low or "secret" in low or "passw" in low
 
 
 def redact(text: str, extra_values: Iterable[str] = ()) -> str:
