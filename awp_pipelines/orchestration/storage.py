@@ -215,10 +215,21 @@ def kv_swap(instance: DagsterInstance, key: str, old: str, new: str) -> bool:
 
 def kv_prefixed(instance: DagsterInstance, prefix: str) -> dict[str, str]:
     """Every key starting with `prefix`, with its value (e.g. the heartbeats of running computes)."""
-    table = KeyValueStoreTable
     with _sql_run_storage(instance).connect() as conn:
-        rows = conn.execute(sa.select(table.c.key, table.c.value).where(table.c.key.like(f"{prefix}%"))).all()
+        rows = conn.execute(prefixed_query(prefix, conn.dialect.name)).all()
     return {str(key): str(value) for key, value in rows}
+
+
+def prefixed_query(prefix: str, dialect: str) -> sa.Select[Any]:
+    """The keys starting with `prefix`. SQLite's LIKE ignores case, so it cannot use the key's index and
+    scans the table, which keeps a stop per packet run ever stopped: there a range of the index
+    (byte order) finds them. PostgreSQL's collation need not order a prefix's keys together: LIKE stays."""
+    table = KeyValueStoreTable
+    query = sa.select(table.c.key, table.c.value)
+    if dialect == "sqlite" and prefix:
+        return query.where(table.c.key >= prefix, table.c.key < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return query.where(table.c.key.like(escaped + "%", escape="\\"))
 
 
 def kv_delete(instance: DagsterInstance, keys: Sequence[str]) -> None:
