@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,7 +46,7 @@ from dagster._core.definitions.executor_definition import (
     _core_multiprocess_executor_creation,
     multiple_process_executor_requirements,
 )
-from dagster._core.definitions.reconstruct import build_reconstructable_job
+from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from dagster._core.events import RunFailureReason, StepMaterializationData
 from dagster._core.execution import compute_logs
@@ -60,6 +63,7 @@ from dagster._core.storage.sql import get_alembic_config, stamp_alembic_rev
 from dagster._core.storage.sqlalchemy_compat import db_select
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, ROOT_RUN_ID_TAG, SENSOR_NAME_TAG
 from dagster._core.utils import make_new_run_id
+from dagster._serdes import deserialize_value, serialize_value
 
 __all__ = [
     "ROOT_RUN_ID_TAG", "SENSOR_NAME_TAG", "ExecutionResult", "InstanceRef", "RunFailureReason",
@@ -253,11 +257,54 @@ def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorD
     def _executor(init_context: InitExecutorContext) -> Executor:
         config = init_context.executor_config
         if "multiprocess" in config and not multiprocessing.current_process().daemon:
+            multi: Mapping[str, Any] = config["multiprocess"]  # type: ignore[assignment]
+            start: Mapping[str, Any] = multi.get("start_method") or {}
+            if "forkserver" in start:
+                start_step_server((start["forkserver"] or {}).get("preload_modules") or [], init_context.job)
             return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
         chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
         return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
 
     return _executor
+
+
+# The job a forkserver builds before it forks the step processes (a serialized ReconstructableJob): set only
+# while the forkserver starts, and read (and dropped) by step_preload.py in it.
+PRELOAD_JOB_ENV = "AWP_PRELOAD_JOB"
+_MAX_ENV = 100_000  # Linux refuses a variable over 128 KiB (a selection of thousands of assets): no preload then
+
+
+def start_step_server(preload: Sequence[str], job: object) -> None:
+    """Start this process's forkserver now (Dagster starts it at the first step otherwise), importing `preload`
+    and building `job` before it forks a step: each step then finds the job built instead of loading and
+    compiling the packet again. One forkserver serves the process for good: a later run of another job finds
+    it running, and its steps build their own job, as without it."""
+    text = serialize_value(job) if isinstance(job, ReconstructableJob) else ""
+    if not text or len(text) > _MAX_ENV:
+        return
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["dagster._core.executor.multiprocess", *preload])  # the list Dagster's executor would set
+    before = os.environ.get(PRELOAD_JOB_ENV)
+    os.environ[PRELOAD_JOB_ENV] = text  # the forkserver inherits the environment it starts with
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop(PRELOAD_JOB_ENV, None)
+        else:
+            os.environ[PRELOAD_JOB_ENV] = before
+
+
+def build_preloaded_job() -> None:
+    """In the forkserver: build the job `start_step_server` named, so each step forked from it has it (Dagster
+    keeps the last job a process built; the packet's reconstructor keeps its own). The variable goes first:
+    the agents the steps start have no use for it."""
+    text = os.environ.pop(PRELOAD_JOB_ENV, None)
+    if text:
+        # Any failure is the step's to report: it builds the job itself, as without the forkserver's, and the
+        # forkserver must not die of it (it would fail every step of the run).
+        with contextlib.suppress(Exception):
+            deserialize_value(text, ReconstructableJob).get_definition()
 
 
 # --- Pool slots ------------------------------------------------------------------------------------------

@@ -1,0 +1,71 @@
+"""The step processes of a parallel run start with the packet's job built: the forkserver they fork from built
+it once (step_preload.py) before the first step, so no step loads and compiles the packet again. A forkserver
+built for another run (a second `run` in one process) leaves each step to build its own job, as before.
+
+Each run is its own Python process here (a forkserver lives as long as the process that started it), and
+the builds are seen through a translator that notes the pid of every process that makes the packet's keys."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dag_packets import write_dag_packet
+from dagster import DagsterEventType, DagsterInstance
+
+TESTS = Path(__file__).resolve().parent.parent
+TRANSLATOR = "translators.RecordingKeys"
+# Two runs of one packet's two independent prompts in one process, then the builds' pids by packet name.
+SCRIPT = """
+import sys
+from awp_pipelines import api
+for packet in sys.argv[2:]:
+    result = api.run(packet, instance=sys.argv[1], translator="translators.RecordingKeys", parallel=4)
+    assert [o.state for o in result.outcomes] == ["completed", "completed"], result.outcomes
+"""
+
+
+def _step_pids(instance_dir: Path) -> dict[str, set[int]]:
+    """Per packet (job name), the pids of its runs' step processes (Dagster's STEP_WORKER_STARTED)."""
+    instance = DagsterInstance.from_config(str(instance_dir))
+    try:
+        found: dict[str, set[int]] = {}
+        for run in instance.get_runs():
+            for record in instance.get_records_for_run(run.run_id, of_type=DagsterEventType.STEP_WORKER_STARTED
+                                                       ).records:
+                event = record.event_log_entry.dagster_event
+                assert event is not None
+                found.setdefault(run.job_name, set()).add(int(event.event_specific_data.metadata["pid"].value))
+        return found
+    finally:
+        instance.dispose()
+
+
+def _run(tmp_path: Path, packets: list[Path]) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """(the processes that built each packet's job, each packet's step processes)."""
+    builds = tmp_path / "builds.txt"
+    env = {**os.environ, "AWP_TEST_BUILDS": str(builds),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "instance"), *map(str, packets)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    built: dict[str, set[int]] = {}
+    for line in builds.read_text(encoding="utf-8").splitlines():
+        pid, name = line.split()
+        built.setdefault(name, set()).add(int(pid))
+    return built, {job.removeprefix("packet__").split("__")[0]: pids
+                   for job, pids in _step_pids(tmp_path / "instance").items()}
+
+
+def test_the_steps_find_the_job_the_forkserver_built_and_build_it_themselves_when_it_is_another(
+        tmp_path: Path) -> None:
+    first = write_dag_packet(tmp_path / "first", {"01": "a", "02": "b"}, delay_ms=500, name="first")
+    second = write_dag_packet(tmp_path / "second", {"01": "a", "02": "b"}, delay_ms=500, name="second")
+    built, steps = _run(tmp_path, [first, second])
+    assert set(steps) == {"first", "second"} and all(len(pids) == 2 for pids in steps.values()), steps
+    # The first run's steps forked from a forkserver that had built its job: none of them built it.
+    assert built["first"] and not steps["first"] & built["first"], (built, steps)
+    # The forkserver's job is the first packet's: the second run's steps built theirs, and both prompts completed.
+    assert steps["second"] <= built["second"], (built, steps)
