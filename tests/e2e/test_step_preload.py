@@ -8,12 +8,15 @@ the builds are seen through a translator that notes the pid of every process tha
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dag_packets import write_dag_packet
 from dagster import DagsterEventType, DagsterInstance
+from dagster._serdes import serialize_value
 
 TESTS = Path(__file__).resolve().parent.parent
 TRANSLATOR = "translators.RecordingKeys"
@@ -69,3 +72,30 @@ def test_the_steps_find_the_job_the_forkserver_built_and_build_it_themselves_whe
     assert built["first"] and not steps["first"] & built["first"], (built, steps)
     # The forkserver's job is the first packet's: the second run's steps built theirs, and both prompts completed.
     assert steps["second"] <= built["second"], (built, steps)
+
+
+def test_the_preload_builds_the_named_job_drops_the_variable_and_survives_a_bad_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the forkserver runs at its start: the job named in the variable is built (and kept by JobSource),
+    the variable is gone for the agents the steps start, and a job that cannot be built leaves the forkserver
+    alive (each step then builds it and reports the error itself)."""
+    from awp_pipelines.orchestration import parallel
+    from awp_pipelines.orchestration.storage import PRELOAD_JOB_ENV, build_preloaded_job, build_reconstructable_job
+
+    packet = write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b"}, name="preload")
+    source = parallel.JobSource(str(packet), build="test").to_json()
+    recon = build_reconstructable_job(parallel.__name__, "packet_job", (source,))
+    parallel.packet_job.cache_clear()
+    monkeypatch.setenv(PRELOAD_JOB_ENV, serialize_value(recon))
+    build_preloaded_job()
+    assert PRELOAD_JOB_ENV not in os.environ
+    assert parallel.packet_job.cache_info().currsize == 1
+    parallel.packet_job(source)
+    assert parallel.packet_job.cache_info().hits >= 1  # the step's own call finds it built
+    shutil.rmtree(packet)  # the packet is gone: its job cannot be built again
+    parallel.packet_job.cache_clear()
+    for bad in ("not json", serialize_value(recon)):
+        monkeypatch.setenv(PRELOAD_JOB_ENV, bad)
+        build_preloaded_job()  # no exception
+        assert PRELOAD_JOB_ENV not in os.environ
+    assert parallel.packet_job.cache_info().currsize == 0
