@@ -99,3 +99,35 @@ def test_the_preload_builds_the_named_job_drops_the_variable_and_survives_a_bad_
         build_preloaded_job()  # no exception
         assert PRELOAD_JOB_ENV not in os.environ
     assert parallel.packet_job.cache_info().currsize == 0
+
+
+def test_the_forkserver_reads_dagsters_migration_scripts_once_for_every_instance_opened_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each opening of the instance checks its schema revision against the migration scripts; after the
+    preload they are read once, and the check still finds the database at the head revision."""
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage import sql
+
+    from awp_pipelines.orchestration import storage
+    from awp_pipelines.orchestration.instance import open_instance_folder
+
+    monkeypatch.setattr(sql, "ScriptDirectory", ScriptDirectory)  # put back after the test
+    monkeypatch.setattr(storage._MigrationsReadOnce, "_read", {})
+    reads: list[str] = []
+    real = ScriptDirectory.from_config
+    monkeypatch.setattr(ScriptDirectory, "from_config",
+                        classmethod(lambda cls, config: reads.append("read") or real(config)))
+    instance = open_instance_folder(tmp_path / "home")  # a new one: alembic reads them to stamp it
+    reads.clear()
+    storage.read_migrations_once()
+    assert reads == ["read"]
+    reads.clear()
+    try:
+        for _ in range(3):
+            DagsterInstance.from_ref(instance.get_ref()).dispose()
+        with instance.run_storage.connect() as conn:  # type: ignore[attr-defined]
+            db_revision, head = sql.check_alembic_revision(sql.get_alembic_config(sql.__file__), conn)
+    finally:
+        instance.dispose()
+    assert reads == []  # three openings, none read them again
+    assert head is not None and db_revision == head
