@@ -45,6 +45,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.storage import (
+    STEP_IMPORTS,
     ExecutionResult,
     build_reconstructable_job,
     execute_run,
@@ -60,8 +61,9 @@ if TYPE_CHECKING:
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
 DEFAULT_PARALLEL = 8
-# What the forkserver imports before it forks a step: AWP's assets (and Dagster), then the run's job, built.
-STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.step_preload"]
+# What the forkserver imports before it forks a step: AWP's assets (and Dagster), what a step imports as it
+# starts, then the run's job, built.
+STEP_PRELOAD = ["awp_pipelines.orchestration.assets", *STEP_IMPORTS, "awp_pipelines.orchestration.step_preload"]
 
 
 def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:

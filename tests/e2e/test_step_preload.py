@@ -131,3 +131,16 @@ def test_the_forkserver_reads_dagsters_migration_scripts_once_for_every_instance
         instance.dispose()
     assert reads == []  # three openings, none read them again
     assert head is not None and db_revision == head
+
+
+def test_every_module_the_forkserver_imports_for_the_steps_exists_in_this_dagster() -> None:
+    """The forkserver skips a preload it cannot import: a name Dagster dropped would silently cost each step
+    its import again. Each is found, and the preload list names them before the job's build."""
+    import importlib
+
+    from awp_pipelines.orchestration.parallel import STEP_PRELOAD
+    from awp_pipelines.orchestration.storage import STEP_IMPORTS
+
+    for name in STEP_IMPORTS:
+        importlib.import_module(name)
+    assert STEP_PRELOAD[-1] == "awp_pipelines.orchestration.step_preload" and set(STEP_IMPORTS) <= set(STEP_PRELOAD)
