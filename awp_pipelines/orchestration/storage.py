@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import multiprocessing
+import multiprocessing.forkserver
+import os
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,7 +47,7 @@ from dagster._core.definitions.executor_definition import (
     _core_multiprocess_executor_creation,
     multiple_process_executor_requirements,
 )
-from dagster._core.definitions.reconstruct import build_reconstructable_job
+from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 from dagster._core.events import RunFailureReason, StepMaterializationData
 from dagster._core.execution import compute_logs
@@ -53,10 +56,13 @@ from dagster._core.execution.execution_result import ExecutionResult
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, ROOT_RUN_ID_TAG, SENSOR_NAME_TAG
 from dagster._core.utils import make_new_run_id
+from dagster._serdes import deserialize_value, serialize_value
 
 # SQLAlchemy and Dagster's SQL storages (with alembic) are imported by the functions that query: loading the
 # code location needs none of them (about 0.1 s and 11 MB of the load of 200 packets).
 if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from alembic.script import ScriptDirectory
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
     from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 
@@ -226,12 +232,23 @@ def kv_swap(instance: DagsterInstance, key: str, old: str, new: str) -> bool:
 
 def kv_prefixed(instance: DagsterInstance, prefix: str) -> dict[str, str]:
     """Every key starting with `prefix`, with its value (e.g. the heartbeats of running computes)."""
+    with _sql_run_storage(instance).connect() as conn:
+        rows = conn.execute(prefixed_query(prefix, conn.dialect.name)).all()
+    return {str(key): str(value) for key, value in rows}
+
+
+def prefixed_query(prefix: str, dialect: str) -> sa.Select[Any]:
+    """The keys starting with `prefix`. SQLite's LIKE ignores case, so it cannot use the key's index and
+    scans the table, which keeps a stop per packet run ever stopped: there a range of the index
+    (byte order) finds them. PostgreSQL's collation need not order a prefix's keys together: LIKE stays."""
     import sqlalchemy as sa
     from dagster._core.storage.runs.schema import KeyValueStoreTable as table
 
-    with _sql_run_storage(instance).connect() as conn:
-        rows = conn.execute(sa.select(table.c.key, table.c.value).where(table.c.key.like(f"{prefix}%"))).all()
-    return {str(key): str(value) for key, value in rows}
+    query = sa.select(table.c.key, table.c.value)
+    if dialect == "sqlite" and prefix:
+        return query.where(table.c.key >= prefix, table.c.key < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return query.where(table.c.key.like(escaped + "%", escape="\\"))
 
 
 def kv_delete(instance: DagsterInstance, keys: Sequence[str]) -> None:
@@ -278,11 +295,90 @@ def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorD
     def _executor(init_context: InitExecutorContext) -> Executor:
         config = init_context.executor_config
         if "multiprocess" in config and not multiprocessing.current_process().daemon:
+            multi: Mapping[str, Any] = config["multiprocess"]  # type: ignore[assignment]
+            start: Mapping[str, Any] = multi.get("start_method") or {}
+            if "forkserver" in start:
+                start_step_server((start["forkserver"] or {}).get("preload_modules") or [], init_context.job)
             return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
         chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
         return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
 
     return _executor
+
+
+# What a step process imports only once it opens the instance and starts its step (Dagster imports them lazily;
+# ~25 ms of CPU each step): the forkserver imports them first (a name gone in another Dagster is skipped).
+STEP_IMPORTS = ["dagster._core.instance.factory", "dagster._core.storage.legacy_storage",
+                "dagster._core.storage.local_compute_log_manager", "dagster._core.storage.root",
+                "dagster._core.secrets.env_file", "dagster._core.storage.defs_state.blob_storage_state_storage",
+                "upath.implementations.local", "fsspec.implementations.local",
+                "dagster._core.system_config.composite_descent", "watchdog.observers.polling"]
+
+# The job a forkserver builds before it forks the step processes (a serialized ReconstructableJob): set only
+# while the forkserver starts, and read (and dropped) by step_preload.py in it.
+PRELOAD_JOB_ENV = "AWP_PRELOAD_JOB"
+_MAX_ENV = 100_000  # Linux refuses a variable over 128 KiB (a selection of thousands of assets): no preload then
+
+
+def start_step_server(preload: Sequence[str], job: object) -> None:
+    """Start this process's forkserver now (Dagster starts it at the first step otherwise), importing `preload`
+    and building `job` before it forks a step: each step then finds the job built instead of loading and
+    compiling the packet again. One forkserver serves the process for good: a later run of another job finds
+    it running, and its steps build their own job, as without it."""
+    text = serialize_value(job) if isinstance(job, ReconstructableJob) else ""
+    if not text or len(text) > _MAX_ENV:
+        return
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["dagster._core.executor.multiprocess", *preload])  # the list Dagster's executor would set
+    before = os.environ.get(PRELOAD_JOB_ENV)
+    os.environ[PRELOAD_JOB_ENV] = text  # the forkserver inherits the environment it starts with
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop(PRELOAD_JOB_ENV, None)
+        else:
+            os.environ[PRELOAD_JOB_ENV] = before
+
+
+class _MigrationsReadOnce:
+    """alembic's ScriptDirectory, read once per script folder: Dagster checks a database's schema revision
+    against the migration scripts at every opening of a storage, and alembic reads and executes every script
+    file again each time (~30 ms of CPU per instance a step process opens, ~6 ms once read)."""
+
+    _read: dict[str, ScriptDirectory] = {}
+
+    @classmethod
+    def from_config(cls, config: Any) -> ScriptDirectory:
+        from alembic.script import ScriptDirectory
+
+        location = str(config.get_main_option("script_location"))
+        if location not in cls._read:
+            cls._read[location] = ScriptDirectory.from_config(config)
+        return cls._read[location]
+
+
+def read_migrations_once() -> None:
+    """In the forkserver: Dagster's revision check reads the migration scripts once, there, and each step
+    forked from it finds them read. Only there: the scripts cannot change under a step, which never migrates."""
+    from dagster._core.storage import sql as dagster_sql
+    from dagster._core.storage.sql import get_alembic_config
+
+    dagster_sql.ScriptDirectory = _MigrationsReadOnce  # type: ignore[misc,assignment]
+    with contextlib.suppress(Exception):  # a failure leaves each step to read them, as before
+        _MigrationsReadOnce.from_config(get_alembic_config(dagster_sql.__file__)).as_revision_number("head")
+
+
+def build_preloaded_job() -> None:
+    """In the forkserver: build the job `start_step_server` named, so each step forked from it has it (Dagster
+    keeps the last job a process built; the packet's reconstructor keeps its own). The variable goes first:
+    the agents the steps start have no use for it."""
+    text = os.environ.pop(PRELOAD_JOB_ENV, None)
+    if text:
+        # Any failure is the step's to report: it builds the job itself, as without the forkserver's, and the
+        # forkserver must not die of it (it would fail every step of the run).
+        with contextlib.suppress(Exception):
+            deserialize_value(text, ReconstructableJob).get_definition()
 
 
 # --- Pool slots ------------------------------------------------------------------------------------------
