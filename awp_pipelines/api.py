@@ -13,6 +13,7 @@ stay light.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -147,7 +148,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.core.packet.providers_config import default_catalog_file
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource
+    from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource, can_overlap, start_steps_early
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.standing import agent_run_records
@@ -168,8 +169,10 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     catalog_file = Path(providers) if providers is not None else default_catalog_file()
     source = JobSource(str(loaded.root), str(catalog_file.resolve()) if catalog_file else None,
                        asdict(context.overrides), runtime.settings(), width,
-                       translator_path(translator)) if width > 1 else None
+                       translator_path(translator), uuid.uuid4().hex) if width > 1 else None
     selected = [p.id for p in planned.prompts]
+    if source is not None and can_overlap(compiled.binding, selected):
+        start_steps_early(source)  # the step processes' server starts while the instance opens
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts)))
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:

@@ -123,7 +123,7 @@ def compat_root(prompt_runner_root: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Own HOME, XDG/AWP config homes and DAGSTER_HOME per test: the developer's config is never read."""
+    """Own HOME, XDG/AWP config homes, parse cache and DAGSTER_HOME per test: the developer's are never read."""
     base = tmp_path_factory.mktemp("home")
     home = base / "home"
     for name, var in [
@@ -131,6 +131,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         ("xdg-config", "XDG_CONFIG_HOME"),
         ("awp-config", "AWP_CONFIG_HOME"),
         ("dagster-home", "DAGSTER_HOME"),
+        ("awp-cache", "AWP_CACHE_HOME"),
     ]:
         (base / name).mkdir()
         monkeypatch.setenv(var, str(base / name))

@@ -81,6 +81,37 @@ def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root:
     assert len(recovery_checks) == 27  # nine prompts × (files_exist, contains or second file, changed paths)
 
 
+def test_the_code_location_shares_one_resource_and_keeps_each_resolved_plan(compat_root: Path,
+                                                                           tmp_path: Path) -> None:
+    """One `awp` resource for every packet (200 of them bound to 2,000 assets made the load quadratic), the
+    config schema Dagster infers from AttemptConfig (given once, not inferred per asset), and each binding's
+    plan and chains as resolved at load, though kept as JSON until read."""
+    from awp_pipelines.core.decisions.policy import chain_of
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.core.planning.plan import PlanContext, build_plan
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.attempt_config import AttemptConfig
+
+    project = tmp_path / "project"
+    shutil.copytree(compat_root, project / "assets")
+    defs = build_definitions(project)
+    repo = defs.get_repository_def()
+    assert set(repo.get_top_level_resources()) == {"awp"}
+    inferred = AttemptConfig.to_config_schema().as_field()
+    for assets_def in repo.assets_defs_by_key.values():
+        assert assets_def.required_resource_keys - {"io_manager"} == {"awp"}
+        field = assets_def.op.config_schema.as_field()
+        assert (field.config_type.key, field.default_value, field.description) == (
+            inferred.config_type.key, inferred.default_value, inferred.description)
+    catalog = load_catalog(None)
+    for packet in discover_packets(project / "assets"):
+        binding = packet_assets(packet, catalog).binding
+        plans = {p.id: p for p in build_plan(packet, PlanContext(catalog=catalog)).prompts}
+        assert binding.plans == plans
+        assert binding.chains == {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(
+            p.accounts, p.provider), p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
+
+
 def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root: Path, tmp_path: Path) -> None:
     """Each component builds through the one builder, with a resource of its own: they merge."""
     for name in ("authoring_packet", "single_repo_packet"):
@@ -316,3 +347,30 @@ def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_i
     """The file name becomes the prompt's asset key: it would be in every run's snapshot."""
     message = _load_refusal(tmp_path, f"01_{KEY}.prompt.md", "---\nid: '01'\n---\nCall.\n")
     assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message
+
+
+def test_the_build_defers_full_collections_and_restores_the_thresholds(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full collections walk every object the load built, for nothing to free: none while it builds, and the
+    process's own thresholds again after it, whether it succeeded or not."""
+    import gc
+
+    from awp_pipelines.orchestration import definitions
+
+    seen: list[tuple[int, int, int]] = []
+    discover = definitions.discover_packets
+
+    def watched(assets_dir: Path) -> list:  # type: ignore[type-arg]
+        seen.append(gc.get_threshold())
+        return discover(assets_dir)
+
+    monkeypatch.setattr(definitions, "discover_packets", watched)
+    before = gc.get_threshold()
+    definitions.build_definitions(REPO_ROOT)
+    (tmp_path / "sensors").mkdir()
+    (tmp_path / "sensors" / "automation.yaml").write_text("schedules:\n  - {packet: nowhere, cron: '0 * * * *'}\n",
+                                                          encoding="utf-8")
+    with pytest.raises(PacketError, match="unknown packet"):
+        definitions.build_definitions(tmp_path)
+    assert gc.get_threshold() == before and len(seen) == 2
+    assert all(t[:2] == before[:2] and t[2] >= 1_000_000 for t in seen)

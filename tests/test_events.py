@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import pytest
 from awp_pipelines.core.records.events import EventSink, read_events, render_transcript
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.core.records.redact import REDACTED
+from awp_pipelines.core.records.transcript import TranscriptBuilder
 
 ACCOUNT_SECRET = "acct-credential-0f9e8d7c"
 
@@ -198,6 +200,9 @@ def test_transcript_is_capped_with_a_note_and_keeps_its_footer(sink: EventSink) 
     assert md.rstrip().endswith("`events/a1.jsonl`")
     assert "cost: $0.0000" in md
     assert "message 0 " in md and "message 199 " not in md
+    # 35 characters of headings, then 512 a message: the 10th took the body past 5000, the 190 after it are
+    # counted (footer, note) but not rendered.
+    assert "190 more events not rendered" in md
 
 
 def test_render_transcript_from_stored_events_alone(tmp_path: Path) -> None:
@@ -240,3 +245,69 @@ def test_a_huge_change_is_summed_in_full_but_stored_and_shown_capped(sink: Event
     md = sink.transcript_markdown()
     assert "- `app`: 2000 files changed, +4000 −0" in md and "… and 1980 more" in md
     assert "gen/f00019.txt" in md and "gen/f00020.txt" not in md
+
+
+# -- the transcript built as the events go out -----------------------------------------------------------
+_KINDS = ["prompt_sent", "run_started", "message_received", "thinking", "message_streamed", "tool_call_started",
+          "tool_call_completed", "tool_call_failed", "file_written", "files_changed", "rate_limit_notice",
+          "token_usage_updated", "run_failed", "verifier_completed", "commit_created", "resume_started",
+          "run_completed", "error_occurred"]
+
+
+def _random_events(seed: int) -> list[tuple[str, dict[str, object]]]:
+    """Event types in any order (bullets next to each other or not, phases, streams), texts short and long."""
+    rng = random.Random(seed)
+    events = []
+    for _ in range(rng.randint(0, 80)):
+        text = " ".join(rng.choice(["a", "bb", "ccc\n", "  ", "y" * rng.randint(1, 400), ACCOUNT_SECRET])
+                        for _ in range(rng.randint(0, 8)))
+        fields: dict[str, object] = {
+            "text": text, "delta": text, "name": "Bash", "input": {"command": text, "n": (1, 2)}, "output": [text],
+            "error": text, "path": "p", "repo": "r", "message": text, "passed": rng.random() < 0.5,
+            "failures": [text], "input_tokens": rng.randint(0, 9), "cost_usd": 0.5, "status": "allowed",
+            "files": [{"path": "f", "status": "A", "added": 1, "removed": 0}] if rng.random() < 0.5 else []}
+        events.append((rng.choice(_KINDS), fields))
+    return events
+
+
+def test_the_transcript_built_as_events_go_out_is_the_one_rendered_from_the_jsonl(tmp_path: Path) -> None:
+    for seed in range(60):
+        sink = EventSink(tmp_path / f"e{seed}.jsonl", "pkt.01.a1", secrets=[ACCOUNT_SECRET], clock=fixed_clock)
+        for kind, fields in _random_events(seed):
+            sink.emit(kind, fields)  # type: ignore[arg-type]
+        stored = read_events(sink.path)
+        for cap in (400, 2_000, 16_000, 200_000):
+            expected = render_transcript(stored, "Attempt pkt.01.a1", cap, sink.source_name())
+            assert sink.transcript_markdown(cap) == expected, (seed, cap)
+            assert ACCOUNT_SECRET not in expected
+
+
+def test_the_transcript_is_not_read_back_from_the_jsonl(sink: EventSink, monkeypatch: pytest.MonkeyPatch) -> None:
+    sink.message("kept as written")
+    monkeypatch.setattr(EventSink, "iter_events", lambda self: pytest.fail("the JSONL was read back"))
+    assert "kept as written" in sink.transcript_markdown()
+
+
+def test_events_another_writer_appended_or_a_longer_transcript_come_from_the_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "a1.jsonl"
+    first = EventSink(path, "a1")
+    first.message("from the first writer")
+    second = EventSink(path, "a1")  # reads what the first wrote
+    second.message("from the second writer")
+    first.message("the first again")
+    for sink in (first, second):
+        md = sink.transcript_markdown()
+        assert "from the first writer" in md and "from the second writer" in md and "the first again" in md
+    assert "from the second writer" in first.transcript_markdown(max_chars=500_000)
+
+
+def test_a_builder_answers_any_smaller_cap_as_a_builder_kept_to_it(tmp_path: Path) -> None:
+    for seed in range(200):
+        events = [{"type": kind, **fields} for kind, fields in _random_events(seed)]
+        builder = TranscriptBuilder("T", 20_000)
+        for event in events:
+            builder.add(event)
+        for cap in (300, 1_000, 5_000, 20_000):
+            assert builder.markdown(cap, "src") == render_transcript(events, "T", cap, "src"), (seed, cap)
+    with pytest.raises(ValueError):
+        builder.markdown(20_001)

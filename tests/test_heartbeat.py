@@ -85,9 +85,11 @@ def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch
     assert isinstance(create(SimpleNamespace(executor_config={"in_process": {"retries": retries}})),
                       InProcessExecutor)
     multi = {"max_concurrent": 2, "retries": retries, "start_method": {"forkserver": {}}}
-    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi})), MultiprocessExecutor)
+    # (no job to build in a forkserver: a real context's job is the run's ReconstructableJob)
+    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi}, job=None)),
+                      MultiprocessExecutor)
     monkeypatch.setattr("multiprocessing.current_process", lambda: SimpleNamespace(daemon=True))
-    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi})), InProcessExecutor)
+    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi}, job=None)), InProcessExecutor)
 
 
 def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.events import EVENT_TYPES, EventSink
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.core.records.live_lines import LiveFeed, live_line, ticking
+from awp_pipelines.core.records.live_lines import LINE_TYPES, LiveFeed, live_line, ticking
 
 SECRET = "acct-credential-77aa55cc"
 
@@ -108,6 +108,20 @@ def test_an_attempt_forwards_at_most_max_total_lines_and_says_how_many_it_kept_b
     lines = [line for b in batches for line in b]
     assert lines[:5] == [f"agent: m{i}" for i in range(5)]
     assert lines[5:] == ["[7 more lines not shown live; the transcript has them]"]
+
+
+def test_past_the_cap_every_event_with_a_line_is_counted_and_no_other() -> None:
+    # The cap counts by type (no line rendered): the types are exactly those live_line renders.
+    assert {t for t in EVENT_TYPES if live_line({"type": t}) is not None} == LINE_TYPES
+    batches: list[list[str]] = []
+    feed = LiveFeed(batches.append, interval_s=0, max_total_lines=2)
+    for kind in EVENT_TYPES:
+        feed.add({"type": kind, "text": "x", "name": "Bash", "delta": "d", "input_tokens": 1})
+    feed.add({"type": "not_a_type"})
+    feed.flush()
+    lines = [line for b in batches for line in b]
+    shown = sum(live_line({"type": t}) is not None for t in EVENT_TYPES) + 1  # + the streamed message's line
+    assert lines[-1] == f"[{shown - 2} more lines not shown live; the transcript has them]"
 
 
 def test_streamed_fragments_become_one_line_when_the_message_ends(batches, clock) -> None:

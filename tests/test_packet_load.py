@@ -134,3 +134,22 @@ def test_prompt_ids_are_normalised_from_the_filename_or_the_front_matter(tmp_pat
         ("01", "x", "01"), ("02", "y", "02"), ("10", "z", "10"), ("setup", "setup", None)]
     assert prompts[0].name == "X"
     assert [normalize_id(v) for v in ("1", 1, "001", "intro")] == ["01", "01", "01", "intro"]
+
+
+def test_resolved_file_is_the_prompt_files_resolved_path_through_any_link(tmp_path: Path) -> None:
+    """The asset's code reference opens the prompt file on this machine: `resolved_file` resolves the prompt
+    folder once per packet, and must still give what `Path.resolve` gives for a linked folder or file."""
+    real = tmp_path / "real"
+    write(real, {"packet.yaml": "name: linked\nprompt_dir: steps\n",
+                 "store/01_a.prompt.md": "---\nname: A\n---\nA.\n"})
+    (real / "stepsdir").mkdir()
+    (real / "steps").symlink_to(real / "stepsdir")  # the prompt folder is a link, and so is one prompt
+    (real / "stepsdir" / "01_a.prompt.md").symlink_to(real / "store" / "01_a.prompt.md")
+    (real / "stepsdir" / "02_b.prompt.md").write_text("---\nname: B\n---\nB.\n", encoding="utf-8")
+    (tmp_path / "view").mkdir()
+    (tmp_path / "view" / "pk").symlink_to(real)
+    for loaded in (load_packet(tmp_path / "view" / "pk"), load_packet(real)):
+        resolved = {p.id: loaded.resolved_file(p) for p in loaded.prompts}
+        assert resolved == {p.id: p.file.resolve() for p in loaded.prompts}
+        assert resolved["02"] == real / "stepsdir" / "02_b.prompt.md"
+        assert resolved["01"] == real / "store" / "01_a.prompt.md"

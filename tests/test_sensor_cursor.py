@@ -47,3 +47,37 @@ def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: P
         instance.dispose()
     assert read == ["pr-mine"]
     assert json.loads(result.cursor or "{}")["after"] >= other.update_timestamp.timestamp()
+
+
+def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped packet runs stay in the cursor until resumed, over months: their stops are read in one query,
+    a resumed one is looked at again and a stopped one is not."""
+    from awp_pipelines.core.decisions.stops import StopMarker
+    from awp_pipelines.orchestration import stop_store
+    from awp_pipelines.orchestration.stop_store import StopStore
+
+    packet = load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="tick"))
+    compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))
+    reads: list[set[str]] = []
+    real_get = stop_store.kv_get
+    monkeypatch.setattr(stop_store, "kv_get", lambda instance, keys: reads.append(keys) or real_get(instance, keys))
+    looked: list[str] = []
+    real_history = sensors.packet_run_history
+    monkeypatch.setattr(sensors, "packet_run_history", lambda instance, packet_run, keys: looked.append(packet_run)
+                        or real_history(instance, packet_run, keys))
+    instance = open_instance_folder(tmp_path / "instance")
+    try:
+        stopped = {f"pr-{i:02d}" for i in range(30)}
+        for packet_run in stopped:
+            StopStore(instance).stop(packet_run, StopMarker(1.0, "sigint", "Ctrl-C"))
+        StopStore(instance).resume("pr-07")
+        reads.clear()
+        result = compiled.sensor.evaluate_tick(build_sensor_context(
+            instance=instance, cursor=RecoveryCursor(after=time.time(), stopped=stopped).dump(),
+            definitions=compiled.definitions()))
+    finally:
+        instance.dispose()
+    assert looked == ["pr-07"]
+    assert set(json.loads(result.cursor or "{}")["stopped"]) == stopped - {"pr-07"}
+    assert len([keys for keys in reads if len(keys) > 1]) == 1 and len(reads) <= 2, [len(k) for k in reads]

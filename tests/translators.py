@@ -4,6 +4,8 @@ packet on one work-tree pool (its repos share a volume, say). Named by dotted pa
 
 from __future__ import annotations
 
+import os
+
 from dagster import AssetKey, AssetSpec
 
 from awp_pipelines.core.packet.packet import Packet, Prompt
@@ -27,3 +29,15 @@ class TeamKeys(PacketTranslator):
 
     def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
         return AssetKey(["team", *super().asset_key(packet, prompt).path])
+
+
+class RecordingKeys(PacketTranslator):
+    """AWP's own keys and pools; each key it makes (a build of the packet's assets) appends `<pid> <packet>` to
+    the file named by AWP_TEST_BUILDS, so a test sees which processes built a packet's job."""
+
+    def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
+        log = os.environ.get("AWP_TEST_BUILDS")
+        if log:
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(f"{os.getpid()} {packet.name}\n")
+        return super().asset_key(packet, prompt)

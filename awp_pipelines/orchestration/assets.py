@@ -8,44 +8,35 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from dagster import (
-    AssetCheckEvaluation,
     AssetExecutionContext,
-    AssetMaterialization,
-    AssetObservation,
     AssetsDefinition,
     ConfigurableResource,
     Definitions,
-    Failure,
     MaterializeResult,
     SensorDefinition,
     define_asset_job,
     multi_asset,
 )
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus
-from awp_pipelines.core.engine.attempts import AttemptRecord
-from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.lint import refuse_secrets
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.core.records.redact import Redactor, redact
-from awp_pipelines.orchestration.attempt_compute import run_attempt
+from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.attempt_stops import signal_stop
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.heartbeat import beating
-from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.launch_choice import NEEDS_DAEMON
-from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
+from awp_pipelines.orchestration.storage import SharedConfigSchema, UnresolvedAssetJobDefinition
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
+
+# The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
+# inference was the largest cost of loading 2,000 prompts.
+ATTEMPT_CONFIG_SCHEMA = SharedConfigSchema(AttemptConfig)
 
 
 @dataclass(frozen=True)
@@ -67,17 +58,20 @@ class CompiledPacket:
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None = None,
                   translator: PacketTranslator | str | None = None,
                   plan_context: PlanContext | None = None, parallel: int = DEFAULT_PARALLEL,
-                  plan: PacketPlan | None = None) -> CompiledPacket:
+                  plan: PacketPlan | None = None, resource_name: str | None = None) -> CompiledPacket:
     """Compile one packet. The plan is resolved here, once (with `plan_context`'s overrides, if any), unless
     the caller resolved the whole packet's `plan` already (`awp run`). The job
     runs up to `parallel` prompts at once (parallel.py), within the work-tree pools and account leases. A packet
     with a secret written in it is refused here as `awp run` refuses it, so the code location the UI and the
     daemon load fails with its file and line instead of storing the secret in its snapshots. `runtime`: the
     resource's settings (the catalog's providers and accounts are added here); `translator`: a
-    `PacketTranslator` or its dotted path."""
+    `PacketTranslator` or its dotted path; `resource_name`: the resource's key (default `awp_<packet>`, one per
+    packet, so components with their own providers file load side by side). Packets given one `runtime` that
+    already carries `catalog` and one `resource_name` share one resource (the code location does: Dagster binds
+    every resource of a location to every asset, so 200 of them cost 200 x 2,000 bindings)."""
     refuse_secrets(packet)
     translator = load_translator(translator)
-    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan)
+    binding = PacketBinding.of(packet, catalog, plan_context, translator, plan, resource_name or resource_key(packet))
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)
     resource = (runtime or AwpResource()).with_catalog(catalog)
@@ -87,7 +81,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
     sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
-    return CompiledPacket(binding, assets, job, sensor, {resource_key(packet): resource})
+    return CompiledPacket(binding, assets, job, sensor, {binding.resource: resource})
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,
@@ -97,68 +91,21 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     key = spec.key
     checks = translator.get_check_specs(spec, packet, prompt)
 
-    # Skippable: a prompt its packet run does not need ends with nothing materialized (start_gate).
-    @multi_asset(name=key.to_python_identifier(), required_resource_keys={resource_key(packet)},
-                 specs=[spec.replace_attributes(skippable=True, description=redactor(spec.description or ""))],
+    # The graph's edges are the packet's: each upstream prompt by the key the translator gave it. Skippable:
+    # a prompt its packet run does not need ends with nothing materialized (start_gate).
+    upstream = [binding.key(dep) for dep in packet.dependencies(prompt)]
+    @multi_asset(name=key.to_python_identifier(), required_resource_keys={binding.resource},
+                 config_schema=ATTEMPT_CONFIG_SCHEMA,
+                 specs=[spec.replace_attributes(deps=[*spec.deps, *upstream], skippable=True,
+                                                description=redactor(spec.description or ""))],
                  check_specs=[c._replace(description=redactor(c.description)) if c.description else c
                               for c in checks], pool=binding.pools[prompt.id])
-    def _attempt(context: AssetExecutionContext, config: AttemptConfig) -> Iterator[MaterializeResult]:
-        # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
-        # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
-        with signal_stop(), beating(context.instance, context.run.run_id,
-                                    context.get_step_execution_context().step.key, packet.name):
-            known: PacketRunHistory | None = None  # the history with this Attempt's record, once it is stored
-            try:
-                outcome = run_attempt(context, binding, prompt, config)
-                if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
-                    context.log.info(f"prompt {prompt.id} does not run: {outcome}")
-                    return
-                record, transcript, earlier, after, known = outcome
-                yield _result(context, record, transcript, earlier, after)
-            except Failure:  # the Attempt's events (its record among them, if it ran) are logged before the raise
-                tag_root_run(context, binding, known)
-                raise
-            # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
-            tag_root_run(context, binding, known)
+    def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
+        # The compute's modules (the engine, the providers, the storages' SQL) load when a step runs, not
+        # with the code location.
+        from awp_pipelines.orchestration.prompt_compute import attempt_results
 
-    def _result(context: AssetExecutionContext, record: AttemptRecord, transcript: str,
-                earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
-        # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
-        metadata = {**record_metadata(record, transcript, earlier, packet.root),
-                    tags.AGENT_RUN_STATE: redact(after.text)}
-        if record.result == "completed" and record.fact().done:
-            # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
-            context.add_asset_metadata(metadata)
-            return MaterializeResult(check_results=check_results(record, packet.root))
-        failure = attempt_failure(record)
-        if record.result == "completed":
-            # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
-            # on, so the step fails and no downstream prompt starts in this run.
-            context.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
-        else:
-            # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
-            # observation, and the checks it did evaluate are stored as failed evaluations.
-            context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
-        for result in check_results(record, packet.root):
-            context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
-                                                   passed=result.passed, metadata=result.metadata,
-                                                   severity=result.severity, description=result.description,
-                                                   blocking=True))
-        raise failure
+        config = AttemptConfig(**context.op_execution_context.op_config)
+        yield from attempt_results(context, binding, prompt, config)
 
     return _attempt
-
-
-def attempt_failure(record: AttemptRecord) -> Failure:
-    """An Attempt that did not complete ends its step failed, with a one-line reason and its facts (not
-    retried by Dagster: what comes next is the decision function's). Dagster still attaches the traceback
-    of the raise under them; the description and metadata come first in the run's log."""
-    failure = record.failure
-    reason = redact(failure.message) if failure else unmet_summary(record)
-    what = record.result.replace("_", " ")
-    meta = {tags.RESULT: record.result, tags.ATTEMPT: record.identity.attempt_id,
-            tags.FAILURE_CLASS: failure.failure_class if failure else None,
-            tags.UNMET: unmet_summary(record).removeprefix("unmet: ") or None}
-    return Failure(description=f"Attempt {record.identity.attempt_id} did not complete: {what}"
-                   + (f" — {reason}" if reason else ""),
-                   metadata={k: v for k, v in meta.items() if v}, allow_retries=False)

@@ -79,7 +79,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     """The Attempt, its work tree held: its launch, then its account's lease (the same Lease), then its agent."""
     packet_run = history.packet_run
     packet = binding.packet
-    resource: AwpResource = getattr(context.resources, resource_key(packet))
+    resource: AwpResource = getattr(context.resources, binding.resource or resource_key(packet))
     plan = binding.plans[prompt.id]
     honour_stop(context, packet_run, history.stopped)
     # Past it, no stop stands (a stopped sensor launch failed, any other launch resumed): the stop marker is

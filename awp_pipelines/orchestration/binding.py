@@ -4,6 +4,9 @@ The plan is resolved once, when the definitions are built (by `awp run` with its
 and the sensor read the resolved targets from here, never by resolving the plan again. The asset keys and
 work-tree pools are the translator's (translator.py), asked once here: every reader takes them from the
 binding, so a custom key or pool holds for status, watch, `--remaining` and the leases alike.
+
+The resolved plan is kept as its JSON and decoded when first read: a code location binds thousands of
+prompts, most of whose plans no compute or sensor of that process ever reads (as objects, about 6 KB each).
 """
 
 from __future__ import annotations
@@ -25,11 +28,23 @@ from awp_pipelines.orchestration.translator import PacketTranslator
 @dataclass(frozen=True)
 class PacketBinding:
     packet: Packet
-    plans: Mapping[str, PromptPlan]
-    chains: Mapping[str, Chain]  # prompt id → primary target with its accounts, then the fallback chain
+    plan_json: bytes  # the resolved plan (PacketPlan), as JSON
     specs: Mapping[str, AssetSpec]  # prompt id → the translator's asset spec
     pools: Mapping[str, str]  # prompt id → the translator's work-tree pool
     catalog: Catalog | None = None  # every account's credential is kept out of what an Attempt stores
+    resource: str = ""  # the key of the packet's AwpResource in its definitions
+
+    @cached_property
+    def plans(self) -> Mapping[str, PromptPlan]:
+        """prompt id → its resolved plan."""
+        return {p.id: p for p in PacketPlan.model_validate_json(self.plan_json).prompts}
+
+    @cached_property
+    def chains(self) -> Mapping[str, Chain]:
+        """prompt id → primary target with its accounts, then the fallback chain."""
+        catalog = self.catalog or Catalog()
+        return {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
+                              p.fallback, p.rotation, p.probe) for pid, p in self.plans.items()}
 
     @cached_property
     def keys(self) -> Mapping[AssetKey, str]:
@@ -45,18 +60,14 @@ class PacketBinding:
 
     @classmethod
     def of(cls, packet: Packet, catalog: Catalog, context: PlanContext | None = None,
-           translator: PacketTranslator | None = None, plan: PacketPlan | None = None) -> PacketBinding:
+           translator: PacketTranslator | None = None, plan: PacketPlan | None = None,
+           resource: str = "") -> PacketBinding:
         """The plan resolved (with `context`'s overrides; `plan`: the whole packet's plan when the caller
         resolved it already, as `awp run` does), the keys and pools `translator` gives (default:
         `[<packet>, <prompt>]` and the repo pools)."""
         translator = translator or PacketTranslator()
         plan = plan or build_plan(packet, context or PlanContext(catalog=catalog), Selection())
         plans = {p.id: p for p in plan.prompts}
-        chains = {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
-                                p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
         specs = {p.id: translator.get_asset_spec(packet, p, plans[p.id]) for p in packet.prompts}
-        # The graph's edges are the packet's: each upstream prompt by the key the translator gave it.
-        specs = {p.id: specs[p.id].replace_attributes(deps=[*specs[p.id].deps, *(
-            specs[dep].key for dep in packet.dependencies(p))]) for p in packet.prompts}
         pools = {p.id: translator.get_pool(packet, p) for p in packet.prompts}
-        return cls(packet, plans, chains, specs, pools, catalog)
+        return cls(packet, plan.model_dump_json().encode(), specs, pools, catalog, resource)

@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dagster import Definitions, ScheduleDefinition
@@ -17,8 +20,10 @@ from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANI
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.resources import AwpResource
 
 REPO_PACKETS_DIR = "assets"
+LOCATION_RESOURCE = "awp"
 
 
 def project_root() -> Path:
@@ -32,11 +37,31 @@ def discover_packets(assets_dir: Path) -> list[Packet]:
             if (f / NATIVE_MANIFEST).is_file() or (f / PROMPT_RUNNER_MANIFEST).is_file()]
 
 
+@contextmanager
+def deferred_full_collections() -> Iterator[None]:
+    """No full (generation 2) garbage collection while the block runs; the young generations as usual. A
+    load builds objects that live as long as the process, and each full collection walks all of them again
+    (200 packets: four full collections, about 0.5 s of a 2.6 s load, for nothing to free)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], 1_000_000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
 def build_definitions(root: Path | None = None) -> Definitions:
-    root = root or project_root()
+    with deferred_full_collections():
+        return _build(root or project_root())
+
+
+def _build(root: Path) -> Definitions:
     providers_file = root / "resources" / "providers.yaml"
     catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
-    compiled = [packet_assets(p, catalog) for p in discover_packets(root / REPO_PACKETS_DIR)]
+    # One resource for every packet: they share the project's providers file and the default settings.
+    shared = AwpResource().with_catalog(catalog)
+    compiled = [packet_assets(p, catalog, shared, resource_name=LOCATION_RESOURCE)
+                for p in discover_packets(root / REPO_PACKETS_DIR)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
@@ -45,7 +70,9 @@ def build_definitions(root: Path | None = None) -> Definitions:
                               key="schedules.packet", hint=f"known packets: {', '.join(jobs) or 'none'}")
         schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
                                             cron_schedule=spec.cron, execution_timezone=spec.timezone))
-    return Definitions.merge(*(c.definitions() for c in compiled), Definitions(schedules=schedules))
+    defs = Definitions.merge(*(c.definitions() for c in compiled), Definitions(schedules=schedules))
+    defs.get_repository_def()  # resolved and validated here, as a code server does first (Dagster caches it)
+    return defs
 
 
 defs = build_definitions()

@@ -7,12 +7,15 @@ this executor with `max_concurrent` = DEFAULT_PARALLEL. `awp run` runs a selecti
 way (`--parallel N`), and a selection that cannot (a chain, one work tree) in process as before: a step
 process costs a Python start and a compile of the packet, which buys nothing when nothing overlaps.
 
-A step process is spawned, not forked, so it builds the packet's job again from a `JobSource`: the packet
-folder, the providers file, the plan's overrides and the runtime settings `awp run` was given.
+A step process is forked from a forkserver, not from `awp run`, so the job is built again from a `JobSource`:
+the packet folder, the providers file, the plan's overrides and the runtime settings `awp run` was given. The
+forkserver builds it once before it forks the steps (step_preload.py), and `awp run` starts the forkserver
+as soon as it knows the selection can overlap, so its start overlaps the opening of the instance.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -42,11 +45,13 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.storage import (
+    STEP_IMPORTS,
     ExecutionResult,
     build_reconstructable_job,
     execute_run,
     multi_or_in_process,
     run_event_page,
+    start_step_server,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +61,10 @@ if TYPE_CHECKING:
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
 DEFAULT_PARALLEL = 8
+# What the forkserver imports before it forks a step: AWP's assets and compute (and Dagster), what a step imports as it
+# starts, then the run's job, built.
+STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.prompt_compute", *STEP_IMPORTS,
+                "awp_pipelines.orchestration.step_preload"]
 
 
 def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:
@@ -66,7 +75,15 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
     Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
     child), which may not start the forkserver's children."""
     return multi_or_in_process("awp_multiprocess", {"max_concurrent": max_concurrent, "start_method": {
-        "forkserver": {"preload_modules": ["awp_pipelines.orchestration.assets"]}}})
+        "forkserver": {"preload_modules": STEP_PRELOAD}}})
+
+
+def start_steps_early(source: JobSource) -> None:
+    """Start the forkserver of this process's parallel runs now, building `source`'s job, while `awp run`
+    opens the instance and reads the history (else it starts with the run's first step, and every step
+    waits for its imports and the job). Once per process: a later parallel run's steps build their own job
+    if the forkserver's is another."""
+    start_step_server(STEP_PRELOAD, build_reconstructable_job(__name__, packet_job.__name__, (source.to_json(),)))
 
 
 def can_overlap(binding: PacketBinding, selected: list[str]) -> bool:
@@ -97,13 +114,18 @@ class JobSource:
     runtime: dict[str, Any] = field(default_factory=dict)
     parallel: int = DEFAULT_PARALLEL
     translator: str | None = None  # the dotted path of the packet's translator (translator_path)
+    # This compile's own id: a job built for it (packet_job keeps the last few, and so does the forkserver that
+    # preloaded one) serves its runs only, not those of a later `run` in the same process after an edit.
+    build: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+@functools.lru_cache(maxsize=4)
 def packet_job(source_json: str) -> JobDefinition:
-    """The reconstructor: the packet's job with the quiet and console loggers, built from a JobSource."""
+    """The reconstructor: the packet's job with the quiet and console loggers, built from a JobSource, once
+    per JobSource in a process (a step forked from the forkserver finds the forkserver's)."""
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.core.planning.plan import Overrides, PlanContext

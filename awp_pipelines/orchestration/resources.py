@@ -18,17 +18,18 @@ from dagster import Config, ConfigurableResource, Failure
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
-from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec, execute_attempt
-from awp_pipelines.core.engine.interrupts import Stop
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.simulate import SimulateSpec
 from awp_pipelines.core.packet.packet import Packet, normalize_id
 from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import parse_yaml
-from awp_pipelines.core.providers.registry import adapter_for
-from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.orchestration.naming import dagster_name
+
+if TYPE_CHECKING:
+    from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec
+    from awp_pipelines.core.engine.interrupts import Stop
+    from awp_pipelines.core.records.events import EventSink
 
 
 def resource_key(packet: Packet) -> str:
@@ -77,10 +78,15 @@ class AwpResource(ConfigurableResource):
     accounts: dict[str, AccountConfig] = {}
 
     def with_catalog(self, catalog: Catalog) -> AwpResource:
-        """These settings over `catalog`'s providers and accounts (its aliases are the plan's, resolved)."""
-        return AwpResource(**self.settings(),
-                           providers={n: ProviderConfig(**s.model_dump()) for n, s in catalog.providers.items()},
-                           accounts={n: AccountConfig(**s.model_dump()) for n, s in catalog.accounts.items()})
+        """These settings over `catalog`'s providers and accounts (its aliases are the plan's, resolved); itself
+        when it carries them already (a resource shared by the packets of one catalog is built once)."""
+        providers = {n: s.model_dump() for n, s in catalog.providers.items()}
+        accounts = {n: s.model_dump() for n, s in catalog.accounts.items()}
+        if (providers == {n: c.model_dump() for n, c in self.providers.items()}
+                and accounts == {n: c.model_dump() for n, c in self.accounts.items()}):
+            return self  # compared as plain values: a Dagster Config costs ~30 µs to build
+        return AwpResource(**self.settings(), providers={n: ProviderConfig(**d) for n, d in providers.items()},
+                           accounts={n: AccountConfig(**d) for n, d in accounts.items()})
 
     def settings(self) -> dict[str, Any]:
         """The runtime settings alone (what a spawned step process is given; it reads the catalog itself)."""
@@ -112,6 +118,10 @@ class AwpResource(ConfigurableResource):
     def run_attempt(self, spec: AttemptSpec, sink: EventSink, cancel_on: tuple[type[BaseException], ...] = (),
                     stop: Stop | None = None) -> AttemptRecord:
         """Run the Attempt on the provider its target names, through that provider's adapter."""
+        # Imported by a step, not by the code location's load (the providers' HTTP clients among them).
+        from awp_pipelines.core.engine.attempts import execute_attempt
+        from awp_pipelines.core.providers.registry import adapter_for
+
         return execute_attempt(spec, adapter_for(self.provider(spec.target.provider)), sink,
                                cancel_on=cancel_on, stop=stop)
 

@@ -127,8 +127,9 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
                     stops.stop(packet_run, marker)
         requests, waiting, stopped = [], set(), set()
         now = time.time()
+        states = stops.states(packet_runs)  # one read: the packet runs left stopped stay in view for good
         for packet_run in sorted(packet_runs):
-            if stops.state(packet_run).stopped:
+            if states[packet_run].stopped:
                 stopped.add(packet_run)  # the user's stop is a decision: nothing launches until a resume
                 continue
             history = packet_run_history(instance, packet_run, binding.keys)

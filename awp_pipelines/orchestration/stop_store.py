@@ -4,6 +4,7 @@ cooldowns: every process on the instance (daemon, webserver's runs, `awp run`) s
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 
 from dagster import DagsterInstance
 
@@ -19,6 +20,11 @@ class StopStore:
     def state(self, packet_run: str) -> StopState:
         key = tags.STOP_KEY + packet_run
         return StopState.parse(kv_get(self._instance, {key}).get(key))
+
+    def states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        """Each packet run's state, in one read (a tick keeps every packet run still stopped in view)."""
+        stored = kv_get(self._instance, {tags.STOP_KEY + p for p in packet_runs}) if packet_runs else {}
+        return {p: StopState.parse(stored.get(tags.STOP_KEY + p)) for p in packet_runs}
 
     def marker(self, packet_run: str) -> StopMarker | None:
         return self.state(packet_run).marker

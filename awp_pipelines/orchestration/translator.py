@@ -55,7 +55,10 @@ class PacketTranslator:
     def get_pool(self, packet: Packet, prompt: Prompt) -> str:
         """The prompt's work-tree pool: prompts with one pool never run at once (the op pool and the tree
         lease both use it). Default: prompts whose target repos overlap share one."""
-        return repo_pools(packet)[prompt.id]
+        known = getattr(self, "_pools", None)  # the last packet's, asked once per prompt of it
+        if known is None or known[0] is not packet:
+            known = self._pools = (packet, repo_pools(packet))
+        return known[1][prompt.id]
 
     def asset_key(self, packet: Packet, prompt: Prompt) -> AssetKey:
         return prompt_key(packet, prompt.id)
@@ -95,8 +98,8 @@ class PacketTranslator:
         # The code reference opens the prompt file in an editor, so it is the file on this machine.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BetaWarning)  # the UI's own field; its beta status is Dagster's
-            reference = CodeReferencesMetadataValue(code_references=[
-                LocalFileCodeReference(file_path=str(prompt.file.resolve()), line_number=1, label="prompt file")])
+            reference = CodeReferencesMetadataValue(code_references=[LocalFileCodeReference(
+                file_path=str(packet.resolved_file(prompt)), line_number=1, label="prompt file")])
         return {tags.PROMPT_FILE: MetadataValue.path(prompt_file_path(packet, prompt)),
                 "dagster/code_references": reference}
 

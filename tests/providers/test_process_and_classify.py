@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,6 +92,20 @@ def test_stderr_lines_reach_their_handler_which_can_stop_the_session(tmp_path: P
                            deadline_ms=30_000, idle_ms=30_000)
     assert result.ended == "stopped" and seen == ["Attempt 0 failed", "Attempt 1 failed", "Attempt 2 failed"]
     assert not process.group_alive(result.pgid or 0)
+
+
+def test_lines_are_the_same_whatever_the_chunks_they_arrive_in() -> None:
+    rng = random.Random(7)
+    pieces = [b"\n", b"\n\n", b"abc", b'{"k": "\xc3\xa9"}', b"\xe2\x82", b"\xff", b"\xf0\x9f\x98\x80", b" " * 5]
+    for _ in range(300):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        cuts = sorted(rng.sample(range(len(data) + 1), min(len(data) + 1, rng.randint(0, 6))))
+        chunks = [data[i:j] for i, j in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        lines = process._Lines()
+        seen = [line for chunk in chunks for line in lines.feed(chunk)]
+        *whole, rest = data.split(b"\n")
+        assert seen == [line.decode("utf-8", errors="replace") for line in whole], (data, chunks)
+        assert lines.rest() == (rest.decode("utf-8", errors="replace") if rest.strip() else None)
 
 
 def test_a_line_is_cut_at_the_cap_whether_it_arrives_in_one_chunk_or_in_many(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from awp_pipelines.core.packet.ids import ID_RULE, id_problem
 from awp_pipelines.core.packet.model.manifest import Manifest, RemoteSpec, RepoSpec
 from awp_pipelines.core.packet.model.prompt import PromptFrontMatter
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig, deep_merge
+from awp_pipelines.core.packet.parse_cache import parse_cache
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import YamlDoc, parse_yaml, split_front_matter
 
@@ -85,12 +87,25 @@ class Packet:
     def name(self) -> str:
         return self.manifest.name
 
-    @property
+    @cached_property
     def prompt_dir(self) -> Path:
         return self.root / self.manifest.prompt_dir
 
-    @property
+    def resolved_file(self, prompt: Prompt) -> Path:
+        """`prompt.file.resolve()`, with the prompt folder resolved once per packet (each `resolve` walks every
+        folder of the path)."""
+        file = prompt.file
+        if file.parent != self.prompt_dir or file.is_symlink():
+            return file.resolve()
+        return self._resolved_prompt_dir / file.name
+
+    @cached_property
+    def _resolved_prompt_dir(self) -> Path:
+        return self.prompt_dir.resolve()
+
+    @cached_property
     def repos(self) -> dict[str, Repo]:
+        """Resolved once per packet (the plan and the translator ask per prompt; its paths never move)."""
         specs: dict[str, RepoSpec] = self.manifest.repo_map()
         return {name: Repo(name, self._repo_path(name, spec), spec.default, spec.remote)
                 for name, spec in specs.items()}
@@ -122,7 +137,10 @@ class Packet:
         declared = prompt.declared_depends_on
         if declared is not None:
             return declared
-        index = self.prompts.index(prompt)
+        # By identity first: `list.index` compares every field of every earlier prompt (their models too).
+        index = next((i for i, p in enumerate(self.prompts) if p is prompt), None)
+        if index is None:
+            index = self.prompts.index(prompt)
         return [self.prompts[index - 1].id] if index > 0 else []
 
 
@@ -145,6 +163,11 @@ def load_packet(path: Path | str) -> Packet:
     if not given.exists():
         raise PacketError(given, "no such packet folder", hint="pass the folder that holds the manifest")
     root = (given.parent if given.is_file() else given).resolve()
+    with parse_cache(root):  # its YAML parsed once for every process that loads it unchanged
+        return _load(given, root)
+
+
+def _load(given: Path, root: Path) -> Packet:
     manifest_file = find_manifest(root) if given.is_dir() else given.resolve()
     if manifest_file.name == NATIVE_MANIFEST:
         doc = parse_yaml(_read(manifest_file), manifest_file)

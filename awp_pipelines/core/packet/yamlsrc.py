@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from awp_pipelines.core.packet import parse_cache
 from awp_pipelines.core.packet.errors import PacketError
 
 KeyPath = tuple[str, ...]
@@ -110,11 +111,17 @@ def _compose_fast(text: str) -> tuple[yaml.Node | None, Any] | None:
 
 
 def parse_yaml(text: str, file: Path, line_offset: int = 0) -> YamlDoc:
+    cache = parse_cache.current()  # set while a packet loads (parse_cache.py)
+    hit = cache.get(text, line_offset) if cache is not None else None
+    if hit is not None:
+        return YamlDoc(file=file, data=hit[0], lines=hit[1], line_offset=line_offset)
     fast = _compose_fast(text)
     node, data = fast if fast is not None else _compose_pure(text, file, line_offset)
     doc = YamlDoc(file=file, data=data, line_offset=line_offset)
     if node is not None:
         _Indexer(doc).walk(node, ())
+    if cache is not None:
+        cache.put(text, line_offset, doc.data, doc.lines)
     return doc
 
 

@@ -269,12 +269,12 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
                account: AccountBinding | None, cwd: str, timeout_ms: int, system_prompt: str | None = None,
                append_system_prompt: str | None = None) -> list[str] | None:
     """What the adapter would run, for the plan: the prompt as a placeholder, secrets masked."""
-    from awp_pipelines.core.providers.base import ProviderRequest
-    from awp_pipelines.core.providers.registry import adapter_for
-
     spec = catalog.providers.get(provider)
     if spec is None or spec.kind == "simulated":
         return None
+    from awp_pipelines.core.providers.base import ProviderRequest
+    from awp_pipelines.core.providers.registry import adapter_for
+
     try:
         adapter = adapter_for(spec, provider)
         request = ProviderRequest(prompt_text="<prompt>", cwd=Path(cwd), timeout_ms=timeout_ms, model=model,

@@ -111,6 +111,17 @@ class _Lines:
         self.cut = False  # the current line passed MAX_LINE_BYTES: drop the rest of it
 
     def feed(self, chunk: bytes) -> Iterator[str]:
+        first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if first < last and len(chunk) <= MAX_LINE_BYTES:
+            # The lines between the first and the last newline are whole here and under the cap: one decode
+            # for all of them (a newline is never inside a UTF-8 sequence, so each decodes as it would alone).
+            yield from self._feed(chunk[:first + 1])
+            yield from str(memoryview(chunk)[first + 1:last], "utf-8", "replace").split("\n")  # no copy to slice
+            yield from self._feed(chunk[last + 1:])
+        else:
+            yield from self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> Iterator[str]:
         start = 0
         while True:
             newline = chunk.find(b"\n", start)

@@ -20,7 +20,12 @@ from awp_pipelines.core.records import jsonl
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.core.records.live_lines import LiveFeed, LiveListener
 from awp_pipelines.core.records.redact import Redactor
-from awp_pipelines.core.records.transcript import TRANSCRIPT_MAX_CHARS, Counters, render_transcript
+from awp_pipelines.core.records.transcript import (
+    TRANSCRIPT_MAX_CHARS,
+    Counters,
+    TranscriptBuilder,
+    render_transcript,
+)
 from awp_pipelines.core.records.workspace import WorkspaceError, diff_stat
 
 __all__ = ["EVENT_TYPES", "TRANSCRIPT_MAX_CHARS", "Counters", "EventSink", "EventType", "iter_events",
@@ -56,16 +61,22 @@ FILES_STORED = 500  # rows per files_changed event
 
 
 _second_cache: tuple[int, str] = (-1, "")
+_milli_cache: tuple[int, str] = (-1, "")
+WRITE_BUFFER_BYTES = 1 << 20  # a stream's events reach the file per chunk read (flush), not per 8 KiB
 
 
 def _utc_now() -> str:
-    """ISO-8601 UTC with milliseconds. The formatted second is cached: a stream writes thousands a second."""
-    global _second_cache
-    now = time.time()
-    second = int(now)
+    """ISO-8601 UTC with milliseconds. Cached per millisecond (a stream writes a hundred events in one) and
+    the formatted second per second."""
+    global _second_cache, _milli_cache
+    milli = int(time.time() * 1000)
+    if _milli_cache[0] == milli:
+        return _milli_cache[1]
+    second, rest = divmod(milli, 1000)
     if _second_cache[0] != second:
         _second_cache = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{_second_cache[1]}.{int((now - second) * 1000):03d}Z"
+    _milli_cache = (milli, f"{_second_cache[1]}.{rest:03d}Z")
+    return _milli_cache[1]
 
 
 class EventSink:
@@ -90,10 +101,15 @@ class EventSink:
         self._seq = 0
         self._fh: BinaryIO | None = None
         self._flush_each = True  # off inside `batch()`: the stream reader flushes once per chunk it read
+        # The transcript is built as the events go out (reading a long stream's JSONL back cost as much as
+        # writing it); `_size` is what the file holds if only this sink wrote to it since it read it.
+        self._transcript = TranscriptBuilder(f"Attempt {attempt}", TRANSCRIPT_MAX_CHARS, counted=self.counters)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for event in self.iter_events():
             self.counters.count(event)
+            self._transcript.add(event)
             self._seq = max(self._seq, int(event.get("seq") or 0))
+        self._size = self.path.stat().st_size if self.path.exists() else 0
 
     def add_secret(self, value: str) -> None:
         """One more literal never written out (e.g. an agent-control token the agent might echo)."""
@@ -114,11 +130,14 @@ class EventSink:
                                     payload)
         if self._fh is None or self._fh.closed:
             # Kept open (append mode) between events: reopening per line cost more than the write.
-            self._fh = self.path.open("ab")
-        self._fh.write(jsonl.dumps_line(event))
+            self._fh = self.path.open("ab", buffering=WRITE_BUFFER_BYTES)
+        line = jsonl.dumps_line(event)
+        self._fh.write(line)
+        self._size += len(line)
         if self._flush_each:
             self._fh.flush()
         self.counters.count(event)
+        self._transcript.add(event)
         if self.live is not None:
             self.live.add(event)
         return event
@@ -254,8 +273,19 @@ class EventSink:
         return (e for e in iter_events(self.path) if e.get("attempt") == self.attempt)
 
     def transcript_markdown(self, max_chars: int = TRANSCRIPT_MAX_CHARS) -> str:
+        """The transcript of this attempt's events: the one built as they were written, unless the JSONL holds
+        more than this sink wrote (another writer appended) or a longer one is asked; then from the JSONL."""
+        if max_chars <= self._transcript.keep_chars and self._wrote_all():
+            return self._transcript.markdown(max_chars, source=self.source_name())
         return render_transcript(self.iter_events(), title=f"Attempt {self.attempt}", max_chars=max_chars,
                                  source=self.source_name())
+
+    def _wrote_all(self) -> bool:
+        self.flush()
+        try:
+            return self.path.stat().st_size == self._size
+        except OSError:
+            return False
 
     def source_name(self) -> str:
         """The JSONL as a reader should see it: relative to the packet root; without one (or outside it),

@@ -22,6 +22,13 @@ from awp_pipelines.core.records.transcript import files_summary, one_line
 LiveListener = Callable[[list[str]], None]
 """Receives one batch: 1..max_lines lines, each a single line of at most line_chars characters."""
 
+# The event types `live_line` gives a line for (never an empty one); tests/test_live.py checks it against
+# every event type. Past an Attempt's `max_total_lines`, these are counted without rendering a line.
+LINE_TYPES = frozenset({"prompt_sent", "run_started", "message_received", "tool_call_started",
+                        "tool_call_completed", "tool_call_failed", "file_written", "files_changed",
+                        "resume_started", "run_completed", "run_failed", "error_occurred", "run_cancelled",
+                        "verifier_completed", "tree_set_aside", "commit_created"})
+
 
 def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
     """One plain line for an event; None for what a watcher does not need (token counters, deltas)."""
@@ -98,6 +105,14 @@ class LiveFeed:
         self._lock = threading.RLock()
 
     def add(self, event: Mapping[str, Any]) -> None:
+        if self._accepted >= self.max_total_lines and not self._stream and self.listener is not None:
+            kind = event.get("type")
+            if kind != "message_streamed":  # past the cap, nothing streaming: what _add would do, in short
+                # No lock: only the Attempt's thread (add, flush) changes these counts; poll() takes it.
+                self._dropped += kind in LINE_TYPES
+                if self._pending and (self._last_sent is None or self._clock() - self._last_sent >= self.interval_s):
+                    self.poll()  # only a due batch can go: no line is added past the cap
+                return
         with self._lock:
             self._add(event)
 
@@ -109,9 +124,13 @@ class LiveFeed:
             if sum(len(s) for s in self._stream) < self.line_chars:
                 return
         self._end_stream()
-        line = live_line(event, self.line_chars)
-        if line:
-            self._accept(line)
+        if self._accepted >= self.max_total_lines:
+            # Nothing more goes out live (a long stream is past it after its first minutes): count only.
+            self._dropped += event.get("type") in LINE_TYPES
+        else:
+            line = live_line(event, self.line_chars)
+            if line:
+                self._accept(line)
         self.poll()
 
     def poll(self) -> None:

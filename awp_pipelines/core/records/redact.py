@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -73,47 +73,69 @@ def _literals(extra_values: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Characters by how often prose and code hold them, most often first (digits are common in tool output). A
+# literal is searched for only in a text holding its rarest character: that test is one memchr scan, the full
+# search is many times slower.
+_COMMON_CHARS = " etaoinsrhldcumfpgwybv\n.,-_/:'\"()=0123456789kxjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
+_RANK = {char: rank for rank, char in enumerate(_COMMON_CHARS)}
+
+Gated = tuple[tuple[str, str], ...]
+
+
+def _gate_literals(literals: Iterable[str]) -> Gated:
+    """(rarest character, literal) for each literal, in the order given."""
+    return tuple((max(value, key=lambda c: _RANK.get(c, len(_RANK))), value) for value in literals)
+
+
 # Every pattern above needs a literal anchor; text without any skips the eight regex passes (agent streams
-# are gigabytes of prose, and those passes dominated their cost). The anchors, case as the patterns match:
-# `AKIA`/`ASIA` (aws); `-` with `sk-`, `xox` or `-----BEGIN` (keys, slack, private keys); `_` with a GitHub
+# are gigabytes of prose and tool output, and those passes dominated their cost). The anchors, case as the
+# patterns match: `AKIA`/`ASIA` (aws); `sk-`, `xox?-` or `-----BEGIN` (keys, slack, private keys); a GitHub
 # prefix; `bearer` in any case; and `:` or `=` with api/token/secret/passw in any case (an assignment needs
-# one of those signs). The single characters are found by memchr, so prose costs a few fast scans.
-_DASH_ANCHORS = ("sk-", "xox", "-----BEGIN")
-_UNDERSCORE_ANCHORS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
-_ASSIGNMENT_ANCHORS = ("api", "token", "secret", "passw")
+# one of those signs). A single character gates each group (memchr); the case-sensitive groups are then one
+# regex search that starts at that character (a substring search per anchor cost several times more on code).
+_AWS_ANCHOR = re.compile(r"A[KS]IA")
+_DASH_ANCHOR = re.compile(r"-(?:(?<=sk-)|(?<=xox[abposr]-)|----BEGIN)")
+_UNDERSCORE_ANCHOR = re.compile(r"_(?:(?<=gh[pousr]_)|(?<=github_pat_))")
 # Under IGNORECASE a pattern's `i`, `k` and `s` also match these; lower() maps `K` (Kelvin) and `İ` itself.
 _FOLD = str.maketrans({"ı": "i", "ſ": "s"})
 
 
+_SHORTEST_MATCH = 7  # `token:x`, an assignment; each other pattern needs 15 characters or more (slack, bearer)
+_SHORTEST_OTHER = 15
+
+
 def _may_hold_pattern(text: str) -> bool:
-    if "AKIA" in text or "ASIA" in text:
+    if len(text) < _SHORTEST_OTHER:  # tool names, call ids, short commands: only an assignment fits
+        return len(text) >= _SHORTEST_MATCH and (":" in text or "=" in text) and _assignment_anchor(_folded(text))
+    if "A" in text and "I" in text and _AWS_ANCHOR.search(text):
         return True
-    if "-" in text:
-        for anchor in _DASH_ANCHORS:  # plain loops: a generator per string cost more than the scans
-            if anchor in text:
-                return True
-    if "_" in text:
-        for anchor in _UNDERSCORE_ANCHORS:
-            if anchor in text:
-                return True
-    low = text.lower() if text.isascii() else text.lower().translate(_FOLD)
+    if "-" in text and ("k" in text or "x" in text or "B" in text) and _DASH_ANCHOR.search(text):
+        return True
+    if "_" in text and _UNDERSCORE_ANCHOR.search(text):
+        return True
+    low = _folded(text)
     if "bearer" in low:
         return True
-    if ":" in text or "=" in text:
-        for anchor in _ASSIGNMENT_ANCHORS:
-            if anchor in low:
-                return True
-    return False
+    return (":" in text or "=" in text) and _assignment_anchor(low)
+
+
+def _folded(text: str) -> str:
+    return text.lower() if text.isascii() else text.lower().translate(_FOLD)
+
+
+def _assignment_anchor(low: str) -> bool:
+    """`low` names an api key, token, secret or password (a generator per string cost more than the scans)."""
+    return "api" in low or "token" in low or "secret" in low or "passw" in low
 
 
 def redact(text: str, extra_values: Iterable[str] = ()) -> str:
     """`text` with every pattern hit and every given literal secret (length >= 6) replaced by [REDACTED]."""
-    return _redact_text(text, _literals(extra_values))
+    return _redact_text(text, _gate_literals(_literals(extra_values)))
 
 
-def _redact_text(text: str, literals: Sequence[str]) -> str:
-    for value in literals:
-        if value in text:
+def _redact_text(text: str, literals: Gated) -> str:
+    for rare, value in literals:
+        if rare in text and value in text:
             text = text.replace(value, REDACTED)
     if _may_hold_pattern(text):
         for pattern in SECRET_PATTERNS.values():
@@ -127,7 +149,7 @@ def redact_obj(obj: Any, extra_values: Iterable[str] = ()) -> Any:
     A string stored under a secret-sounding key (`token`, `api_key`, `password`, ...) is replaced whole.
     Keys, numbers, booleans and None are kept as they are.
     """
-    return _redact_obj(obj, _literals(extra_values))
+    return _redact_obj(obj, _gate_literals(_literals(extra_values)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -135,10 +157,15 @@ def _secret_key(key: str) -> bool:
     return _SECRET_KEY.search(key) is not None
 
 
-def _redact_obj(obj: Any, literals: Sequence[str]) -> Any:
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _redact_obj(obj: Any, literals: Gated) -> Any:
     kind = type(obj)  # exact types first: an event payload is thousands of these a second
     if kind is str:
         return _redact_text(obj, literals)
+    if kind in _SCALARS:  # before the Mapping check, an ABC check that costs more than the rest
+        return obj
     if kind is dict or isinstance(obj, Mapping):
         return _redact_into({}, obj, literals)
     if kind is list or kind is tuple or isinstance(obj, list | tuple):
@@ -149,11 +176,15 @@ def _redact_obj(obj: Any, literals: Sequence[str]) -> Any:
     return obj
 
 
-def _redact_into(out: dict[Any, Any], obj: Mapping[Any, Any], literals: Sequence[str]) -> dict[Any, Any]:
+def _redact_into(out: dict[Any, Any], obj: Mapping[Any, Any], literals: Gated) -> dict[Any, Any]:
     """`out` with the redacted items of `obj` added: an event's fields go straight into the event (no copy)."""
     for key, value in obj.items():
-        out[key] = (REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
-                    else _redact_obj(value, literals))
+        if type(value) is str:  # most values: straight to the text's redaction
+            secret = value and isinstance(key, str) and _secret_key(key)
+            out[key] = REDACTED if secret else _redact_text(value, literals)
+        else:
+            out[key] = (REDACTED if isinstance(value, str) and value and isinstance(key, str) and _secret_key(key)
+                        else _redact_obj(value, literals))
     return out
 
 
@@ -183,9 +214,11 @@ class Redactor:
     """
 
     literals: tuple[str, ...] = field(default=())
+    _gated: Gated = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "literals", tuple(_literals(self.literals)))
+        object.__setattr__(self, "_gated", _gate_literals(self.literals))
 
     @classmethod
     def for_catalog(cls, catalog: _Catalog | None, environ: Mapping[str, str] | None = None,
@@ -203,15 +236,15 @@ class Redactor:
         return Redactor((*self.literals, *values))
 
     def __call__(self, text: str) -> str:
-        return _redact_text(text, self.literals)
+        return _redact_text(text, self._gated)
 
     def obj(self, obj: Any) -> Any:
         """A redacted copy of str / dict / list / tuple data (metadata, check evaluations, event payloads)."""
-        return _redact_obj(obj, self.literals)
+        return _redact_obj(obj, self._gated)
 
     def into(self, out: dict[Any, Any], mapping: Mapping[Any, Any]) -> dict[Any, Any]:
         """`out` with the redacted items of `mapping` added, as `out.update(self.obj(mapping))` would."""
-        return _redact_into(out, mapping, self.literals)
+        return _redact_into(out, mapping, self._gated)
 
     def model(self, model: M) -> M:
         """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""

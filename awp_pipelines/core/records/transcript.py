@@ -7,6 +7,8 @@ events stay in the JSONL it points at, by a path relative to the packet.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,70 +226,112 @@ def render_transcript(events: Iterable[Mapping[str, Any]], title: str = "Transcr
     Bounded memory: once the kept text passes `max_chars`, later blocks are only measured (for the
     truncation note) and counted (for the footer), so a 1 GB event stream renders in constant memory.
     """
-    blocks: list[str] = [f"### {title}"]
-    phase: str | None = None
-    stream: list[str] = []
-    stream_chars = 0
-    counters = Counters()
-    bullets_open = 0  # len(blocks) while the last block is a list of event bullets
-    kept = total = len(blocks[0]) + 2  # characters of the body kept / that the whole body would have
-    full = False
-
-    def add(block: str, merge: bool = False) -> None:
-        nonlocal kept, total, full
-        size = len(block) + 1 if merge else (len(block) + 2 if block else 0)
-        total += size
-        if full:
-            return
-        if merge:
-            blocks[-1] += "\n" + block
-        else:
-            blocks.append(block)
-        kept += size
-        full = kept > max_chars
-
-    def flush_stream() -> None:
-        nonlocal stream_chars
-        if stream:
-            add("".join(stream).strip())
-            stream.clear()
-            stream_chars = 0
-
+    builder = TranscriptBuilder(title, max_chars)
     for event in events:
-        counters.count(event)
+        builder.add(event)
+    return builder.markdown(max_chars, source)
+
+
+class TranscriptBuilder:
+    """`render_transcript` one event at a time, so a writer can build it as the events go out (EventSink does)
+    instead of reading its JSONL back. It renders events until its body passes `keep_chars`; later events are
+    only counted (the footer's totals, the truncation note), so a long stream costs little per event past the
+    cap. `markdown(max_chars)` answers for any `max_chars <= keep_chars` exactly as a builder kept to
+    `max_chars` would (tests/test_events.py): the body kept to a smaller cap is a prefix of this one, and the
+    point where it would have stopped is known from the body's size after each event.
+    """
+
+    def __init__(self, title: str = "Transcript", keep_chars: int = TRANSCRIPT_MAX_CHARS,
+                 counted: Counters | None = None) -> None:
+        """`counted`: counters its owner keeps of the very same events (EventSink's), read instead of counting."""
+        self.keep_chars = keep_chars
+        self._counting = counted is None
+        self.counters = Counters() if counted is None else counted
+        self._blocks: list[str] = [f"### {title}"]
+        self._phase: str | None = None
+        self._stream: list[str] = []
+        self._stream_chars = 0
+        # Streamed text is kept to the largest cap whatever this builder's, so every cap sees the same text.
+        self._stream_cap = max(keep_chars, TRANSCRIPT_MAX_CHARS)
+        self._bullets_open = 0  # len(self._blocks) while the last block is a list of event bullets
+        self._kept = len(self._blocks[0]) + 2  # characters of the body
+        self._kept_after = array("q")  # the body's size after each event, until it passed keep_chars
+        self._events = 0
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        if self._counting:
+            self.counters.count(event)
+        self._events += 1
+        if self._kept > self.keep_chars:
+            return  # past the cap: counted only
+        self._render(event)
+        self._kept_after.append(self._kept)
+
+    def _render(self, event: Mapping[str, Any]) -> None:
         kind = str(event.get("type"))
+        phase = self._phase
         wanted = _PHASE_OF.get(kind) or (phase if phase and phase not in _CLOSED_PHASES else "Agent")
         if wanted != phase:
-            flush_stream()
-            phase = wanted
-            add(f"#### {phase}")
+            self._flush_stream()
+            self._phase = wanted
+            self._add(f"#### {wanted}")
         if kind == "message_streamed":
-            if stream_chars <= max_chars:
+            if self._stream_chars <= self._stream_cap:
                 delta = str(event.get("delta") or "")
-                stream.append(delta)
-                stream_chars += len(delta)
-            continue
-        flush_stream()
+                self._stream.append(delta)
+                self._stream_chars += len(delta)
+            return
+        self._flush_stream()
         rendered = _render_event(event)
         if not rendered:
-            continue
+            return
         bullet = rendered.startswith("- ")
-        merge = bool(bullet and bullets_open and len(blocks) == bullets_open)
-        add(rendered, merge)  # consecutive bullets form one tight list
-        bullets_open = len(blocks) if bullet and not full else 0
-    flush_stream()
-    footer = ("---\n\n"
-              f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
-              f"tokens in/out: {counters.tokens['input_tokens']}/{counters.tokens['output_tokens']} · "
-              f"cost: ${counters.cost_usd:.4f}\n")
-    if source:
-        footer += f"\nFull events (JSONL, relative to the packet): `{source}`\n"
-    body = "\n\n".join(b for b in blocks if b) + "\n\n"
-    if not full and len(body) + len(footer) <= max_chars:
-        return body + footer
-    room = max(0, max_chars - len(footer) - 120)
-    cut = body.rfind("\n", 0, room)
-    shown = cut if cut > 0 else room
-    note = (f"\n\n_[transcript truncated: {shown} of {max(total, len(body))} characters shown; "
-            "the full events are named below]_\n\n")
-    return body[:shown] + note + footer
+        merge = bullet and self._bullets_open == len(self._blocks)
+        self._add(rendered, merge)  # consecutive bullets form one tight list
+        self._bullets_open = len(self._blocks) if bullet else 0
+
+    def _add(self, block: str, merge: bool = False) -> None:
+        if self._kept > self.keep_chars:
+            return
+        if merge:
+            self._blocks[-1] += "\n" + block
+            self._kept += len(block) + 1
+        else:
+            self._blocks.append(block)
+            self._kept += len(block) + 2 if block else 0
+
+    def _flush_stream(self) -> None:
+        if self._stream:
+            self._add("".join(self._stream).strip())
+            self._stream.clear()
+            self._stream_chars = 0
+
+    def markdown(self, max_chars: int | None = None, source: str | None = None) -> str:
+        """The transcript of the events so far, at most `max_chars` (default and most: `keep_chars`)."""
+        limit = self.keep_chars if max_chars is None else max_chars
+        if limit > self.keep_chars:
+            raise ValueError(f"kept to {self.keep_chars} characters; {limit} asked")
+        blocks, kept = self._blocks, self._kept
+        # Events a builder kept to `limit` would not have rendered: those after the one that took it past.
+        seen = bisect_right(self._kept_after, limit)
+        left_out = self._events - seen - 1 if seen < len(self._kept_after) else 0
+        tail = "".join(self._stream).strip()  # a message still streaming ends the body, as a last block would
+        if tail and kept <= self.keep_chars:
+            blocks, kept = [*blocks, tail], kept + len(tail) + 2
+        counters = self.counters
+        footer = ("---\n\n"
+                  f"messages: {counters.messages} · tool calls: {counters.tool_calls} · "
+                  f"tokens in/out: {counters.tokens['input_tokens']}/{counters.tokens['output_tokens']} · "
+                  f"cost: ${counters.cost_usd:.4f}\n")
+        if source:
+            footer += f"\nFull events (JSONL, relative to the packet): `{source}`\n"
+        body = "\n\n".join(b for b in blocks if b) + "\n\n"
+        if kept <= limit and len(body) + len(footer) <= limit:
+            return body + footer
+        room = max(0, limit - len(footer) - 120)
+        cut = body.rfind("\n", 0, room)
+        shown = cut if cut > 0 else room
+        more = f", {left_out} more event{'' if left_out == 1 else 's'} not rendered" if left_out else ""
+        note = (f"\n\n_[transcript truncated: {shown} characters shown{more}; "
+                "the full events are in the JSONL named below]_\n\n")
+        return body[:shown] + note + footer

@@ -1,0 +1,94 @@
+"""What a prompt asset's step does (assets.py builds the asset and imports this when the step runs, so a
+code location's load imports none of the engine, the providers or the storages' SQL): one Attempt, under a
+stop signal and a heartbeat, and its record as Dagster events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetExecutionContext,
+    AssetMaterialization,
+    AssetObservation,
+    Failure,
+    MaterializeResult,
+)
+
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.status_report import AttemptSummary
+from awp_pipelines.core.packet.packet import Prompt
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.redact import redact
+from awp_pipelines.orchestration.attempt_compute import run_attempt
+from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.attempt_stops import signal_stop
+from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.heartbeat import beating
+from awp_pipelines.orchestration.history import PacketRunHistory
+from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.orchestration.packet_run_tag import tag_root_run
+
+
+def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
+                    config: AttemptConfig) -> Iterator[MaterializeResult]:
+    """The prompt's step: its Attempt's materialization, or its events and a Failure."""
+    # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
+    # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
+    with signal_stop(), beating(context.instance, context.run.run_id,
+                                context.get_step_execution_context().step.key, binding.packet.name):
+        known: PacketRunHistory | None = None  # the history with this Attempt's record, once it is stored
+        try:
+            outcome = run_attempt(context, binding, prompt, config)
+            if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
+                context.log.info(f"prompt {prompt.id} does not run: {outcome}")
+                return
+            record, transcript, earlier, after, known = outcome
+            yield _result(context, binding, prompt, record, transcript, earlier, after)
+        except Failure:  # the Attempt's events (its record among them, if it ran) are logged before the raise
+            tag_root_run(context, binding, known)
+            raise
+        # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
+        tag_root_run(context, binding, known)
+
+
+def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,
+            transcript: str, earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
+    root, key = binding.packet.root, binding.key(prompt.id)
+    # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
+    metadata = {**record_metadata(record, transcript, earlier, root), tags.AGENT_RUN_STATE: redact(after.text)}
+    if record.result == "completed" and record.fact().done:
+        # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
+        context.add_asset_metadata(metadata)
+        return MaterializeResult(check_results=check_results(record, root))
+    failure = attempt_failure(record)
+    if record.result == "completed":
+        # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
+        # on, so the step fails and no downstream prompt starts in this run.
+        context.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
+    else:
+        # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
+        # observation, and the checks it did evaluate are stored as failed evaluations.
+        context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
+    for result in check_results(record, root):
+        context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
+                                               passed=result.passed, metadata=result.metadata,
+                                               severity=result.severity, description=result.description,
+                                               blocking=True))
+    raise failure
+
+
+def attempt_failure(record: AttemptRecord) -> Failure:
+    """An Attempt that did not complete ends its step failed, with a one-line reason and its facts (not
+    retried by Dagster: what comes next is the decision function's). Dagster still attaches the traceback
+    of the raise under them; the description and metadata come first in the run's log."""
+    failure = record.failure
+    reason = redact(failure.message) if failure else unmet_summary(record)
+    what = record.result.replace("_", " ")
+    meta = {tags.RESULT: record.result, tags.ATTEMPT: record.identity.attempt_id,
+            tags.FAILURE_CLASS: failure.failure_class if failure else None,
+            tags.UNMET: unmet_summary(record).removeprefix("unmet: ") or None}
+    return Failure(description=f"Attempt {record.identity.attempt_id} did not complete: {what}"
+                   + (f" — {reason}" if reason else ""),
+                   metadata={k: v for k, v in meta.items() if v}, allow_retries=False)
