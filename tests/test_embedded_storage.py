@@ -13,6 +13,7 @@ from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage, S
 from awp_pipelines.orchestration.instance import (
     _EARLIER_CONFIG,
     EMBEDDED_CONFIG,
+    SQLITE_PAGE_SIZE,
     embedded_config,
     events_folder,
     open_instance_folder,
@@ -61,3 +62,23 @@ def test_an_earlier_instance_keeps_its_per_run_event_log(tmp_path: Path) -> None
         finally:
             instance.dispose()
         assert (folder / "dagster.yaml").read_text() == EMBEDDED_CONFIG  # pools added, event log unchanged
+
+
+def test_a_new_instance_stores_in_small_pages_and_an_existing_one_is_left_as_it_is(tmp_path: Path) -> None:
+    folder = tmp_path / "dagster"
+    open_instance_folder(folder).dispose()
+    databases = sorted(folder.rglob("*.db"))
+    assert [p.name for p in databases] == ["event_log.db", "runs.db", "schedules.db"]
+    for path in databases:
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("pragma page_size").fetchone()[0] == SQLITE_PAGE_SIZE
+            assert conn.execute("pragma journal_mode").fetchone()[0] == "wal"  # Dagster's mode, kept
+            assert conn.execute("select count(*) from sqlite_master where type = 'table'").fetchone()[0] > 3
+    # An instance made with SQLite's default pages (one of an earlier version) is not rebuilt when opened.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "dagster.yaml").write_text(embedded_config(other))
+    open_instance_folder(other).dispose()
+    for path in other.rglob("*.db"):
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("pragma page_size").fetchone()[0] == 4096
