@@ -18,6 +18,8 @@ from click.testing import CliRunner, Result
 from awp_pipelines.cli import cli
 
 if TYPE_CHECKING:
+    from dagster import EventLogEntry
+
     from awp_pipelines.core.engine.attempts import AttemptRecord
 
 
@@ -34,6 +36,18 @@ def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[A
     instance = open_instance(packet)
     try:
         return agent_run_records(instance, load_packet(packet), packet_run, prompt)
+    finally:
+        instance.dispose()
+
+
+def stored_events(packet: Path) -> list[EventLogEntry]:
+    """Every event row of every run in the packet's own embedded instance (`.awp/dagster`), run by run."""
+    from awp_pipelines.orchestration.instance import open_instance
+
+    folder = packet / ".awp" / "dagster"
+    instance = open_instance(folder, folder)
+    try:
+        return [e for run in instance.get_runs() for e in instance.all_logs(run.run_id)]
     finally:
         instance.dispose()
 

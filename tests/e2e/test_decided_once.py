@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from e2e_support import stored_events
 
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
@@ -104,21 +105,14 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
 def test_an_attempt_s_start_line_is_its_start_marker_not_a_log_row_of_its_own(demo_copy: Path) -> None:
     """Storage per Attempt (issue 17): every event row costs 1-2 KiB; the start line the run's log shows is
     the start marker's description, not a second row."""
-    from awp_pipelines.orchestration.instance import open_instance
-
     events: list[ProgressEvent] = []
     assert api.run(demo_copy, on_progress=events.append).ok
     lines = [e.line() for e in events if isinstance(e, AttemptStarted)]
     assert len(lines) == 5
-    folder = demo_copy / ".awp" / "dagster"
-    instance = open_instance(folder, folder)
-    try:
-        stored = [e for run in instance.get_runs() for e in instance.all_logs(run.run_id)]
-        logged = [e.user_message for e in stored if not e.is_dagster_event]
-        observed = [e.dagster_event.event_specific_data.asset_observation.description  # type: ignore[union-attr]
-                    for e in stored if e.dagster_event and e.dagster_event.event_type_value == "ASSET_OBSERVATION"]
-    finally:
-        instance.dispose()
+    stored = stored_events(demo_copy)
+    logged = [e.user_message for e in stored if not e.is_dagster_event]
+    observed = [e.dagster_event.event_specific_data.asset_observation.description  # type: ignore[union-attr]
+                for e in stored if e.dagster_event and e.dagster_event.event_type_value == "ASSET_OBSERVATION"]
     assert not [m for m in logged if m in lines], "a start line stored as a log row of its own"
     assert sorted(d.split("when it ends. ", 1)[1] for d in observed if d and "its record follows" in d) \
         == sorted(lines)

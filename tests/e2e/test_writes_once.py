@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance
+from e2e_support import stored_events
 
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, ProgressEvent
@@ -38,19 +39,11 @@ def test_no_run_tag_is_written_again_with_the_value_it_holds(demo_copy: Path, mo
 
 
 def test_an_attempt_s_end_line_is_stored_with_the_agent_s_last_lines(demo_copy: Path) -> None:
-    from awp_pipelines.orchestration.instance import open_instance
-
     events: list[ProgressEvent] = []
     assert api.run(demo_copy, on_progress=events.append).ok
     ended = [e.line() for e in events if isinstance(e, AttemptEnded)]
     assert len(ended) == 5
-    folder = demo_copy / ".awp" / "dagster"
-    instance = open_instance(folder, folder)
-    try:
-        logged = [e.user_message for run in instance.get_runs() for e in instance.all_logs(run.run_id)
-                  if not e.is_dagster_event]
-    finally:
-        instance.dispose()
+    logged = [e.user_message for e in stored_events(demo_copy) if not e.is_dagster_event]
     assert not [m for m in logged if m in ended], "an end line stored as a log row of its own"
     # Each end line is the last line of a row that also holds the agent's last lines.
     for line in ended:
