@@ -45,6 +45,7 @@ from awp_pipelines.core.providers.environment import awp_shim, scoped_home
 from awp_pipelines.core.records.agent_files import control_folder
 from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, transition
 from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets
+from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path, write_diff
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.core.records.redact import Redactor, redact
@@ -58,6 +59,7 @@ from awp_pipelines.core.records.workspace import (
     restore_checkpoint,
     save_checkpoint,
     snapshot,
+    worktree_tree,
 )
 from awp_pipelines.core.verifiers.context import VerifyContext
 from awp_pipelines.core.verifiers.engine import run_contract
@@ -188,6 +190,7 @@ class AttemptRecord(BaseModel):
                                      "the commit sha and the trailer naming the Attempt.")
     provenance: AgentProvenance | None = Field(None, description="Profile, permissions, the model the provider "
                                                "reported and whose credential it used (provenance.py).")
+    diff_file: str | None = Field(None, description="The Attempt's stored diff (diffs.py), beside its events.")
 
     @property
     def completed(self) -> bool:
@@ -341,8 +344,9 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         wip = _checkpoint(spec, targets, before)
         trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
         outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
-        return redactor.model(_record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome,
-                                      resumes, None, "provider_failed", failure, bool(wip), [], wip, trail, set_aside))
+        record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
+                         "provider_failed", failure, bool(wip), [], wip, trail, set_aside)
+        return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor)}))
 
     try:
         with stop.cut_in() if stop is not None else nullcontext():
@@ -388,7 +392,32 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes,
                      report, result, failure, changed, commits, wip, trail, set_aside)
     # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
-    return redactor.model(record.model_copy(update={"control": directive}))
+    return redactor.model(record.model_copy(update={"control": directive,
+                                                    "diff_file": store_diff(sink, targets, record, redactor)}))
+
+
+def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptRecord, redactor: Redactor) -> str | None:
+    """Store the Attempt's diff beside its events: each repo from its checkpoint to the commit made, else to the
+    checkpoint of the partial work, else (no commit asked) to the work tree as it is. A diff that cannot be
+    read leaves the Attempt as it is: its page then says none was stored."""
+    if getattr(sink, "path", None) is None:
+        return None
+    made = {c.repo: c.sha for c in record.commits if c.sha}
+    repos: dict[str, tuple[Path, str | None, str, DiffSource]] = {}
+    try:
+        for name, path in targets.items():
+            base = record.checkpoint.get(name)
+            if name in made:
+                repos[name] = (path, base, str(made[name]), "commit")
+            elif name in record.wip:
+                repos[name] = (path, base, record.wip[name], "checkpoint")
+            else:
+                repos[name] = (path, base, worktree_tree(path, base), "work_tree")
+        file = diff_path(sink.path)
+        write_diff(file, attempt_diff(record.identity.attempt_id, repos, redactor))
+    except (WorkspaceError, OSError):
+        return None
+    return str(file)
 
 
 def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],

@@ -156,7 +156,7 @@ def changed_since(before: Mapping[str, RepoState], after: Mapping[str, RepoState
 # The WIP checkpoint: an Attempt that did not complete leaves its partial work in a commit object under
 # refs/awp/checkpoints/…, not in the tree. The next Attempt of the same AgentRun starts from it; any other
 # prompt's Attempt starts from a clean tree and never commits another AgentRun's partial work.
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 # Who AWP's own commits and checkpoints are by where the repo and the user configure nobody (a fresh worker).
@@ -217,7 +217,7 @@ def restore_checkpoint(repo: Path | str, sha: str) -> bool:
     """Replay a checkpoint's changes onto the current tree (three-way, so commits made since by other
     prompts stay). False when they no longer apply."""
     parent = git(repo, "rev-parse", "--verify", "--quiet", f"{sha}^", ok_codes=(0, 1)).stdout.strip()
-    patch = git(repo, "diff", "--binary", "--no-ext-diff", parent or _EMPTY_TREE, sha).stdout
+    patch = git(repo, "diff", "--binary", "--no-ext-diff", parent or EMPTY_TREE, sha).stdout
     if not patch:
         return True
     proc = git(repo, "apply", "--3way", "--whitespace=nowarn", input=patch, ok_codes=(0, 1))
@@ -239,7 +239,7 @@ def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
 def diff_stat(repo: Path | str, base: str | None) -> list[dict[str, object]]:
     """What changed since `base` (the Attempt's checkpoint), commits and work tree alike, untracked files
     included: `{path, status A|M|D|T, added, removed}` per file, sorted by path; counts None for binary."""
-    base = base or _EMPTY_TREE
+    base = base or EMPTY_TREE
     flags = ("diff", "--no-renames", "--no-ext-diff", "--no-textconv", "-z")
     status_fields = git(repo, *flags, "--name-status", base, "--").stdout.split("\0")
     statuses = dict(zip(status_fields[1::2], status_fields[0::2], strict=False))
