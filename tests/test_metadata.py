@@ -51,6 +51,10 @@ def _record(**changes: object) -> AttemptRecord:
 def test_the_searchable_fields_carry_the_record_with_dagster_types() -> None:
     meta = record_metadata(_record(), "## Prompt\n\nWrite it.", packet_root=ROOT)
     assert meta[tags.RESULT] == "verification_failed" and meta[tags.ATTEMPT] == "pr-1.01.a2"
+    # The asset page opens on the link to the Attempt's page, then a short set in a fixed order.
+    assert list(meta)[:7] == [tags.PAGE, tags.RESULT, tags.REASON, tags.ROLE, tags.TARGET, tags.COST_USD, tags.COMMIT]
+    assert meta[tags.PAGE].url == "http://127.0.0.1:3001/attempts/pr-1.01.a2"
+    assert (meta[tags.TARGET], meta[tags.COMMIT]) == ("claude/work/sonnet", f"app@{'f' * 12}")
     assert (meta[tags.MODE], meta[tags.PROVIDER], meta[tags.ACCOUNT], meta[tags.MODEL], meta[tags.EFFORT]) == (
         "repair", "claude", "work", "sonnet", "high")
     assert meta[tags.FAILURE_CLASS] == "provider_runtime_claim"

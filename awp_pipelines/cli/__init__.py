@@ -15,6 +15,7 @@ from awp_pipelines.cli import (
     repair_cmd,
     resume_cmd,
     run_cmd,
+    serve_cmd,
     status_cmd,
     watching_cmd,
 )
@@ -32,7 +33,7 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd):
     module.register(cli)
 
 

@@ -128,7 +128,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         clear_dead_work(context, binding, history, prompt.id, attempt.trees)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=checkpoints_to_restore(plan, agent_run, last))
-        mark_started(context, binding, prompt.id, identity, launch, target, started.line())
+        mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
         ended = AttemptEnded(prompt.id, identity.attempt_id, record.result)

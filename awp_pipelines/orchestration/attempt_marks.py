@@ -4,9 +4,10 @@ exhausted account takes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, DagsterRun, Failure
+from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, DagsterRun, Failure, MetadataValue
 
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.engine import progress
@@ -20,6 +21,7 @@ from awp_pipelines.orchestration.claims import claim_attempt
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED, prompts_of_run
 from awp_pipelines.orchestration.lease import fail_if_stopping
 from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.page_link import attempt_page_url
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
@@ -29,7 +31,8 @@ def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
 
 
 def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str,
-                 identity: AttemptIdentity, launch: Launch, target: AttemptTarget, line: str) -> None:
+                 identity: AttemptIdentity, launch: Launch, target: AttemptTarget, line: str,
+                 events: Path | None = None) -> None:
     """Stored once the leases are held, just before the agent starts: the count survives a crash, so budgets
     never restart from memory, and a wait for a work tree or an account is no Attempt. Kept small (what an
     `interrupted` fact needs); the Attempt's record follows when it ends. Its description is the Attempt's
@@ -41,13 +44,18 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
                       "starts no second one", allow_retries=False)
     if target.account is not None:  # counted as it starts: the next choice, in any process, already sees it
         AccountStore(context.instance).record_use(target.account)
+    page = attempt_page_url(identity.attempt_id)
     marker: dict[str, Any] = {
+        tags.PAGE: MetadataValue.url(page),  # first: the asset page opens the running Attempt in one click
         tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
         tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
-        tags.ACCOUNT: target.account, tags.EFFORT: target.effort}
+        tags.ACCOUNT: target.account, tags.EFFORT: target.effort,
+        # Where its events go as it runs: the page follows the Attempt from here until its record is stored.
+        tags.EVENTS: MetadataValue.path(str(events)) if events is not None else None}
     context.log_event(AssetObservation(
         asset_key=binding.key(prompt_id),
-        description=f"Attempt {launch.number} started ({launch.mode}); its record follows when it ends. {line}",
+        description=f"Attempt {launch.number} started ({launch.mode}), follow it at {page} ; its record follows "
+        f"when it ends. {line}",
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
         _tag_single_prompt_run(context.instance, context.run, identity, target)

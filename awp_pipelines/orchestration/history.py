@@ -211,14 +211,19 @@ def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | 
     return run_end
 
 
-def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
-    """Every Attempt record one run stored, in order."""
+def run_asset_events(instance: DagsterInstance, run_id: str) -> list[tuple[AssetKey, dict[str, object]]]:
+    """One run's materializations and observations, in order: (asset, metadata as plain values)."""
     found = []
     for entry in instance.all_logs(run_id, of_type=set(RECORD_EVENTS)):
         event = entry.dagster_event
         data = event.event_specific_data if event else None
         payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-        stored = plain_value(payload.metadata.get(tags.RECORD)) if payload is not None else None
-        if isinstance(stored, dict):
-            found.append(AttemptRecord.model_validate(stored))
+        if event is not None and event.asset_key is not None and payload is not None:
+            found.append((event.asset_key, {k: plain_value(v) for k, v in payload.metadata.items()}))
     return found
+
+
+def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
+    """Every Attempt record one run stored, in order."""
+    return [AttemptRecord.model_validate(meta[tags.RECORD]) for _, meta in run_asset_events(instance, run_id)
+            if isinstance(meta.get(tags.RECORD), dict)]

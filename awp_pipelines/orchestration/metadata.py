@@ -17,6 +17,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.attempt_lifecycle import trail_text
 from awp_pipelines.core.records.redact import redact, redact_obj
 from awp_pipelines.core.verifiers.report import VerifierReport, cap_lines
+from awp_pipelines.orchestration.page_link import attempt_page_url
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),
@@ -25,7 +26,15 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
     ident, target = record.identity, record.target
     failure = None if record.completed else record.failure or record.provider_failure
     meta: dict[str, Any] = {
+        # First and short, in this order: what the asset page shows before anything else. The page link
+        # leads to the Attempt as a chat (`awp serve`), where the whole of it is.
+        tags.PAGE: MetadataValue.url(attempt_page_url(ident.attempt_id)),
         tags.RESULT: record.result,
+        tags.REASON: target.reason,
+        tags.ROLE: record.role,
+        tags.TARGET: "/".join(part for part in (target.provider, target.account, target.model) if part),
+        tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
+        tags.COMMIT: " ".join(f"{c.repo}@{c.sha[:12]}" for c in record.commits if c.sha) or None,
         tags.ATTEMPT: ident.attempt_id,
         tags.AGENT_RUN: ident.agent_run,
         tags.ATTEMPT_NUMBER: MetadataValue.int(ident.number),
@@ -35,7 +44,6 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.ACCOUNT: target.account,
         tags.MODEL: target.model,
         tags.EFFORT: target.effort,
-        tags.REASON: target.reason,
         tags.FAILURE_CLASS: failure.failure_class if failure else None,
         tags.FAILURE: redact(failure.message) if failure else None,
         tags.DURATION_S: MetadataValue.float(record.duration_s),
@@ -47,7 +55,6 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.TOKENS_REASONING: MetadataValue.int(record.usage.reasoning_tokens)
         if record.usage.reasoning_tokens else None,
         tags.COST_SOURCE: record.usage.cost_source if record.usage.cost_source != "unknown" else None,
-        tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
         tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
         tags.VERIFIER: MetadataValue.md(verifier_markdown(record.verifier, packet_root)) if record.verifier else None,
         tags.COMMITS: MetadataValue.md(commits_markdown(record)) if record.commits else None,
@@ -97,7 +104,7 @@ def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
         if a.failure_class and a.failure_class != a.result:
             result += f" ({a.failure_class})"
         run = f"[{a.dagster_run[:8]}](/runs/{a.dagster_run})" if a.dagster_run else ""
-        cells = [str(a.number), a.mode, result, _target(a),
+        cells = [f"[{a.number}]({attempt_page_url(a.attempt)})", a.mode, result, _target(a),
                  f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
                  f"${a.cost_usd:.4f}" if a.cost_usd is not None else "", run]
         rows.append("| " + " | ".join(cells) + " |")

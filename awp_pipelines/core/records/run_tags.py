@@ -41,6 +41,8 @@ DAGSTER_ROOT_RUN = "dagster/root_run_id"
 
 # Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
 RESULT = f"{PREFIX}result"
+PAGE = f"{PREFIX}page"  # the Attempt's page (`awp serve`): the first metadata entry
+TARGET = f"{PREFIX}target"  # provider/account/model in one value
 RECORD = f"{PREFIX}record"  # the whole AttemptRecord as JSON: what history reads back
 EVENT = f"{PREFIX}event"  # a marker's kind: `attempt_started`
 ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
