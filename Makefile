@@ -35,10 +35,15 @@ demo: install
 # dagster-cloud-cli and is not a dependency here.
 DEMO_HOME := $(CURDIR)/assets/demo/.awp/dagster
 UI_PORT ?= 3000
+PAGE_PORT ?= 3001
 ui: install
 	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.orchestration.instance import open_instance; \
 		open_instance(Path("assets/demo")).dispose()'
-	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+	# The Attempt pages (`awp serve`) beside the UI, on the same instance; stopped with it.
+	"$(CURDIR)/$(VENV)/bin/awp" serve --instance "$(DEMO_HOME)" --port $(PAGE_PORT) \
+		--dagster-url http://127.0.0.1:$(UI_PORT) & trap "kill $$!" EXIT; \
+	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" AWP_PAGE_URL=http://127.0.0.1:$(PAGE_PORT) \
+		PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
 		"$(CURDIR)/$(VENV)/bin/dagster" dev -w "$(CURDIR)/workspace.yaml" -p $(UI_PORT)
 
 # ruff, then mypy with the pydantic plugin (config in pyproject.toml).

@@ -15,33 +15,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from ui_server import DagsterUi
+from ui_server import DagsterUi, free_port, stop_group, wait_for_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SERVER_START_S = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 def _environment(base: Path, home: Path, project: Path, db: sa.URL) -> dict[str, str]:
     """From scratch where it matters: own config homes, the test database, no developer overrides."""
@@ -64,35 +52,6 @@ def _project(base: Path) -> Path:
     shutil.copytree(REPO_ROOT / "resources", project / "resources")
     subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
     return project
-
-
-def _wait_for_server(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"dagster-webserver exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"dagster-webserver did not answer /server_info in {SERVER_START_S} s:\n{log.read_text()[-4000:]}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The webserver and the code server it spawned: its own process group, started by this fixture."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="session")
 def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUi]:
     if not CHROMIUM.exists():
@@ -112,7 +71,7 @@ def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFac
                           "--providers", str(project / "resources" / "providers.yaml"), "--json"],
                          env=env, cwd=project, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"demo run failed:\n{run.stdout}\n{run.stderr}"
-    port = _free_port()
+    port = free_port()
     log = base / "webserver.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([str(BIN / "dagster-webserver"), "-w", str(REPO_ROOT / "workspace.yaml"),
@@ -120,10 +79,10 @@ def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFac
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_server(url, proc, log)
+        wait_for_server(url, proc, log)
         yield DagsterUi(url=url, home=home, project=project, run_output=json.loads(run.stdout))
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture(scope="session")
