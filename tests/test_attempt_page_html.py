@@ -16,12 +16,12 @@ def test_each_tool_call_is_one_line_that_opens_to_its_input_and_output_and_text_
         {"type": "tool_call_started", "name": "Bash", "input": {"command": "ls -la"}, "call_id": "t1"},
         {"type": "tool_call_completed", "name": "tool", "output": [{"type": "text", "text": "a.txt"}], "call_id": "t1"},
         {"type": "tool_call_started", "name": "Edit", "input": {"file_path": "/w/a.txt"}, "call_id": "t2"},
-        {"type": "tool_call_failed", "name": "tool", "error": "no such file", "call_id": "t2"}])
+        {"type": "tool_call_failed", "name": "tool", "error": "no such file", "call_id": "t2"}], cwd="/w")
     assert "Write &lt;b&gt;it&lt;/b&gt;" in html and "<b>it" not in html
     assert SECRET not in html and "[REDACTED" in html
     assert html.count("<details class=tool") == 2  # a result joins its call: one line each
     assert "$ ls -la</summary>" in html and "a.txt</pre>" in html
-    assert "/w/a.txt</summary>" in html and "<h4>error</h4><pre>no such file</pre>" in html
+    assert "</span>a.txt</summary>" in html and "<h4>error</h4><pre>no such file</pre>" in html
 
 
 def test_a_long_file_diff_shows_its_head_and_the_rest_one_click_away(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -175,7 +175,7 @@ def attempt_body(view: AttemptView) -> str:
     if rec is not None and rec.target.reason:
         parts.append(f"<div class=meta>why this target: {esc(rec.target.reason)}</div>")
     parts.append("<h2>Conversation</h2>")
-    parts.append(conversation(view.events))
+    parts.append(conversation(view.events, rec.cwd if rec else None))
     if view.more_events:
         parts.append(f"<div class=note>{view.more_events} more events are not shown here; "
                      f"the events file holds them all</div>")
@@ -234,7 +234,8 @@ def tool_line(name: str, value: Any) -> str:
     return one_line(value, 160)
 
 
-def conversation(events: Iterable[Mapping[str, Any]]) -> str:
+def conversation(events: Iterable[Mapping[str, Any]], cwd: str | None = None) -> str:
+    """`cwd`: the agent's folder; the files its tools name are shown relative to it."""
     out: list[str] = []
     calls: dict[str, tuple[int, str, Any]] = {}  # call id → (index of its block in `out`, name, input)
     stream: list[str] = []
@@ -262,14 +263,14 @@ def conversation(events: Iterable[Mapping[str, Any]]) -> str:
             call = str(event.get("call_id") or f"n{n}")
             name = str(event.get("name") or "tool")
             calls[call] = (len(out), name, event.get("input"))
-            out.append(_tool(call, name, event.get("input"), None, None))
+            out.append(_tool(call, name, event.get("input"), None, None, cwd))
         elif kind in ("tool_call_completed", "tool_call_failed"):
             call = str(event.get("call_id") or "")
             failed = kind == "tool_call_failed"
             result = event.get("error") if failed else event.get("output")
             if call in calls:
                 index, name, value = calls[call]
-                out[index] = _tool(call, name, value, result, failed)
+                out[index] = _tool(call, name, value, result, failed, cwd)
             else:
                 out.append(_tool(call or f"n{n}", str(event.get("name") or "tool"), None, result, failed))
         elif kind == "rate_limit_notice":
@@ -294,7 +295,7 @@ def _message(who: str, text: str, label: str | None = None) -> str:
     return f"<div class='msg {who}'><div class=who>{esc(title)}</div>{esc(text.strip())}</div>"
 
 
-def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None) -> str:
+def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None, cwd: str | None = None) -> str:
     mark = ("<span class=run-t>…</span>" if failed is None else
             "<span class=bad-t>✗</span>" if failed else "<span class=ok-t>✓</span>")
     ident = "tool-" + "".join(c if c.isalnum() else "-" for c in call)
@@ -303,9 +304,11 @@ def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None) ->
         io.append(f"<h4>input</h4><pre>{esc(_capped(_text_of(value)))}</pre>")
     if result is not None:
         io.append(f"<h4>{'error' if failed else 'output'}</h4><pre>{esc(_capped(_text_of(result)))}</pre>")
-    html_ = (f"<details class=tool id='{esc(ident)}' data-tool='{esc(name)}'><summary>{mark} <span class=name>"
-             f"{esc(name)}</span>{esc(tool_line(name, value))}</summary><div class=io>{''.join(io)}</div></details>")
-    return html_
+    line = tool_line(name, value)
+    if cwd and line.startswith(cwd.rstrip("/") + "/"):
+        line = line[len(cwd.rstrip("/")) + 1:]
+    return (f"<details class=tool id='{esc(ident)}' data-tool='{esc(name)}'><summary>{mark} <span class=name>"
+            f"{esc(name)}</span>{esc(line)}</summary><div class=io>{''.join(io)}</div></details>")
 
 
 # -- files, verifier, commit --------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
 
+S = TypeVar("S", bound=ThreadingHTTPServer)
 REPLY = "Hello from the fake Messages API."
 ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
           "401": (401, "authentication_error", {}),
@@ -173,7 +175,13 @@ class FakeMessagesServer(ThreadingHTTPServer):
 
 @contextmanager
 def fake_api(scenario: str) -> Iterator[FakeMessagesServer]:
-    server = FakeMessagesServer(scenario)
+    with serving(FakeMessagesServer(scenario)) as server:
+        yield server
+
+
+@contextmanager
+def serving(server: S) -> Iterator[S]:
+    """`server` answering on a thread of its own until the block ends."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

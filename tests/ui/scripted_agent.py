@@ -10,6 +10,7 @@ it never writes the line the contract asks for. The repair appends it with Bash.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,9 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
+from fake_apis import serving  # noqa: E402
 
 FIRST_LINE = "Notes for the release."
 EDITED_LINE = "Edited: the second line of the notes."
@@ -117,11 +121,5 @@ class ScriptedAgentServer(ThreadingHTTPServer):
 @contextmanager
 def scripted_agent(workspace: Path, secret: str, hold_s: float = 12.0) -> Iterator[ScriptedAgentServer]:
     """`secret`: a credential the agent writes into the notes (what no page or stored diff may show)."""
-    server = ScriptedAgentServer(workspace, hold_s, secret)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ScriptedAgentServer(workspace, hold_s, secret)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
