@@ -14,7 +14,6 @@ from dagster import AssetMaterialization, DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
-from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
@@ -90,7 +89,6 @@ def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_i
     run = instance.get_run_by_id(run_id)
     materialization = AssetMaterialization(asset_key=binding.key(prompt),
                                            description=f"Attempt {record.identity.attempt_id}: {ADOPTED_REASON}",
-                                           metadata={**record_metadata(record, "", (), binding.packet.root),
-                                                     tags.AGENT_RUN_STATE: AgentRunStatus("completed",
-                                                                                          ADOPTED_REASON).text})
+                                           metadata=record_metadata(record, "", (), binding.packet.root,
+                                                                    AgentRunStatus("completed", ADOPTED_REASON).text))
     report_materialization(instance, run_id, run.job_name if run else "__adopted__", materialization)

@@ -1,6 +1,6 @@
-"""An AttemptRecord as Dagster metadata: short searchable fields, the whole record as JSON, and Markdown
-for people (Attempt history, verifier table, commits, transcript). Empty and `none` values are left out:
-the asset page shows what happened, not what did not."""
+"""An AttemptRecord as Dagster metadata: the link to its page first, a short set people read, the fields code
+reads back, the whole record as JSON, and Markdown for people (the Attempt history, the transcript). Empty and
+`none` values are left out: the asset page shows what happened, not what did not."""
 
 from __future__ import annotations
 
@@ -16,50 +16,40 @@ from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.attempt_lifecycle import trail_text
 from awp_pipelines.core.records.redact import redact, redact_obj
-from awp_pipelines.core.verifiers.report import VerifierReport, cap_lines
+from awp_pipelines.core.verifiers.report import cap_lines
 from awp_pipelines.orchestration.page_link import attempt_page_url
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),
-                    packet_root: Path | None = None) -> dict[str, Any]:
-    """`history`: the AgentRun's Attempts before this one (this one is added as the last row)."""
+                    packet_root: Path | None = None, state: str | None = None) -> dict[str, Any]:
+    """`history`: the AgentRun's Attempts before this one (this one is added as the last row). `state`: the
+    AgentRun's state once this Attempt ended (what comes next: a repair queued, done), shown after the result."""
     ident, target = record.identity, record.target
     failure = None if record.completed else record.failure or record.provider_failure
     meta: dict[str, Any] = {
         # First and short, in this order: what the asset page shows before anything else. The page link
-        # leads to the Attempt as a chat (`awp serve`), where the whole of it is.
+        # leads to the Attempt as a chat (`awp serve`), where the rest is: its verifier items, commit and
+        # trailers, tokens, session, provenance. Only what code reads back or people filter on stays here.
         tags.PAGE: MetadataValue.url(attempt_page_url(ident.attempt_id)),
         tags.RESULT: record.result,
+        tags.AGENT_RUN_STATE: redact(state) if state else None,
         tags.REASON: target.reason,
         tags.ROLE: record.role,
         tags.TARGET: "/".join(part for part in (target.provider, target.account, target.model) if part),
         tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
         tags.COMMIT: " ".join(f"{c.repo}@{c.sha[:12]}" for c in record.commits if c.sha) or None,
-        tags.ATTEMPT: ident.attempt_id,
-        tags.AGENT_RUN: ident.agent_run,
-        tags.ATTEMPT_NUMBER: MetadataValue.int(ident.number),
-        tags.MODE: ident.mode,
-        tags.PACKET_RUN: ident.packet_run,
-        tags.PROVIDER: target.provider,
-        tags.ACCOUNT: target.account,
-        tags.MODEL: target.model,
-        tags.EFFORT: target.effort,
         tags.FAILURE_CLASS: failure.failure_class if failure else None,
         tags.FAILURE: redact(failure.message) if failure else None,
+        tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
+        tags.ATTEMPT: ident.attempt_id,
+        tags.AGENT_RUN: ident.agent_run,
+        tags.MODE: ident.mode,
+        tags.PACKET_RUN: ident.packet_run,
         tags.DURATION_S: MetadataValue.float(record.duration_s),
         tags.TOKENS_IN: MetadataValue.int(record.usage.input_tokens),
         tags.TOKENS_OUT: MetadataValue.int(record.usage.output_tokens),
-        # A MetadataValue is truthy even for 0, so the zero test comes first: an unused count is left out.
-        tags.TOKENS_CACHED: MetadataValue.int(record.usage.cached_input_tokens)
-        if record.usage.cached_input_tokens else None,
-        tags.TOKENS_REASONING: MetadataValue.int(record.usage.reasoning_tokens)
-        if record.usage.reasoning_tokens else None,
-        tags.COST_SOURCE: record.usage.cost_source if record.usage.cost_source != "unknown" else None,
-        tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
-        tags.VERIFIER: MetadataValue.md(verifier_markdown(record.verifier, packet_root)) if record.verifier else None,
-        tags.COMMITS: MetadataValue.md(commits_markdown(record)) if record.commits else None,
+        # The Markdown transcript stays for a deployment without `awp serve`: the page is its better reading.
         tags.TRANSCRIPT: MetadataValue.md(transcript) if transcript.strip() else None,
-        tags.SESSION_ID: record.session_id,
         tags.PARENT_RUN: MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
         tags.EVENTS: MetadataValue.path(packet_relative(record.events_file, packet_root))
         if record.events_file else None,
@@ -123,19 +113,6 @@ def _cell(text: str) -> str:
 def relative_text(text: str, packet_root: Path | None) -> str:
     """Paths under the packet's folder as `demo/…` (verifier details name the files they checked)."""
     return text.replace(f"{packet_root}{os.sep}", f"{packet_root.name}/") if packet_root else text
-
-
-def verifier_markdown(report: VerifierReport, packet_root: Path | None = None) -> str:
-    rows = ["| | item | details |", "|---|---|---|"]
-    for item in report.items:
-        mark = "**FAULT**" if item.fault else ("pass" if item.passed else "**FAIL**")
-        details = "<br>".join(_cell(relative_text(line, packet_root)) for line in cap_lines(item.details, 5))
-        rows.append(f"| {mark} | {_cell(item.readable)} | {details} |")
-    return "\n".join(rows)
-
-
-def commits_markdown(record: AttemptRecord) -> str:
-    return "\n".join(f"- `{c.repo}`: {c.status}" + (f" `{c.sha[:12]}`" if c.sha else "") for c in record.commits)
 
 
 def check_results(record: AttemptRecord, packet_root: Path | None = None) -> list[AssetCheckResult]:

@@ -56,8 +56,8 @@ def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prom
 def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,
             transcript: str, earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
     root, key = binding.packet.root, binding.key(prompt.id)
-    # The state's reason may quote the agent (a blocked reason): redacted like the rest of the record.
-    metadata = {**record_metadata(record, transcript, earlier, root), tags.AGENT_RUN_STATE: redact(after.text)}
+    # The state's reason may quote the agent (a blocked reason): record_metadata redacts it.
+    metadata = record_metadata(record, transcript, earlier, root, after.text)
     if record.result == "completed" and record.fact().done:
         # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
         context.add_asset_metadata(metadata)

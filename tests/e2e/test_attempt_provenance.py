@@ -62,7 +62,7 @@ def test_attempt_writes_no_secret_and_never_commits_its_own_state(tmp_path: Path
         event = instance.get_latest_materialization_event(AssetKey(["inside", "01_note"]))
         stored = str(event.asset_materialization.metadata)
         assert SECRET not in stored
-        assert event.asset_materialization.metadata["awp/account"].value == "sim-a"
+        assert event.asset_materialization.metadata["awp/target"].value.split("/")[1] == "sim-a"
     finally:
         instance.dispose()
 
@@ -119,7 +119,7 @@ def test_a_cli_profile_reaches_the_attempt_through_the_resolved_plan(tmp_path: P
         [run] = instance.get_runs()
         assert run.tags["awp/model"] == "simulated-from-profile"
         meta = instance.get_latest_materialization_event(AssetKey(["plain", "01_x"])).asset_materialization.metadata
-        assert meta["awp/model"].value == "simulated-from-profile"
+        assert meta["awp/target"].value.endswith("/simulated-from-profile")
     finally:
         instance.dispose()
 

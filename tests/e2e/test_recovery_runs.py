@@ -111,7 +111,7 @@ def test_rate_limit_falls_back_to_the_next_account_then_the_next_provider(tmp_pa
                            ("fallback", "backup", None)]
         assert "provider_rate_limit" in attempt_records(instance, runs[1].run_id)[0].target.reason
         meta = instance.get_latest_materialization_event(AssetKey(["rotate", "01_work"])).asset_materialization.metadata
-        assert meta["awp/provider"].value == "backup" and meta["awp/model"].value == "backup-model"
+        assert meta["awp/target"].value == "backup/backup-model"  # provider/account/model in one value
         assert meta["awp/mode"].value == "fallback"
     finally:
         instance.dispose()

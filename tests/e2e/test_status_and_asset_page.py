@@ -101,8 +101,10 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     materialized = instance.get_latest_materialization_event(CHANGELOG).asset_materialization.metadata
     history = materialized["awp/attempts"].value
     # Seven narrow columns (#, mode, result, target, duration, cost, run); the reason is the Attempt's own.
-    assert "| 1 | run | **verification_failed** | simulated/simulated-demo |" in history
-    assert "| 2 | repair | completed | simulated/simulated-demo |" in history
+    # Each Attempt's number links to its page (`awp serve`).
+    assert ".02.a1) | run | **verification_failed** | simulated/simulated-demo |" in history
+    assert ".02.a2) | repair | completed | simulated/simulated-demo |" in history
+    assert list(materialized)[0] == "awp/page" and materialized["awp/page"].value.endswith(".02.a2")
     assert materialized["awp/reason"].value == "repair 1/2: unmet verifier items"
     assert "](/runs/" in history  # each run links to its page
     assert materialized["awp/events"].value.startswith("demo/.awp/events/")
@@ -113,7 +115,8 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     assert "awp/account" not in marker.metadata and "awp/record" not in marker.metadata
     failed = next(o for o in observed if "awp/result" in o.metadata)
     assert failed.description.startswith("Attempt ") and "did not complete: verification failed" in failed.description
-    assert "| **FAIL** | CHANGELOG.md contains “## Unreleased” |" in failed.metadata["awp/verifier"].value
+    assert failed.metadata["awp/page"].value.endswith(".02.a1")  # its verifier items are on its page
+    assert failed.metadata["awp/agent_run_state"].value.startswith(("waiting", "queued", "active"))
     # The failed step says why in one line (its description), with the unmet item in its metadata.
     [first_run] = instance.get_runs(RunsFilter(tags={"awp/prompts": "01,02,03"}))
     failures = [e.dagster_event.step_failure_data for e in instance.all_logs(
