@@ -28,9 +28,13 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from daemon.deployment import FINISHED, deployment, make_project
+from dagster import DagsterInstance
 from e2e_support import awp, postgres_instance_dir
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
+from awp_pipelines.cli.serve_cmd import attempt_view
+from awp_pipelines.cli_features.attempt_page import DagsterLinks, attempt_html
+from awp_pipelines.orchestration.attempt_lookup import find_attempt
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import embedded_config, open_instance
 
@@ -120,6 +124,13 @@ def _git_objects(repo: Path) -> str:
                           capture_output=True).stdout.decode("utf-8", errors="replace")
 
 
+def _attempt_pages(instance: DagsterInstance, attempts: list[str]) -> dict[str, str]:
+    """Each Attempt's page as `awp serve` renders it (its events, stored diff, commit message, record)."""
+    links = DagsterLinks("http://127.0.0.1:3000")
+    return {f"page {a}": attempt_html(attempt_view(found), links) for a in attempts
+            if (found := find_attempt(instance, a)) is not None}
+
+
 def _slugged(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower())
 
@@ -180,8 +191,10 @@ def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
     instance = open_instance(packet, home)
     try:
         places["run tags"] = "\n".join(f"{k}={v}" for run in instance.get_runs() for k, v in run.tags.items())
+        places.update(_attempt_pages(instance, [o["attempt"] for o in outcomes.values()]))
     finally:
         instance.dispose()
+    assert all(f"page {o['attempt']}" in places for o in outcomes.values())  # diffs: files under .awp/
     places["git objects"] = _git_objects(packet / "workspace")
     assert "AWP-Prompt: 01" in places["git objects"]  # the dump reads what it means to
 
