@@ -130,17 +130,3 @@ def test_the_failed_attempt_is_not_a_success_event_and_the_history_fits_1400_px(
             screenshot(page, shots, "asset-02-failed-attempt", full_page=False)
     assert failed and all("Observed in run" in body and "Materialized in run" not in body for body in failed)
 
-
-def test_a_screen_of_the_runs_list_holds_eight_runs(ui: tuple[str, Any], shots: Path) -> None:
-    """Run rows carry only the tags a user filters on: at 1400×900 each is short enough for eight on a screen."""
-    url, page = ui
-    open_runs(page, url)
-    rows = page.locator("tr").filter(has=page.locator("a[href^='/runs/']"))
-    boxes = [rows.nth(n).bounding_box() for n in range(rows.count())]
-    heights = [b["height"] for b in boxes if b]
-    first_top = min(b["y"] for b in boxes if b)
-    screenshot(page, shots, "runs-screen", full_page=False)
-    fits = (900 - first_top) / max(heights)
-    print(f"\nruns list at 1400x900: first row at {first_top:.0f} px, rows {sorted(heights)} px high, "
-          f"{fits:.1f} rows a screen")
-    assert fits >= 8, (first_top, heights)
