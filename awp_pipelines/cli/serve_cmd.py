@@ -112,6 +112,9 @@ def serve_command(packet: Path, instance_dir: Path | None, host: str, port: int,
     live while it runs, for the instance the runs are in. Dagster's asset pages link here (AWP_PAGE_URL)."""
     home = instance_dir or (Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else
                             instance_home(packet.resolve()))
+    if not (home / "dagster.yaml").is_file():  # never create an empty instance to serve nothing from
+        raise click.UsageError(f"no Dagster instance at {home} (no dagster.yaml): pass --instance DIR, set "
+                               "DAGSTER_HOME, or name a packet that has run (`awp serve assets/demo`)")
     instance = open_instance_folder(home)
     server = ThreadingHTTPServer((host, port), _handler(instance, DagsterLinks(dagster_url)))
     server.daemon_threads = True

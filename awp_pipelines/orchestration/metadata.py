@@ -90,9 +90,12 @@ def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
         rows.append(f"| … | {len(attempts) - MAX_HISTORY_ROWS} earlier Attempts: `awp status` lists them all |"
                     + " |" * 5)
     for a in attempts[-MAX_HISTORY_ROWS:]:
-        result = a.result if a.result in ("completed", "running") else f"**{a.result}**"
+        # A mark that reads without colour, and words that wrap (`verification failed`, not one long token): the
+        # column stays narrow enough for the run column to show at 1400 px; the mark stays with its first word.
+        words = a.result.replace("_", " ")
+        result = {"completed": f"✓\u00a0{words}", "running": f"…\u00a0{words}"}.get(a.result, f"**✗\u00a0{words}**")
         if a.failure_class and a.failure_class != a.result:
-            result += f" ({a.failure_class})"
+            result += f" ({a.failure_class.replace('_', ' ')})"
         run = f"[{a.dagster_run[:8]}](/runs/{a.dagster_run})" if a.dagster_run else ""
         cells = [f"[{a.number}]({attempt_page_url(a.attempt)})", a.mode, result, _target(a),
                  f"{a.duration_s:.1f} s" if a.duration_s is not None else "",

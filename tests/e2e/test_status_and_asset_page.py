@@ -102,8 +102,8 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     history = materialized["awp/attempts"].value
     # Seven narrow columns (#, mode, result, target, duration, cost, run); the reason is the Attempt's own.
     # Each Attempt's number links to its page (`awp serve`).
-    assert ".02.a1) | run | **verification_failed** | simulated/simulated-demo |" in history
-    assert ".02.a2) | repair | completed | simulated/simulated-demo |" in history
+    assert ".02.a1) | run | **✗\u00a0verification failed** | simulated/simulated-demo |" in history
+    assert ".02.a2) | repair | ✓\u00a0completed | simulated/simulated-demo |" in history
     assert list(materialized)[0] == "awp/page" and materialized["awp/page"].value.endswith(".02.a2")
     assert materialized["awp/reason"].value == "repair 1/2: unmet verifier items"
     assert "](/runs/" in history  # each run links to its page

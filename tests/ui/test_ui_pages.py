@@ -74,7 +74,7 @@ def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
     # The repair's materialization carries the AgentRun's Attempt history: the run failed, then the repair.
     open_asset(page, url, CHANGELOG)
     history = open_markdown_metadata(page, "awp/attempts")
-    assert "verification_failed" in history and "repair\tcompleted" in history
+    assert "✗\u00a0verification failed" in history and "repair\t✓\u00a0completed" in history
     close_dialog(page)
 
     transcript = open_transcript(page, url, CHANGELOG)
@@ -112,7 +112,7 @@ def test_the_failed_attempt_is_not_a_success_event_and_the_history_fits_1400_px(
     observation, not a materialization; the Attempt history's result and cost columns show at 1400 px."""
     url, page = ui
     open_asset_events(page, url, CHANGELOG)
-    for column in ("result", "cost"):  # the latest event's metadata holds the history table inline
+    for column in ("#", "mode", "result", "target", "duration", "cost", "run"):  # the latest event's history table
         box = page.get_by_role("columnheader", name=column, exact=True).first.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400, (column, box)
     screenshot(page, shots, "asset-02-history", full_page=False)
