@@ -144,6 +144,15 @@ def test_the_attempt_page_follows_the_real_cli_and_opens_from_the_asset_page(
             assert sha and sha in text and f"AWP-Attempt: {second}" in text
             assert f"+{VERIFIED}" in attempt.locator(".file[data-path='NOTES.md'] .diff").inner_text()
             screenshot(attempt, shots, "05-attempt-2-completed")
+            # -- the AgentRun's page lists both Attempts; an unknown one is a plain 404 ------------------------
+            attempt.get_by_text("all Attempts of this AgentRun").click()
+            attempt.wait_for_selector("table")
+            assert [attempt.locator("tr").nth(n).locator("[data-result]").get_attribute("data-result")
+                    for n in (1, 2)] == ["verification_failed", "completed"]
+            assert "NOTES.md contains" in attempt.locator("tr").nth(1).inner_text()  # its unmet item
+            screenshot(attempt, shots, "06-agent-run")
+            missing = attempt.goto(f"{page_url}/attempts/{second}9")
+            assert missing is not None and missing.status == 404
             pages = first_html + attempt.content()
             diffs = "".join(p.read_text() for p in (packet / ".awp" / "events").rglob("*.diff.json"))
             assert (pages + diffs).count(CANARY) == 0 and "[REDACTED" in pages
