@@ -15,10 +15,11 @@ from awp_pipelines.cli import cli
 from awp_pipelines.core.lint import KINDS, Finding, LintReport, lint_packet
 from awp_pipelines.core.packet.home_profile import profiles_dir, templates_dir
 from awp_pipelines.core.packet.model.execution import TargetSpec
-from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog
+from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog, load_catalog
 
 CATALOG = Catalog(
-    accounts={"spark-a": AccountSpec(provider="codex"), "claude-main": AccountSpec(provider="claude")},
+    accounts={"spark-a": AccountSpec(provider="codex", credential_env="AWP_SPARK_A_KEY"),
+              "claude-main": AccountSpec(provider="claude", credential_env="AWP_CLAUDE_MAIN_KEY")},
     aliases={"factory-throwaway": AliasSpec(targets=[TargetSpec(provider="codex", model="gpt-5.3-codex-spark")])},
 ).merged_over(BUILTIN)
 
@@ -222,6 +223,16 @@ def test_unknown_account_of_another_provider(tmp_path: Path) -> None:
                                                         "accounts": ["claude-main", "spark-a"]}})
     [finding] = only(lint(root), "unknown_account")
     assert "'spark-a' belongs to provider 'codex', not 'claude'" in finding.message
+
+
+def test_an_entry_with_no_way_to_authenticate_is_an_error_where_providers_yaml_writes_it(tmp_path: Path) -> None:
+    providers = tmp_path / "providers.yaml"
+    providers.write_text("accounts:\n  bare:\n    provider: claude\n")
+    root = write_packet(tmp_path / "p", prompts={"01_hello": {"provider": "claude", "model": "haiku",
+                                                              "accounts": ["bare"]}})
+    [finding] = only(lint_packet(root, load_catalog(providers)), "provider_cannot_login")
+    assert (finding.file, finding.line, finding.key) == (str(providers), 2, "accounts.bare")
+    assert "no credential_env and no config_dir" in finding.message
 
 
 def test_reviewer_same_target_as_the_coder_it_reviews(tmp_path: Path) -> None:

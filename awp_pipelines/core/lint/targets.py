@@ -10,9 +10,11 @@ from pathlib import Path
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES
+from awp_pipelines.core.planning.catalog_plan import login_errors
 from awp_pipelines.core.planning.plan import PromptPlan
 
 from .context import LintContext
+from .report import finding
 from .where import Where, resolved_at
 
 MIN_TIMEOUT_MS = 60_000
@@ -46,6 +48,14 @@ def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
     if plan.agent == "reviewer":
         _reviewer_same_target(ctx, prompt, plan)
     _fallback(ctx, prompt.front.fallback, Where(prompt.doc, ("fallback",)))
+
+
+def lint_logins(ctx: LintContext) -> None:
+    """Each provider or account entry the plan uses that gives its agent no way to authenticate, where it is
+    written in providers.yaml."""
+    for err in login_errors(ctx.catalog, *ctx.plan.uses()):
+        ctx.findings.append(finding("provider_cannot_login", str(err.file), err.message, line=err.line, key=err.key,
+                                    hint=err.hint))
 
 
 def _accounts(ctx: LintContext, accounts: Iterable[str], provider: str, where: Where | Path, note: str = "") -> None:

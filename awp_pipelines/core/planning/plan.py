@@ -23,6 +23,7 @@ from awp_pipelines.core.packet.model.manifest import DirtyTreePolicy
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES, AccountBinding, AliasSpec, Catalog
+from awp_pipelines.core.planning.catalog_plan import CatalogEntryPlan, used_entries
 from awp_pipelines.core.planning.selection import Selection
 from awp_pipelines.core.verifiers.items import contract_items
 
@@ -114,6 +115,18 @@ class PacketPlan(BaseModel):
     dirty_tree: DirtyTreePolicy = Field("refuse", description="What an Attempt does with a person's changes in its "
                                         "work tree (manifest `dirty_tree`).")
     prompts: list[PromptPlan]
+    catalog: list[CatalogEntryPlan] = Field(
+        default_factory=list, description="The providers and accounts the prompts may use, each field with the "
+        "layer that set it (built-in, providers.yaml:LINE, default).")
+
+    def uses(self) -> tuple[list[str], list[str]]:
+        return chain_uses(self.prompts)
+
+
+def chain_uses(prompts: list[PromptPlan]) -> tuple[list[str], list[str]]:
+    """The providers and the accounts the prompts' chains may use, in order."""
+    providers = [name for p in prompts for name in (p.provider, *(t.provider for t in p.fallback))]
+    return providers, [a for p in prompts for a in (*p.accounts, *p.account_bindings)]
 
 
 @dataclass
@@ -292,10 +305,11 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
 def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = None) -> PacketPlan:
     layers, warnings = base_layers(packet, ctx)
     prompts = (selection or Selection()).apply(packet)
-    return PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
+    plan = PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
                       budget=packet.manifest.budget, dirty_tree=packet.manifest.dirty_tree,
                       prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
+    return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})
 
 
 def _layer_rank(name: str | None, order: list[str]) -> int:
