@@ -67,6 +67,8 @@ class AliasSpec(StrictModel):
         "the first until it is exhausted; between_attempts moves on with every Attempt; round_robin takes the one "
         "used longest ago; least_used the one with the fewest Attempts. Cooling accounts are skipped.")
     effort: Effort | None = Field(None, description="Default effort for the chain's targets.")
+    fallback: list[str] = Field(default_factory=list, description="Aliases (or providers) the chain goes on with "
+                                "after its own targets, e.g. factory-free-useful → factory-free-fallback.")
 
 
 class Catalog(StrictModel):

@@ -181,13 +181,19 @@ def alias_fallback(alias: AliasSpec, targets: list[TargetSpec] | None = None) ->
             for t in (alias.targets if targets is None else targets)]
 
 
-def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog) -> list[TargetSpec]:
+def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog,
+                    seen: frozenset[str] = frozenset()) -> list[TargetSpec]:
+    """Fallback entries as targets: an alias gives its targets, then its own `fallback` aliases (each alias
+    once, so aliases that name each other end)."""
     chain: list[TargetSpec] = []
     for entry in entries or []:
         if isinstance(entry, TargetSpec):
             chain.append(entry)
         elif entry in catalog.aliases:
-            chain.extend(alias_fallback(catalog.aliases[entry]))
+            if entry not in seen:
+                alias = catalog.aliases[entry]
+                chain.extend(alias_fallback(alias))
+                chain.extend(expand_fallback(list(alias.fallback), catalog, seen | {entry}))
         else:
             chain.append(TargetSpec(provider=_provider_name(entry)))
     return chain
@@ -219,6 +225,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
             accounts = list(primary.accounts)
             sources["accounts"] = f"alias {alias_key}"
         fallback.extend(alias_fallback(alias, rest))
+        fallback.extend(expand_fallback(list(alias.fallback), catalog, frozenset({alias_key})))
         rotation, probe = alias.rotation, primary.probe
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:
