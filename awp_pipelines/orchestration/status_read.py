@@ -66,4 +66,5 @@ def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentR
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",
                         reason=status.reason if status else "not part of this packet run",
+                        cause=status.cause if status else None,
                         agent_run=agent_run_id if attempts else None, attempts=attempts, verifier=verifier)

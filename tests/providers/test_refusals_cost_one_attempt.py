@@ -19,6 +19,8 @@ from provider_helpers import fake_claude_catalog
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from e2e_support import awp, stored_records  # noqa: E402
 
+from awp_pipelines.core.records import run_tags as tags  # noqa: E402
+
 NOT_LOGGED_IN = "sk-ant-refusal-scenario-notloggedin-0123456789"
 WORKS = "sk-ant-refusal-scenario-success-0123456789"
 MODEL_NOT_FOUND = {"error": {"message": "deepseek-v9-free is not a valid model ID", "code": 400}}
@@ -55,7 +57,8 @@ def test_not_logged_in_costs_exactly_one_attempt_with_the_fix(
         tmp_path: Path, make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWP_REFUSAL_BARE_KEY", NOT_LOGGED_IN)
     packet = _packet(tmp_path / "pkt", make_git_repo, {"provider": "claude", "model": "haiku", "accounts": ["bare"]})
-    code, records = _run(packet, _claude_accounts(tmp_path, ["bare"]))
+    providers = _claude_accounts(tmp_path, ["bare"])
+    code, records = _run(packet, providers)
     assert code == 1
     [record] = records
     failure = record["failure"]
@@ -63,6 +66,29 @@ def test_not_logged_in_costs_exactly_one_attempt_with_the_fix(
                                                                                       False, False)
     assert "Not logged in" in failure["message"] and "not retried" in failure["message"]
     assert "credential_env" in failure["message"]  # the fix
+    # The AgentRun's cause category: in `awp status` (JSON and text) and in the Attempt's asset metadata (UI).
+    status = awp("status", packet, "--providers", providers, "--json")
+    [prompt] = json.loads(status.stdout)["prompts"]
+    assert (prompt["state"], prompt["cause"]) == ("failed", "provider_outage")
+    assert "failed (provider_outage)" in awp("status", packet, "--providers", providers).output
+    assert _observed(packet, tags.AGENT_RUN_CAUSE) == ["provider_outage"]
+
+
+def _observed(packet: Path, key: str) -> list[object]:
+    """The values of metadata `key` on the observations of prompt 01 (its Attempts that did not complete)."""
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.instance import open_instance
+
+    binding = packet_assets(load_packet(packet), load_catalog(None)).binding
+    instance = open_instance(packet)
+    try:
+        records = instance.fetch_observations(binding.key("01"), limit=10).records
+        return [r.asset_observation.metadata[key].value for r in records
+                if r.asset_observation and key in r.asset_observation.metadata]
+    finally:
+        instance.dispose()
 
 
 @pytest.mark.slow
