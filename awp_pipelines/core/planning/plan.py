@@ -150,7 +150,8 @@ def base_layers(packet: Packet, ctx: PlanContext) -> tuple[list[Layer], list[str
         if loaded:
             layers.append(Layer(f"profile:{profile_name}", _explicit(loaded.settings)))
         else:
-            warnings.append(f"profile '{profile_name}' not found in {home.profiles_dir()}; using packet settings")
+            warnings.append(f"profile '{profile_name}' not found in {' or '.join(map(str, home.profile_dirs()))}; "
+                            "using packet settings")
     layers.append(Layer("packet", _explicit(packet.manifest, ExecutionSettings.model_fields)))
     return layers, warnings
 
