@@ -13,6 +13,7 @@ from packet_sources import PACKET_NAMES
 
 from awp_pipelines.cli import cli
 from awp_pipelines.core.lint import KINDS, Finding, LintReport, lint_packet
+from awp_pipelines.core.packet.agents import AgentSpec
 from awp_pipelines.core.packet.home_profile import profiles_dir, templates_dir
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog, load_catalog
@@ -233,6 +234,15 @@ def test_an_entry_with_no_way_to_authenticate_is_an_error_where_providers_yaml_w
     [finding] = only(lint_packet(root, load_catalog(providers)), "provider_cannot_login")
     assert (finding.file, finding.line, finding.key) == (str(providers), 2, "accounts.bare")
     assert "no credential_env and no config_dir" in finding.message
+
+
+def test_an_agent_word_must_name_a_role_or_a_catalog_agent_and_its_targets_must_be_allowed(tmp_path: Path) -> None:
+    [unknown] = only(lint(write_packet(tmp_path / "a", prompts={"01_hello": {"agent": "reviwer"}})), "unknown_agent")
+    assert unknown.key == "agent" and "did you mean 'reviewer'" in str(unknown.hint)
+    catalog = Catalog(agents={"gpt-reviewer": AgentSpec(role="reviewer", providers=["codex"])}).merged_over(CATALOG)
+    root = write_packet(tmp_path / "b", prompts={"01_hello": {"agent": "gpt-reviewer"}})
+    [refused] = only(lint_packet(root, catalog), "agent_target_refused")
+    assert "provider 'simulated' is not among its providers (codex)" in refused.message
 
 
 def test_reviewer_same_target_as_the_coder_it_reviews(tmp_path: Path) -> None:

@@ -99,6 +99,9 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
     retry = p.recovery.retry
     rows = [
         ("phase", f"{p.phase or '-'}, after {', '.join(p.depends_on) or '-'}"),
+        ("agent", f"{p.agent}" + (f" (role {p.role})" if p.role and p.role != p.agent else "")
+                  + (f"; independent of {', '.join(p.independent_of)}: never on a provider and account they used"
+                     if p.independent_of else "")),
         ("target", f"{p.provider} / {p.model} / {p.effort or '-'}"),
         ("accounts", ", ".join(p.accounts)),
         ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),

@@ -117,12 +117,28 @@ class Chain:
     fallback: tuple[TargetSpec, ...] = field(default_factory=tuple)
     rotation: Rotation = "fill_first"
     primary_probe: bool = False
+    # (provider, account) pairs this AgentRun may never run on: those the coders it reviews used (agents.py).
+    # Every pick (first target, rotation, fallback, past a failed probe) chooses among the others.
+    excluded: frozenset[tuple[str, str | None]] = frozenset()
 
     def groups(self) -> list[Group]:
         first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
         rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
                       t.rotation or self.rotation) for t in self.fallback]
-        return [first, *rest]
+        if not self.excluded:
+            return [first, *rest]
+        kept = [g._replace(accounts=tuple(a for a in g.accounts if (g.target.provider, a) not in self.excluded))
+                for g in (first, *rest)]
+        return [g for g in kept if g.accounts]
+
+    @property
+    def denied(self) -> str | None:
+        """The policy denial when independence leaves no target at all; None while one is left."""
+        if not self.excluded or self.groups():
+            return None
+        used = ", ".join(sorted(f"{p}/{a or 'its own login'}" for p, a in self.excluded))
+        return (f"policy denial: independence — every target of its chain is one its coder used ({used}); give the "
+                "reviewer another account or provider")
 
     def candidates(self) -> list[Target]:
         return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
@@ -154,6 +170,8 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
     `max_iterations` is set when the agent steers its iterations (agent_control); `accounts` is what the
     store says of the accounts' cooldowns and usage now."""
     last = history[-1] if history else None
+    if chain.denied and not (last is not None and last.result == "completed"):
+        return Verdict("fail", chain.denied, status="policy_denial")
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:

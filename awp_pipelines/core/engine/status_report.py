@@ -84,6 +84,9 @@ class PromptStatus(_Out):
     cause: Cause | None = Field(None, description="The AgentRun's cause category, when one applies: model_capacity, "
                                 "human_wait, workspace_failure, provider_outage, policy_denial, "
                                 "cancellation (the seed's lifecycle reasons).")
+    role: str | None = Field(None, description="The prompt's agent role (coder, reviewer, …).")
+    avoids: list[str] = Field(default_factory=list, description="provider/account pairs this AgentRun never runs "
+                              "on: those the coders it reviews used (reviewer independence).")
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")

@@ -7,6 +7,7 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
+from awp_pipelines.core.packet.agents import ROLES, agent_of
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES
@@ -45,7 +46,8 @@ def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
         ctx.add("timeout_too_short", where,
                 f"timeout is {plan.bounds.timeout_ms} ms, under {MIN_TIMEOUT_MS // 1000} s{note}",
                 hint="a bare number is milliseconds: write '30m' or '2h'")
-    if plan.agent == "reviewer":
+    _agent(ctx, prompt, plan)
+    if plan.role == "reviewer":
         _reviewer_same_target(ctx, prompt, plan)
     _fallback(ctx, prompt.front.fallback, Where(prompt.doc, ("fallback",)))
 
@@ -86,10 +88,26 @@ def _fallback(ctx: LintContext, entries: list[str | TargetSpec] | None, where: W
         _accounts(ctx, entry.accounts or [], provider, at.at("accounts"))
 
 
+def _agent(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
+    """The `agent:` word names a definition, and the prompt's targets are ones it allows."""
+    where = Where(prompt.doc, ("agent",)) if "agent" in prompt.front.model_fields_set else \
+        Where(ctx.packet.doc, ("agent",)) if "agent" in ctx.packet.manifest.model_fields_set else prompt.file
+    spec = agent_of(plan.agent, ctx.catalog.agents)
+    if spec is None:
+        ctx.add("unknown_agent", where, f"agent '{plan.agent}' is neither a role ({', '.join(ROLES)}) nor an agent "
+                "of providers.yaml", hint=_suggest(plan.agent, [*ROLES, *ctx.catalog.agents], "agents"))
+        return
+    for target in (TargetSpec(provider=plan.provider, model=plan.model), *plan.fallback):
+        why = spec.refuses(target.provider, target.model)
+        if why:
+            ctx.add("agent_target_refused", where, f"prompt {plan.id}'s agent '{plan.agent}' may not run there: {why}",
+                    hint="pick a target the agent allows, or widen its `providers`/`models`")
+
+
 def _reviewer_same_target(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
     for dep in plan.depends_on:
         coder = next((p for p in ctx.plan.prompts if p.id == dep), None)
-        if coder is None or coder.agent != "coder":
+        if coder is None or coder.role != "coder":
             continue
         if coder.provider == plan.provider and coder.accounts[:1] == plan.accounts[:1]:
             account = plan.accounts[0] if plan.accounts else "its default account"

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, StringConstraints
 
+from awp_pipelines.core.packet.agents import AgentSpec
 from awp_pipelines.core.packet.catalog_layers import Origin, Origins, layer_over
 from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.model.execution import Effort, Rotation, TargetSpec
@@ -75,6 +76,9 @@ class Catalog(StrictModel):
     providers: dict[str, ProviderSpec] = Field(default_factory=dict, description="Provider name → spec.")
     accounts: dict[str, AccountSpec] = Field(default_factory=dict, description="Account name → spec.")
     aliases: dict[str, AliasSpec] = Field(default_factory=dict, description="Model alias → target chain.")
+    agents: dict[str, AgentSpec] = Field(default_factory=dict, description="Agent name → definition (role, "
+                                         "capability, allowed providers and models, template); a prompt's "
+                                         "`agent:` names one, or a built-in role.")
     # Which layer (the built-ins, a file and line) set each field of each entry: catalog_layers.py.
     _origins: Origins = PrivateAttr(default_factory=dict)
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from awp_pipelines.core.packet import home_profile as home
+from awp_pipelines.core.packet.agents import agent_of
 from awp_pipelines.core.packet.bounds import Bounds, derive_bounds
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.budget import BudgetConfig
@@ -71,6 +72,10 @@ class PromptPlan(BaseModel):
     file: str
     phase: str | None
     agent: str
+    role: str | None = Field(None, description="The role the `agent` word resolves to (a built-in role, or the "
+                             "catalog agent's role); None: the word names neither.")
+    independent_of: list[str] = Field(default_factory=list, description="A reviewer's upstream coder prompts: it "
+                                      "never runs on a provider and account they used in the packet run.")
     provider: str
     model: str
     effort: str | None
@@ -268,7 +273,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     return PromptPlan(
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
-        agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
+        agent=str(values.get("agent", "coder")), role=_role(str(values.get("agent", "coder")), catalog),
+        provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
         allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
@@ -313,11 +319,26 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
 def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = None) -> PacketPlan:
     layers, warnings = base_layers(packet, ctx)
     prompts = (selection or Selection()).apply(packet)
+    planned = {p.id: plan_prompt(packet, p, layers, ctx) for p in prompts}
+
+    def role(pid: str) -> str | None:  # an upstream prompt outside the selection is planned for its role only
+        if pid not in planned:
+            planned[pid] = plan_prompt(packet, packet.prompt(pid), layers, ctx)
+        return planned[pid].role
+
+    reviewed = {p.id: [d for d in planned[p.id].depends_on if role(d) == "coder"] for p in prompts
+                if planned[p.id].role == "reviewer"}
     plan = PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
                       budget=packet.manifest.budget, dirty_tree=packet.manifest.dirty_tree,
-                      prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
+                      prompts=[planned[p.id].model_copy(update={"independent_of": reviewed.get(p.id, [])})
+                               for p in prompts])
     return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})
+
+
+def _role(word: str, catalog: Catalog) -> str | None:
+    spec = agent_of(word, catalog.agents)
+    return spec.role if spec else None
 
 
 def _layer_rank(name: str | None, order: list[str]) -> int:
