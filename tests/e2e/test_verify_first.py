@@ -27,13 +27,18 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> Path:
     return root
 
 
+def _run(packet: Path, *args: str) -> str:
+    """`awp run PACKET ARGS --json`, which must succeed: its packet run."""
+    result = awp("run", packet, *args, "--json")
+    assert result.exit_code == 0, result.output
+    return str(json.loads(result.stdout)["packet_run"])
+
+
 @pytest.mark.slow
 def test_verify_first_completes_a_met_contract_without_a_session_and_runs_the_rest(
         tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> None:
     packet = _packet(tmp_path / "pkt", make_git_repo)
-    result = awp("run", packet, "--verify-first", "--json")
-    assert result.exit_code == 0, result.output
-    packet_run = json.loads(result.stdout)["packet_run"]
+    packet_run = _run(packet, "--verify-first")
     [met] = stored_records(packet, packet_run, "01")
     assert (met["result"], met["session_id"], met["prompt_text"], met["commits"]) == ("completed", None, "", [])
     assert "verify first" in met["transitions"][-1]["reason"]
@@ -45,7 +50,5 @@ def test_verify_first_completes_a_met_contract_without_a_session_and_runs_the_re
 def test_without_verify_first_a_met_contract_still_runs_its_agent(
         tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> None:
     packet = _packet(tmp_path / "pkt", make_git_repo)
-    result = awp("run", packet, "01", "--json")
-    assert result.exit_code == 0, result.output
-    [record] = stored_records(packet, json.loads(result.stdout)["packet_run"], "01")
+    [record] = stored_records(packet, _run(packet, "01"), "01")
     assert record["prompt_text"]
