@@ -237,8 +237,8 @@ def test_an_entry_with_no_way_to_authenticate_is_an_error_where_providers_yaml_w
 
 
 def test_an_agent_word_must_name_a_role_or_a_catalog_agent_and_its_targets_must_be_allowed(tmp_path: Path) -> None:
-    [unknown] = only(lint(write_packet(tmp_path / "a", prompts={"01_hello": {"agent": "reviwer"}})), "unknown_agent")
-    assert unknown.key == "agent" and "did you mean 'reviewer'" in str(unknown.hint)
+    [unknown] = only(lint(write_packet(tmp_path / "a", prompts={"01_hello": {"agent": "reviwer"}})), "invalid_packet")
+    assert (unknown.key, unknown.line) == ("agent", 2) and "'reviwer'" in unknown.message
     catalog = Catalog(agents={"gpt-reviewer": AgentSpec(role="reviewer", providers=["codex"])}).merged_over(CATALOG)
     root = write_packet(tmp_path / "b", prompts={"01_hello": {"agent": "gpt-reviewer"}})
     [refused] = only(lint_packet(root, catalog), "agent_target_refused")

@@ -30,7 +30,6 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unknown_alias": ("error", "a model or fallback entry that is neither an alias nor a provider's model"),
     "unknown_account": ("error", "an account the catalog does not know, or one of another provider"),
     "provider_cannot_login": ("error", "a provider or account entry that leaves its agent no way to authenticate"),
-    "unknown_agent": ("error", "an `agent:` that is neither a built-in role nor an agent of providers.yaml"),
     "agent_target_refused": ("error", "a prompt's target is not among its agent's providers or models"),
     "reviewer_same_target": ("warning", "a reviewer on the provider and account of the coder it reviews"),
     "verify_path_escapes_repo": ("error", "a verify path that is absolute or leaves its repo through '..'"),

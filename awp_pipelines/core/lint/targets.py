@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
-from awp_pipelines.core.packet.agents import ROLES, agent_of
+from awp_pipelines.core.packet.agents import agent_of
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES
@@ -89,13 +89,11 @@ def _fallback(ctx: LintContext, entries: list[str | TargetSpec] | None, where: W
 
 
 def _agent(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
-    """The `agent:` word names a definition, and the prompt's targets are ones it allows."""
+    """The prompt's targets are ones its agent allows (an unknown `agent:` word does not plan: plan._role)."""
     where = Where(prompt.doc, ("agent",)) if "agent" in prompt.front.model_fields_set else \
         Where(ctx.packet.doc, ("agent",)) if "agent" in ctx.packet.manifest.model_fields_set else prompt.file
     spec = agent_of(plan.agent, ctx.catalog.agents)
     if spec is None:
-        ctx.add("unknown_agent", where, f"agent '{plan.agent}' is neither a role ({', '.join(ROLES)}) nor an agent "
-                "of providers.yaml", hint=_suggest(plan.agent, [*ROLES, *ctx.catalog.agents], "agents"))
         return
     for target in (TargetSpec(provider=plan.provider, model=plan.model), *plan.fallback):
         why = spec.refuses(target.provider, target.model)

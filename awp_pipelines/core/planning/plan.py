@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from awp_pipelines.core.packet import home_profile as home
-from awp_pipelines.core.packet.agents import agent_of
+from awp_pipelines.core.packet.agents import ROLES, agent_of
 from awp_pipelines.core.packet.bounds import Bounds, derive_bounds
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.budget import BudgetConfig
@@ -72,8 +72,8 @@ class PromptPlan(BaseModel):
     file: str
     phase: str | None
     agent: str
-    role: str | None = Field(None, description="The role the `agent` word resolves to (a built-in role, or the "
-                             "catalog agent's role); None: the word names neither.")
+    role: str = Field("coder", description="The role the `agent` word resolves to (a built-in role, or the "
+                      "catalog agent's role).")
     independent_of: list[str] = Field(default_factory=list, description="A reviewer's upstream coder prompts: it "
                                       "never runs on a provider and account they used in the packet run.")
     provider: str
@@ -273,7 +273,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     return PromptPlan(
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
-        agent=str(values.get("agent", "coder")), role=_role(str(values.get("agent", "coder")), catalog),
+        agent=str(values.get("agent", "coder")), role=_role(packet, prompt, values, sources, catalog),
         provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
@@ -336,9 +336,18 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
     return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})
 
 
-def _role(word: str, catalog: Catalog) -> str | None:
+def _role(packet: Packet, prompt: Prompt, values: dict[str, Any], sources: dict[str, str], catalog: Catalog) -> str:
+    """The role the prompt's `agent:` word resolves to; an unknown word is an error where it is written."""
+    word = str(values.get("agent", "coder"))
     spec = agent_of(word, catalog.agents)
-    return spec.role if spec else None
+    if spec is not None:
+        return spec.role
+    doc = prompt.doc if sources.get("agent") == "prompt" else packet.doc if sources.get("agent") == "packet" else None
+    *first, last = (f"'{r}'" for r in ROLES)
+    allowed = f"{', '.join(first)} or {last}"
+    agents = f"; agents of providers.yaml: {', '.join(catalog.agents)}" if catalog.agents else ""
+    raise PacketError(doc.file if doc else prompt.file, f"invalid value {word!r}; allowed: {allowed}{agents}",
+                      key="agent", line=doc.line_of(("agent",)) if doc else None)
 
 
 def _layer_rank(name: str | None, order: list[str]) -> int:
