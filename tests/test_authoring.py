@@ -115,8 +115,8 @@ def test_prompt_new_for_an_agent_starts_from_the_agents_template(packet: Path, t
     result = awp("prompt", "new", packet, "check", "--agent", "critic", "--providers", providers)
     assert result.exit_code == 0, result.output
     prompt = load_packet(packet).prompt("01")
-    assert (prompt.front.agent, prompt.front.template, prompt.body) == ("critic", "review",
-                                                                         "# Check: review\n\n## Mission\n\nReview it.\n")
+    assert (prompt.front.agent, prompt.front.template) == ("critic", "review")
+    assert prompt.body == "# Check: review\n\n## Mission\n\nReview it.\n"
     unknown = awp("prompt", "new", packet, "other", "--agent", "poet", "--providers", providers)
     assert unknown.exit_code == 2 and "no agent 'poet'" in unknown.output
 
