@@ -134,13 +134,15 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
         simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
-        on_progress: Listener | None = None, translator: Translator = None) -> RunResult:
+        on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
     `parallel`: how many prompts may run at once (default 8; 1: one at a time): those with no dependency path
     between them, on disjoint work trees, within the account leases. `translator`: the asset keys and
     work-tree pools (translator.py), as the code location's; status and `remaining` must be given the same.
+    `verify_first`: a prompt whose contract already passes completes with no agent session (Prompt Runner's
+    pre-flight verify).
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
@@ -160,7 +162,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     loaded, found, planned, context = chosen.packet, chosen.catalog, chosen.plan, chosen.context
     if chosen.nothing_left is not None:  # --remaining found the packet run done: nothing to run, not an error
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
-    runtime = AwpResource(state_dir=str(state_dir) if state_dir else None, commit=commit,
+    runtime = AwpResource(state_dir=str(state_dir) if state_dir else None, commit=commit, verify_first=verify_first,
                           simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
     width = parallel or DEFAULT_PARALLEL
     compiled = packet_assets(loaded, found, runtime, translator, plan_context=context, parallel=width,

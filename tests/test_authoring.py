@@ -107,6 +107,20 @@ def test_prompt_new_prefers_the_packet_template_then_the_home_template(packet: P
     assert prompt.front.verify.files_exist == [VERIFY_PLACEHOLDER]
 
 
+def test_prompt_new_for_an_agent_starts_from_the_agents_template(packet: Path, tmp_path: Path) -> None:
+    (packet / "templates").mkdir()
+    (packet / "templates" / "review.prompt.md").write_text("# {{name}}: review\n\n## Mission\n\nReview it.\n")
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"agents": {"critic": {"role": "reviewer", "template": "review"}}}))
+    result = awp("prompt", "new", packet, "check", "--agent", "critic", "--providers", providers)
+    assert result.exit_code == 0, result.output
+    prompt = load_packet(packet).prompt("01")
+    assert (prompt.front.agent, prompt.front.template) == ("critic", "review")
+    assert prompt.body == "# Check: review\n\n## Mission\n\nReview it.\n"
+    unknown = awp("prompt", "new", packet, "other", "--agent", "poet", "--providers", providers)
+    assert unknown.exit_code == 2 and "no agent 'poet'" in unknown.output
+
+
 def test_prompt_new_uses_the_manifest_prompt_template_and_previous_phase(prompt_runner_root: Path,
                                                                          tmp_path: Path) -> None:
     folder = copy_packet(prompt_runner_root, "authoring_packet", tmp_path)

@@ -13,12 +13,14 @@ from packet_sources import PACKET_NAMES
 
 from awp_pipelines.cli import cli
 from awp_pipelines.core.lint import KINDS, Finding, LintReport, lint_packet
+from awp_pipelines.core.packet.agents import AgentSpec
 from awp_pipelines.core.packet.home_profile import profiles_dir, templates_dir
 from awp_pipelines.core.packet.model.execution import TargetSpec
-from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog
+from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog, load_catalog
 
 CATALOG = Catalog(
-    accounts={"spark-a": AccountSpec(provider="codex"), "claude-main": AccountSpec(provider="claude")},
+    accounts={"spark-a": AccountSpec(provider="codex", credential_env="AWP_SPARK_A_KEY"),
+              "claude-main": AccountSpec(provider="claude", credential_env="AWP_CLAUDE_MAIN_KEY")},
     aliases={"factory-throwaway": AliasSpec(targets=[TargetSpec(provider="codex", model="gpt-5.3-codex-spark")])},
 ).merged_over(BUILTIN)
 
@@ -222,6 +224,25 @@ def test_unknown_account_of_another_provider(tmp_path: Path) -> None:
                                                         "accounts": ["claude-main", "spark-a"]}})
     [finding] = only(lint(root), "unknown_account")
     assert "'spark-a' belongs to provider 'codex', not 'claude'" in finding.message
+
+
+def test_an_entry_with_no_way_to_authenticate_is_an_error_where_providers_yaml_writes_it(tmp_path: Path) -> None:
+    providers = tmp_path / "providers.yaml"
+    providers.write_text("accounts:\n  bare:\n    provider: claude\n")
+    root = write_packet(tmp_path / "p", prompts={"01_hello": {"provider": "claude", "model": "haiku",
+                                                              "accounts": ["bare"]}})
+    [finding] = only(lint_packet(root, load_catalog(providers)), "provider_cannot_login")
+    assert (finding.file, finding.line, finding.key) == (str(providers), 2, "accounts.bare")
+    assert "no credential_env and no config_dir" in finding.message
+
+
+def test_an_agent_word_must_name_a_role_or_a_catalog_agent_and_its_targets_must_be_allowed(tmp_path: Path) -> None:
+    [unknown] = only(lint(write_packet(tmp_path / "a", prompts={"01_hello": {"agent": "reviwer"}})), "invalid_packet")
+    assert (unknown.key, unknown.line) == ("agent", 2) and "'reviwer'" in unknown.message
+    catalog = Catalog(agents={"gpt-reviewer": AgentSpec(role="reviewer", providers=["codex"])}).merged_over(CATALOG)
+    root = write_packet(tmp_path / "b", prompts={"01_hello": {"agent": "gpt-reviewer"}})
+    [refused] = only(lint_packet(root, catalog), "agent_target_refused")
+    assert "provider 'simulated' is not among its providers (codex)" in refused.message
 
 
 def test_reviewer_same_target_as_the_coder_it_reviews(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from awp_pipelines.cli import cli
 from awp_pipelines.core.packet.bounds import SEVEN_DAYS_MS
 from awp_pipelines.core.packet.errors import PacketError
-from awp_pipelines.core.packet.home_profile import config_home, profiles_dir
+from awp_pipelines.core.packet.home_profile import config_home, list_profiles, profiles_dir, prompt_runner_home
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN, load_catalog
@@ -110,6 +110,19 @@ def test_named_profile_overrides_home_config(tmp_path: Path) -> None:
     plan = first(make_packet(tmp_path / "p", {"profile": "fast"}))
     assert (plan.model, plan.effort) == ("opus", "low")
     assert plan.sources["model"] == plan.sources["reasoning_effort"] == "profile:fast"
+
+
+def test_prompt_runners_profile_folder_is_read_where_awps_has_none(tmp_path: Path) -> None:
+    """A Prompt Runner user's ~/.config/prompt_runner/ (config.md, profiles/) still applies under AWP; AWP's own
+    profile of the same name wins."""
+    write_front_matter(prompt_runner_home() / "config.md", {"reasoning_effort": "medium"})
+    write_front_matter(prompt_runner_home() / "profiles" / "fast.md", {"model": "opus"})
+    write_front_matter(prompt_runner_home() / "profiles" / "both.md", {"model": "opus"})
+    write_profile("both", {"model": "sonnet"})
+    fast = first(make_packet(tmp_path / "p", {"profile": "fast"}))
+    assert (fast.model, fast.sources["model"], fast.effort) == ("opus", "profile:fast", "medium")
+    assert first(make_packet(tmp_path / "q", {"profile": "both"})).model == "sonnet"
+    assert [p.name for p in list_profiles()] == ["both", "fast"]
 
 
 def test_profile_flag_replaces_the_manifest_profile(tmp_path: Path) -> None:

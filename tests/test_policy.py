@@ -151,3 +151,19 @@ def test_a_fallback_target_rotates_its_accounts_as_its_own_alias_says_not_as_the
                      rotation="between_attempts")
     assert next_in_turn(plain, Target("claude", "sonnet", "c1")).target.account == "c2"
     assert next_in_turn(plain, Target("codex", "gpt-5", "a")).target.account == "b"
+
+
+def refused(number: int, cls: str, account: str, provider: str = "codex") -> AttemptFact:
+    """A refusal that repeats identically (classify.repeat_fix): deterministic, so not retryable."""
+    return AttemptFact(number=number, mode="run", result="provider_failed", failure_class=cls, retryable=False,
+                       provider=provider, account=account, model="gpt-5")
+
+
+def test_a_deterministic_refusal_is_never_retried_but_falls_back_where_the_chain_allows() -> None:
+    chain = chain_of("codex", "gpt-5", None, ["a", "b"], [TargetSpec(provider="claude", model="haiku")])
+    login = decide([refused(1, "provider_auth_claim", "a")], RECOVERY, chain)
+    assert (login.action, login.target) == ("fallback", Target("codex", "gpt-5", "b"))  # another login may work
+    model = decide([refused(1, "provider_config_claim", "a")], RECOVERY, chain)
+    assert (model.action, model.target) == ("fallback", Target("claude", "haiku", None))  # not b: same model
+    alone = decide([refused(1, "provider_config_claim", "a")], RECOVERY, chain_of("codex", "gpt-5", None, ["a"], []))
+    assert (alone.action, alone.status) == ("fail", "failed") and "not retried" in alone.reason

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from awp_pipelines import api
 from awp_pipelines.cli.common import (
     WholeSummaryGroup,
     awp_command,
     emit_json,
     json_option,
     packet_argument,
+    providers_option,
     shown_path,
     user_errors,
 )
@@ -61,16 +63,21 @@ def packet_new(folder: str, name: str | None, prompt_runner: bool, repos: tuple[
 @click.option("--phase", metavar="PHASE", help="Phase key from the manifest (default: the previous prompt's).")
 @click.option("--target", "targets", multiple=True, metavar="REPO",
               help="Target repo name; repeatable, the first is the agent's cwd (default: the default repo).")
+@click.option("--agent", metavar="NAME", help="The prompt's agent: a role, or an agent of providers.yaml, whose "
+              "`template` is the default template.")
+@providers_option
 @json_option
 @user_errors
 def prompt_new(packet: Path, slug: str, name: str | None, template: str | None, phase: str | None,
-               targets: tuple[str, ...], as_json: bool) -> None:
+               targets: tuple[str, ...], agent: str | None, providers_file: Path | None, as_json: bool) -> None:
     """Add prompts/NN_SLUG.prompt.md to PACKET with the next free number.
 
     The front matter carries id, name, phase, targets, a commit message and a placeholder `verify:`
     contract that fails until you name the real deliverables; then run `awp checklist sync PACKET`.
     """
-    file = authoring.new_prompt(packet, slug, name=name, template=template, phase=phase, targets=list(targets))
+    agents = api.catalog(providers_file).agents if agent else {}
+    file = authoring.new_prompt(packet, slug, name=name, template=template, phase=phase, targets=list(targets),
+                                agent=agent, agents=agents)
     if as_json:
         emit_json({"prompt": file.name.split("_", 1)[0], "file": str(file)})
         return

@@ -24,6 +24,7 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.cli_features.schema import SCHEMAS, schema_for
+from awp_pipelines.core.planning.catalog_plan import CatalogEntryPlan
 from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PromptPlan
 
 
@@ -70,6 +71,27 @@ def print_plan(plan: PacketPlan) -> None:
         for label, value in plan_rows(prompt):
             grid.add_row(label, value)
         out.print(Padding(grid, (0, 0, 0, 4)))
+    print_catalog(plan.catalog)
+
+
+def print_catalog(entries: list[CatalogEntryPlan]) -> None:
+    """Each provider and account the prompts use: its fields, each with the layer that set it."""
+    for entry in entries:
+        out.print()
+        out.print(Text(f"{entry.section.removesuffix('s')} {entry.name}", style="bold"), soft_wrap=False)
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_column(style="dim", overflow="fold")
+        for key, setting in entry.fields.items():
+            grid.add_row(key, Text(_shown(setting.value)), Text(setting.set_by))
+        out.print(Padding(grid, (0, 0, 0, 4)))
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
@@ -77,6 +99,9 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
     retry = p.recovery.retry
     rows = [
         ("phase", f"{p.phase or '-'}, after {', '.join(p.depends_on) or '-'}"),
+        ("agent", f"{p.agent}" + (f" (role {p.role})" if p.role and p.role != p.agent else "")
+                  + (f"; independent of {', '.join(p.independent_of)}: never on a provider and account they used"
+                     if p.independent_of else "")),
         ("target", f"{p.provider} / {p.model} / {p.effort or '-'}"),
         ("accounts", ", ".join(p.accounts)),
         ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),

@@ -37,6 +37,8 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 @override_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; run nothing.")
 @click.option("--no-commit", is_flag=True, help="Verify but do not commit the target repos.")
+@click.option("--verify-first", is_flag=True, help="Check each prompt's contract before its first Attempt: one "
+              "already met completes with no agent session (Prompt Runner's pre-flight verify).")
 @click.option("--packet-run", metavar="ID", callback=packet_run_id,
               help="Continue this packet run: completed prompts are skipped, interrupted AgentRuns go on within "
               "their budgets, Attempts count on from stored history (default: a new packet run).")
@@ -60,7 +62,7 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 @user_errors
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
-                effort: str | None, profile: str | None, dry_run: bool, no_commit: bool,
+                effort: str | None, profile: str | None, dry_run: bool, no_commit: bool, verify_first: bool,
                 packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool, parallel: int | None,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, translator: str | None, as_json: bool) -> None:
@@ -83,7 +85,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
                          packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
                          state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose, parallel=parallel,
-                         on_progress=printer.event, translator=translator)
+                         on_progress=printer.event, translator=translator, verify_first=verify_first)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)
         sys.exit(stopped.exit_code)

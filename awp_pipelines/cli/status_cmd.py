@@ -61,7 +61,10 @@ def print_status(report: StatusReport) -> None:
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
         reason = f" — {escape(prompt.reason)}" if prompt.reason else ""
-        out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{reason}", highlight=False)
+        cause = f" ({prompt.cause})" if prompt.cause else ""
+        if prompt.avoids:
+            reason += escape(f" ({prompt.role}: never on {', '.join(prompt.avoids)}, its coders' accounts)")
+        out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{cause}{reason}", highlight=False)
         for attempt in prompt.attempts:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""

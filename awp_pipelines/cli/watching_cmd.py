@@ -28,9 +28,9 @@ _ENDED = ("completed", "failed", "blocked", "stopped", "not_started")  # interru
               help="Seconds between readings.")
 @click.option("--once", is_flag=True, help="One reading, then exit: 0 when healthy, 1 on a violation.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per reading, one per line.")
-@click.option("--progress-timeout", type=click.FloatRange(min=0), default=15.0, show_default=True, metavar="M",
+@click.option("--progress-timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="M",
               help="Minutes a started run may store nothing (progress_stale), or due work may wait with no run "
-              "(not_running).")
+              "(not_running); the default is Prompt Runner's progress_timeout, 3600 s.")
 @click.option("--packet-run", metavar="ID", help="Watch this packet run (default: the packet's newest).")
 @instance_option
 @providers_option

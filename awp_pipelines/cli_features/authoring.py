@@ -18,6 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from awp_pipelines.core.packet import home_profile as home
+from awp_pipelines.core.packet.agents import ROLES, AgentSpec, agent_of
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.home_profile import ProfileSettings
 from awp_pipelines.core.packet.model.contract import VerifyContract
@@ -247,16 +248,22 @@ def _render(body: str, values: Mapping[str, Any]) -> str:
 
 
 def new_prompt(packet_dir: Path | str, slug: str, name: str | None = None, template: str | None = None,
-               phase: str | None = None, targets: Sequence[str] | None = None) -> Path:
+               phase: str | None = None, targets: Sequence[str] | None = None, agent: str | None = None,
+               agents: Mapping[str, AgentSpec] | None = None) -> Path:
     """Add `prompts/NN_slug.prompt.md` with the next free number. The body comes from `template` (else the
-    manifest's `prompt_template`, else a default Mission / Deliverables / Verification Notes body); the
-    front matter names id, name, phase, targets, a commit message and a placeholder `verify:` contract."""
+    `agent`'s template in `agents`, the catalog's; else the manifest's `prompt_template`, else a default
+    Mission / Deliverables / Verification Notes body); the front matter names id, name, agent, phase,
+    targets, a commit message and a placeholder `verify:` contract."""
     packet = load_packet(packet_dir)
     check_slug(slug, "prompt slug", packet.root)
     prompt_id = _next_id(packet)
     title = name or slug.replace("_", " ").replace("-", " ").capitalize()
-    template_name, template_front, body = _load_template(packet, template)
-    values: dict[str, Any] = {"id": prompt_id, "name": title}
+    spec = agent_of(agent, dict(agents or {})) if agent else None
+    if agent and spec is None:
+        raise PacketError("--agent", f"no agent '{agent}'", hint=f"a role ({', '.join(ROLES)}) or one of "
+                          f"providers.yaml's agents: {', '.join(agents or {}) or 'none'}")
+    template_name, template_front, body = _load_template(packet, template or (spec.template if spec else None))
+    values: dict[str, Any] = {"id": prompt_id, "name": title, **({"agent": agent} if agent else {})}
     phase_value = _phase_value(packet, phase)
     if phase_value is not None:
         values["phase"] = phase_value

@@ -110,7 +110,8 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     sink = EventSink(events_file, identity.attempt_id, secrets=redactor.literals, root=packet.root, live=feed)
     continuing = launch.number > 1 and launch.mode != "run"
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
-                          commit=resource.commit, simulate=resource.overlay_for(prompt.id) or prompt.front.simulate,
+                          commit=resource.commit, verify_first=resource.verify_first,
+                          simulate=resource.overlay_for(prompt.id) or prompt.front.simulate,
                           secret_env=secrets, spent_before=state.budget.packet_spent,
                           control=control_setup(packet.manifest.agent_control, resource.state_root(packet.root),
                                                 identity, [f.mode for f in state.facts],

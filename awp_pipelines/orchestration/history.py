@@ -16,7 +16,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
-from awp_pipelines.core.decisions.policy import AttemptFact, Target, adopted_fact, interrupted_fact
+from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Target, adopted_fact, interrupted_fact
 from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine.attempts import AttemptRecord
@@ -173,7 +173,7 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
         last_run = last.identity.dagster_run if last else (started_runs[-1] if started_runs else None)
         accounts = history.accounts_of({c.account for c in binding.chains[pid].candidates() if c.account})
         states.append(DecisionInput(
-            prompt=pid, recovery=packet.prompt(pid).recovery, chain=binding.chains[pid],
+            prompt=pid, recovery=packet.prompt(pid).recovery, chain=_independent(binding, history, pid),
             deps=tuple(packet.dependencies(packet.prompt(pid))),
             facts=tuple(agent_run.facts(finished, _committed_in(binding, pid, history.packet_run))),
             started=max(agent_run.started, default=0), busy=pid in busy,
@@ -181,6 +181,15 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
             max_iterations=control.max_iterations if control.enabled else None, accounts=accounts))
     return states
+
+
+def _independent(binding: PacketBinding, history: PacketRunHistory, prompt: str) -> Chain:
+    """The prompt's chain, kept off every provider and account the coders it reviews used in this packet run
+    (each Attempt they started, recorded or not)."""
+    chain = binding.chains[prompt]
+    used = frozenset((target.provider, target.account) for coder in binding.plans[prompt].independent_of
+                     for _, _, target in history.agent_runs.get(coder, AgentRunHistory()).started.values())
+    return replace(chain, excluded=used) if used else chain
 
 
 def agent_run_truth(binding: PacketBinding, history: PacketRunHistory, also: Collection[str] = (),

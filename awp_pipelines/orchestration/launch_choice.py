@@ -97,6 +97,8 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     is a repair asked for by hand; anything else is decided here."""
     packet_run = history.packet_run
     state = decision_inputs(binding, history, [prompt.id])[0]
+    if state.chain.denied and not state.facts:  # a reviewer left only its coder's accounts: refused, not picked
+        raise Failure(description=f"prompt {prompt.id}: {state.chain.denied}", allow_retries=False)
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
     last = agent_run.last_record
     earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)

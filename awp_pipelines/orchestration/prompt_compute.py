@@ -57,7 +57,8 @@ def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prom
             transcript: str, earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
     root, key = binding.packet.root, binding.key(prompt.id)
     # The state's reason may quote the agent (a blocked reason): record_metadata redacts it.
-    metadata = record_metadata(record, transcript, earlier, root, after.text)
+    metadata = {**record_metadata(record, transcript, earlier, root, after.text),
+                **({tags.AGENT_RUN_CAUSE: after.cause} if after.cause else {})}
     if record.result == "completed" and record.fact().done:
         # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
         context.add_asset_metadata(metadata)

@@ -73,6 +73,7 @@ class AwpResource(ConfigurableResource):
 
     state_dir: str | None = None  # default: <packet>/.awp
     commit: bool = True
+    verify_first: bool = False  # a prompt whose contract already passes completes without a session
     simulate_overlay: str | None = None  # test-only: {prompt id: simulate spec}
     providers: dict[str, ProviderConfig] = {}
     accounts: dict[str, AccountConfig] = {}
@@ -90,7 +91,7 @@ class AwpResource(ConfigurableResource):
 
     def settings(self) -> dict[str, Any]:
         """The runtime settings alone (what a spawned step process is given; it reads the catalog itself)."""
-        return self.model_dump(include={"state_dir", "commit", "simulate_overlay"})
+        return self.model_dump(include={"state_dir", "commit", "verify_first", "simulate_overlay"})
 
     def catalog(self) -> Catalog:
         return Catalog(providers={n: ProviderSpec.model_validate(c.model_dump()) for n, c in self.providers.items()},

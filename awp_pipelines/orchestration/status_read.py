@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, RunsFilter
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus, packet_run_state, resumable_prompts
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, packet_run_state, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -48,13 +48,19 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
     adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
     root = state_root or packet.root / ".awp"
     prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root)
-               for p in packet.prompts]
+               .model_copy(update=_independence(binding, states.get(p.id), p.id)) for p in packet.prompts]
     marker = history.stopped
     stop = None if marker is None or state != "stopped" else StopInfo(
         by=marker.by, at=datetime.fromtimestamp(marker.at, UTC).isoformat(), reason=marker.reason,
         resumable=len(resumable_prompts(statuses)))
     return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
                         totals=totals_of(prompts, len(history.runs)), stop=stop)
+
+
+def _independence(binding: PacketBinding, state: DecisionInput | None, prompt: str) -> dict[str, object]:
+    """The prompt's role and the provider/account pairs its chain is kept off (a reviewer's coders')."""
+    avoided = sorted(f"{p}/{a or 'own login'}" for p, a in state.chain.excluded) if state is not None else []
+    return {"role": binding.plans[prompt].role if prompt in binding.plans else None, "avoids": avoided}
 
 
 def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentRunStatus | None,
@@ -66,4 +72,5 @@ def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentR
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",
                         reason=status.reason if status else "not part of this packet run",
+                        cause=status.cause if status else None,
                         agent_run=agent_run_id if attempts else None, attempts=attempts, verifier=verifier)

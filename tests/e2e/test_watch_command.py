@@ -129,3 +129,10 @@ def test_liveness_rules() -> None:
     assert liveness({}, 0, ["02"], 400.0, 300)[0] == ["not_running"]
     assert liveness({}, 0, ["02"], 100.0, 300)[0] == []  # just ended: the next launch may be on its way
     assert liveness({}, 0, [], 4000.0, 300)[0] == []  # nothing due: the packet run ended
+
+
+def test_the_progress_timeout_defaults_to_prompt_runners_3600_seconds() -> None:
+    from awp_pipelines.cli.watching_cmd import watch_command
+
+    [option] = [p for p in watch_command.params if p.name == "progress_timeout"]
+    assert option.default * 60 == 3600  # minutes, as the option is given

@@ -162,3 +162,25 @@ def test_awp_run_probes_a_per_account_endpoint(tmp_path: Path, make_git_repo: Ca
         record = _run_to_the_fallback(root)
         assert mocked.calls[0].request.headers["Authorization"] == f"Bearer {KEY}"
     assert f"probe of first (router-a): unavailable (GET {BASE}/models: 503)" in record.target.reason
+
+
+@pytest.mark.slow
+def test_a_free_model_not_offered_moves_down_its_alias_chain_to_the_next_alias(
+        tmp_path: Path, make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed's free chain: factory-free-useful's probe says its model is not offered, so the Attempt runs on
+    factory-free-fallback (the alias's `fallback`), not "trying it anyway" on the missing model."""
+    monkeypatch.setenv("AWP_PROBE_KEY", KEY)
+    root = _probing_packet(tmp_path / "pkt", make_git_repo, {})
+    (root / "packet.yaml").write_text((root / "packet.yaml").read_text().replace("model: probing",
+                                                                                "model: factory-free-useful"))
+    (root / "providers.yaml").write_text(yaml.safe_dump({
+        "providers": {"zen": {"kind": "openai_http", "base_url": BASE, "credential_env": "AWP_PROBE_KEY"}},
+        "accounts": {"sim-a": {"provider": "simulated"}},
+        "aliases": {"factory-free-useful": {"fallback": ["factory-free-fallback"], "targets": [
+                        {"provider": "zen", "model": "deepseek-v4-flash-free", "probe": True}]},
+                    "factory-free-fallback": {"targets": [{"provider": "simulated", "accounts": ["sim-a"]}]}}}))
+    with responses.RequestsMock() as mocked:
+        mocked.get(f"{BASE}/models", json={"data": [{"id": "some-paid-model"}]})
+        record = _run_to_the_fallback(root)
+    assert "probe of zen: unavailable" in record.target.reason and "deepseek-v4-flash-free" in record.target.reason
+    assert "trying it anyway" not in record.target.reason

@@ -74,6 +74,7 @@ def test_a_cli_refusing_its_configuration_is_deterministic_and_not_retried(tmp_p
     failure = adapter.run(request, sink(tmp_path)).failure
     assert failure is not None and failure.failure_class == "provider_config_claim", failure
     assert not failure.retryable and not failure.resumeable and failure.local_deterministic
+    assert "not retried" in failure.message and "awp plan" in failure.message  # the fix comes with it
     fact = AttemptFact(number=1, mode="run", result="provider_failed", failure_class=failure.failure_class,
                        retryable=failure.retryable, repairable=failure.repairable, provider="claude")
     verdict = decide([fact], RecoveryConfig(), chain_of("claude", None, None, [], []), random.Random(1))

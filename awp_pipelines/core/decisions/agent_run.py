@@ -123,7 +123,10 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
             return AgentRunStatus("active", f"attempt {state.started} is running")
         return AgentRunStatus("queued", "launched; its Attempt has not started")
     if not facts:
-        return _not_started(state, upstream or {}, stopped, finished_by)
+        waiting = _not_started(state, upstream or {}, stopped, finished_by)
+        if waiting.startable and state.chain.denied:
+            return AgentRunStatus("failed", state.chain.denied, "policy_denial")
+        return waiting
     verdict = state.verdict()
     last = facts[-1]
     if verdict.action == "complete":
@@ -134,7 +137,8 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
     if verdict.status == "budget_exhausted":
         return AgentRunStatus("budget_exhausted", verdict.reason, "policy_denial")
     if verdict.terminal:
-        return AgentRunStatus("failed", verdict.reason, cause_of(last.failure_class))
+        cause = "policy_denial" if verdict.status == "policy_denial" else cause_of(last.failure_class)
+        return AgentRunStatus("failed", verdict.reason, cause)
     if stopped is not None:
         return AgentRunStatus("stopped", _stopped_text(stopped, f"resumable: {verdict.reason}"), "cancellation")
     if last.failure_class == "interrupted":

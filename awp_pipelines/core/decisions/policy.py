@@ -20,7 +20,7 @@ from awp_pipelines.core.decisions.budget import Budget, Spend
 from awp_pipelines.core.decisions.rotation import Availability, choose_account
 from awp_pipelines.core.packet.model.execution import Rotation, TargetSpec
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
-from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES
+from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES, REFUSAL_CLASSES
 from awp_pipelines.core.records.run_tags import Relaunch
 
 # What the AgentRun does next: end it, or launch an Attempt in one of the relaunching modes (tags.Relaunch).
@@ -117,12 +117,28 @@ class Chain:
     fallback: tuple[TargetSpec, ...] = field(default_factory=tuple)
     rotation: Rotation = "fill_first"
     primary_probe: bool = False
+    # (provider, account) pairs this AgentRun may never run on: those the coders it reviews used (agents.py).
+    # Every pick (first target, rotation, fallback, past a failed probe) chooses among the others.
+    excluded: frozenset[tuple[str, str | None]] = frozenset()
 
     def groups(self) -> list[Group]:
         first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
         rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
                       t.rotation or self.rotation) for t in self.fallback]
-        return [first, *rest]
+        if not self.excluded:
+            return [first, *rest]
+        kept = [g._replace(accounts=tuple(a for a in g.accounts if (g.target.provider, a) not in self.excluded))
+                for g in (first, *rest)]
+        return [g for g in kept if g.accounts]
+
+    @property
+    def denied(self) -> str | None:
+        """The policy denial when independence leaves no target at all; None while one is left."""
+        if not self.excluded or self.groups():
+            return None
+        used = ", ".join(sorted(f"{p}/{a or 'its own login'}" for p, a in self.excluded))
+        return (f"policy denial: independence — every target of its chain is one its coder used ({used}); give the "
+                "reviewer another account or provider")
 
     def candidates(self) -> list[Target]:
         return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
@@ -154,6 +170,8 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
     `max_iterations` is set when the agent steers its iterations (agent_control); `accounts` is what the
     store says of the accounts' cooldowns and usage now."""
     last = history[-1] if history else None
+    if chain.denied and not (last is not None and last.result == "completed"):
+        return Verdict("fail", chain.denied, status="policy_denial")
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:
@@ -194,10 +212,7 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
         if cls in FALLBACK_WORTHY_CLASSES:
             pick = _next_target(history, chain, accounts)
             if pick is not None:
-                nxt = pick.target
-                where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
-                return Verdict("fallback", f"{cls} on {last.provider}: falling back to {where}" + _why(pick),
-                               status="retry_scheduled", target=nxt)
+                return _fallback(cls, last, pick)
         if used <= budget:
             return Verdict("retry", f"{cls}: retry {used}/{budget}", status="retry_scheduled",
                            delay_ms=retry_delay(recovery, used, last.suggested_delay_ms, rng))
@@ -205,6 +220,13 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
             return Verdict("repair", f"{cls}: retries exhausted ({budget}); the workspace changed, repairing",
                            status="repairing")
         return Verdict("fail", f"{cls}: retries exhausted ({budget})", status="failed")
+    if cls in REFUSAL_CLASSES:
+        # Not logged in, an unknown model: the same on every try here, so no retry; another target may serve.
+        pick = _next_target(history, chain, accounts, refused=last)
+        if pick is not None:
+            return _fallback(cls, last, pick, "refused, not retried")
+        return Verdict("fail", f"{cls} on {last.provider}: refused, not retried (the same on every try)",
+                       status="failed")
     if can_repair and last.repairable and last.workspace_changed \
             and repair.trigger_on_provider_failure_with_workspace_changes:
         return Verdict("repair", f"{cls}: not retryable; the workspace changed, repairing", status="repairing")
@@ -230,12 +252,25 @@ def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
     return getattr(attempts, cls) if cls in type(attempts).model_fields else recovery.retry.max_attempts
 
 
-def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availability) -> Pick | None:
+def _fallback(cls: str, last: AttemptFact, pick: Pick, how: str = "") -> Verdict:
+    nxt = pick.target
+    where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
+    return Verdict("fallback", f"{cls} on {last.provider}{': ' + how if how else ''}: falling back to {where}"
+                   + _why(pick), status="retry_scheduled", target=nxt)
+
+
+def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availability,
+                 refused: AttemptFact | None = None) -> Pick | None:
     """The first target of the chain with an account not used yet in this AgentRun (a target once
     exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
-    process); which of its accounts, the rotation says."""
+    process); which of its accounts, the rotation says. A model `refused` as unknown (a config refusal) is
+    not asked for again on another account of the same target."""
     used = {(f.provider, f.account) for f in history}
-    return _first_ready(chain, chain.groups(), used, accounts, after=history[-1].account if history else None)
+    groups = chain.groups()
+    if refused is not None and refused.failure_class == "provider_config_claim":
+        same = chain.group_of(refused.target)
+        groups = [g for g in groups if g != same]
+    return _first_ready(chain, groups, used, accounts, after=history[-1].account if history else None)
 
 
 def past_unavailable(chain: Chain, target: Target, unavailable: Collection[tuple[str, str | None]],

@@ -238,6 +238,7 @@ class AttemptSpec:
     identity: AttemptIdentity
     target: AttemptTarget
     commit: bool = True
+    verify_first: bool = False  # Prompt Runner's pre-flight verify: a contract already met starts no session
     simulate: SimulateSpec | None = None
     repair_text: str | None = None
     secret_env: Mapping[str, str] | None = None
@@ -310,6 +311,14 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
+    if spec.verify_first and (spec.identity.number, spec.identity.mode) == (1, "run"):
+        met = _verify(spec)
+        if met is not None and met.passed:
+            sink.verifier_completed(True, [])
+            trail.append(transition("terminal", "completed: the contract already passed (verify first); no session"))
+            return redactor.model(_record(spec, "", sink, started, clock, checkpoint, restored,
+                                          ProviderOutcome.from_sink(sink, None, None), 0, redactor.model(met),
+                                          "completed", None, False, [], {}, trail, set_aside))
     handle = _open_control(spec)
     if handle is not None:
         sink.add_secret(handle.token)

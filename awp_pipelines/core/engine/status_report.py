@@ -15,6 +15,7 @@ from awp_pipelines.core.decisions.agent_control import iteration_of, read_progre
 from awp_pipelines.core.decisions.agent_run import AgentRunState, PacketRunState
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records.agent_files import control_folder
+from awp_pipelines.core.records.attempt_lifecycle import Cause
 from awp_pipelines.core.verifiers.report import VerifierReport
 
 # A prompt of the packet: its AgentRun's state (agent_run.py), or not part of the packet run at all.
@@ -80,6 +81,12 @@ class PromptStatus(_Out):
     name: str = Field(description="Prompt title.")
     state: PromptWord = Field(description=_STATE_WORDS)
     reason: str = Field("", description="Why it is in that state (the decision's reason, what holds it).")
+    cause: Cause | None = Field(None, description="The AgentRun's cause category, when one applies: model_capacity, "
+                                "human_wait, workspace_failure, provider_outage, policy_denial, "
+                                "cancellation (the seed's lifecycle reasons).")
+    role: str | None = Field(None, description="The prompt's agent role (coder, reviewer, …).")
+    avoids: list[str] = Field(default_factory=list, description="provider/account pairs this AgentRun never runs "
+                              "on: those the coders it reviews used (reviewer independence).")
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")

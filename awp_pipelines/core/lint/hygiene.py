@@ -54,7 +54,8 @@ def _profile_missing(ctx: LintContext, where: Where) -> None:
     name = ctx.packet.manifest.profile
     if name and home.load_profile(name) is None:
         ctx.add("profile_missing", where,
-                f"profile '{name}' is not in {home.profiles_dir()}; the packet's own settings apply",
+                f"profile '{name}' is not in {' or '.join(map(str, home.profile_dirs()))}; the packet's own settings "
+                "apply",
                 hint=f"create it with `awp profile new {name}` on this machine, or drop `profile:`")
 
 

@@ -32,6 +32,7 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
         targets.lint_prompt(ctx, prompt, prompt_plan)
         settings.lint_prompt(ctx, prompt, prompt_plan)
     prompts.lint_cycles(ctx)
+    targets.lint_logins(ctx)
     return LintReport(packet=packet.name, findings=_unique(ctx.findings))
 
 

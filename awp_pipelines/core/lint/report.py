@@ -29,6 +29,8 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unknown_provider": ("error", "a provider the catalog does not know"),
     "unknown_alias": ("error", "a model or fallback entry that is neither an alias nor a provider's model"),
     "unknown_account": ("error", "an account the catalog does not know, or one of another provider"),
+    "provider_cannot_login": ("error", "a provider or account entry that leaves its agent no way to authenticate"),
+    "agent_target_refused": ("error", "a prompt's target is not among its agent's providers or models"),
     "reviewer_same_target": ("warning", "a reviewer on the provider and account of the coder it reviews"),
     "verify_path_escapes_repo": ("error", "a verify path that is absolute or leaves its repo through '..'"),
     "secret_in_packet": ("error", "a credential-looking value written in the packet"),

@@ -7,12 +7,15 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
+from awp_pipelines.core.packet.agents import agent_of
 from awp_pipelines.core.packet.model.execution import TargetSpec
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES
+from awp_pipelines.core.planning.catalog_plan import login_errors
 from awp_pipelines.core.planning.plan import PromptPlan
 
 from .context import LintContext
+from .report import finding
 from .where import Where, resolved_at
 
 MIN_TIMEOUT_MS = 60_000
@@ -43,9 +46,18 @@ def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
         ctx.add("timeout_too_short", where,
                 f"timeout is {plan.bounds.timeout_ms} ms, under {MIN_TIMEOUT_MS // 1000} s{note}",
                 hint="a bare number is milliseconds: write '30m' or '2h'")
-    if plan.agent == "reviewer":
+    _agent(ctx, prompt, plan)
+    if plan.role == "reviewer":
         _reviewer_same_target(ctx, prompt, plan)
     _fallback(ctx, prompt.front.fallback, Where(prompt.doc, ("fallback",)))
+
+
+def lint_logins(ctx: LintContext) -> None:
+    """Each provider or account entry the plan uses that gives its agent no way to authenticate, where it is
+    written in providers.yaml."""
+    for err in login_errors(ctx.catalog, *ctx.plan.uses()):
+        ctx.findings.append(finding("provider_cannot_login", str(err.file), err.message, line=err.line, key=err.key,
+                                    hint=err.hint))
 
 
 def _accounts(ctx: LintContext, accounts: Iterable[str], provider: str, where: Where | Path, note: str = "") -> None:
@@ -76,10 +88,24 @@ def _fallback(ctx: LintContext, entries: list[str | TargetSpec] | None, where: W
         _accounts(ctx, entry.accounts or [], provider, at.at("accounts"))
 
 
+def _agent(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
+    """The prompt's targets are ones its agent allows (an unknown `agent:` word does not plan: plan._role)."""
+    where = Where(prompt.doc, ("agent",)) if "agent" in prompt.front.model_fields_set else \
+        Where(ctx.packet.doc, ("agent",)) if "agent" in ctx.packet.manifest.model_fields_set else prompt.file
+    spec = agent_of(plan.agent, ctx.catalog.agents)
+    if spec is None:
+        return
+    for target in (TargetSpec(provider=plan.provider, model=plan.model), *plan.fallback):
+        why = spec.refuses(target.provider, target.model)
+        if why:
+            ctx.add("agent_target_refused", where, f"prompt {plan.id}'s agent '{plan.agent}' may not run there: {why}",
+                    hint="pick a target the agent allows, or widen its `providers`/`models`")
+
+
 def _reviewer_same_target(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
     for dep in plan.depends_on:
         coder = next((p for p in ctx.plan.prompts if p.id == dep), None)
-        if coder is None or coder.agent != "coder":
+        if coder is None or coder.role != "coder":
             continue
         if coder.provider == plan.provider and coder.accounts[:1] == plan.accounts[:1]:
             account = plan.accounts[0] if plan.accounts else "its default account"

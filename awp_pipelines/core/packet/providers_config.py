@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PrivateAttr, StringConstraints
 
+from awp_pipelines.core.packet.agents import AgentSpec
+from awp_pipelines.core.packet.catalog_layers import Origin, Origins, layer_over
 from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.model.execution import Effort, Rotation, TargetSpec
 from awp_pipelines.core.packet.model.pathtext import PathText
 from awp_pipelines.core.packet.validation import validate_doc
-from awp_pipelines.core.packet.yamlsrc import parse_yaml
+from awp_pipelines.core.packet.yamlsrc import YamlDoc, parse_yaml
 
 # Plain settings for the agent's process (`env:` of a provider or account): never a credential, which has its
 # own variable; names only in the usual shell spelling.
@@ -66,17 +68,40 @@ class AliasSpec(StrictModel):
         "the first until it is exhausted; between_attempts moves on with every Attempt; round_robin takes the one "
         "used longest ago; least_used the one with the fewest Attempts. Cooling accounts are skipped.")
     effort: Effort | None = Field(None, description="Default effort for the chain's targets.")
+    fallback: list[str] = Field(default_factory=list, description="Aliases (or providers) the chain goes on with "
+                                "after its own targets, e.g. factory-free-useful → factory-free-fallback.")
 
 
 class Catalog(StrictModel):
     providers: dict[str, ProviderSpec] = Field(default_factory=dict, description="Provider name → spec.")
     accounts: dict[str, AccountSpec] = Field(default_factory=dict, description="Account name → spec.")
     aliases: dict[str, AliasSpec] = Field(default_factory=dict, description="Model alias → target chain.")
+    agents: dict[str, AgentSpec] = Field(default_factory=dict, description="Agent name → definition (role, "
+                                         "capability, allowed providers and models, template); a prompt's "
+                                         "`agent:` names one, or a built-in role.")
+    # Which layer (the built-ins, a file and line) set each field of each entry: catalog_layers.py.
+    _origins: Origins = PrivateAttr(default_factory=dict)
+
+    def origins(self, section: str, name: str) -> dict[str, Origin]:
+        """Field → where it was set, for `section` (providers, accounts) entry `name`; "" is the entry."""
+        return self._origins.get(f"{section}.{name}", {})
 
     def merged_over(self, base: Catalog) -> Catalog:
-        return Catalog(providers={**base.providers, **self.providers},
-                       accounts={**base.accounts, **self.accounts},
-                       aliases={**base.aliases, **self.aliases})
+        """This catalog over `base`, field by field, as load_catalog lays a file over the built-ins."""
+        data, origins = layer_over(base.entries(), YamlDoc(Path("(code)"), self.entries()), base._origins)
+        catalog = Catalog.model_validate(data)
+        catalog._origins = origins
+        return catalog
+
+    def set_by(self, section: str, name: str, field: str) -> str:
+        """The layer that set `field` of entry `name`: built-in, FILE:LINE, or default (no layer did)."""
+        origin = self.origins(section, name).get(field)
+        return origin.label if origin is not None else "default"
+
+    def entries(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Section → name → the fields set (as written), for layering another file over this catalog."""
+        return {section: {name: spec.model_dump(exclude_unset=True) for name, spec in getattr(self, section).items()}
+                for section in type(self).model_fields}
 
     def accounts_of(self, accounts: list[str], provider: str) -> list[str]:
         """Those of `accounts` declared for `provider`: a fallback never borrows another provider's login."""
@@ -125,6 +150,9 @@ BUILTIN = Catalog(
     },
 )
 
+BUILTIN._origins = {f"{section}.{name}": dict.fromkeys(fields, Origin())
+                    for section, entries in BUILTIN.entries().items() for name, fields in entries.items()}
+
 # Prompt Runner's provider names map onto ours.
 PROVIDER_ALIASES = {"claude_code": "claude", "anthropic": "claude", "openai": "codex"}
 
@@ -144,4 +172,8 @@ def load_catalog(file: Path | None = None) -> Catalog:
     doc = parse_yaml(file.read_text(encoding="utf-8"), file)
     if doc.data is None:
         return BUILTIN
-    return validate_doc(Catalog, doc).merged_over(BUILTIN)
+    # Field by field over the built-ins (catalog_layers.py), so a short entry keeps what it does not write.
+    data, origins = layer_over(BUILTIN.entries(), doc, BUILTIN._origins)
+    catalog = validate_doc(Catalog, doc, data)
+    catalog._origins = origins
+    return catalog

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from awp_pipelines.core.packet import home_profile as home
+from awp_pipelines.core.packet.agents import ROLES, agent_of
 from awp_pipelines.core.packet.bounds import Bounds, derive_bounds
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.budget import BudgetConfig
@@ -23,6 +24,7 @@ from awp_pipelines.core.packet.model.manifest import DirtyTreePolicy
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import PROVIDER_ALIASES, AccountBinding, AliasSpec, Catalog
+from awp_pipelines.core.planning.catalog_plan import CatalogEntryPlan, used_entries
 from awp_pipelines.core.planning.selection import Selection
 from awp_pipelines.core.verifiers.items import contract_items
 
@@ -70,6 +72,10 @@ class PromptPlan(BaseModel):
     file: str
     phase: str | None
     agent: str
+    role: str = Field("coder", description="The role the `agent` word resolves to (a built-in role, or the "
+                      "catalog agent's role).")
+    independent_of: list[str] = Field(default_factory=list, description="A reviewer's upstream coder prompts: it "
+                                      "never runs on a provider and account they used in the packet run.")
     provider: str
     model: str
     effort: str | None
@@ -114,6 +120,18 @@ class PacketPlan(BaseModel):
     dirty_tree: DirtyTreePolicy = Field("refuse", description="What an Attempt does with a person's changes in its "
                                         "work tree (manifest `dirty_tree`).")
     prompts: list[PromptPlan]
+    catalog: list[CatalogEntryPlan] = Field(
+        default_factory=list, description="The providers and accounts the prompts may use, each field with the "
+        "layer that set it (built-in, providers.yaml:LINE, default).")
+
+    def uses(self) -> tuple[list[str], list[str]]:
+        return chain_uses(self.prompts)
+
+
+def chain_uses(prompts: list[PromptPlan]) -> tuple[list[str], list[str]]:
+    """The providers and the accounts the prompts' chains may use, in order."""
+    providers = [name for p in prompts for name in (p.provider, *(t.provider for t in p.fallback))]
+    return providers, [a for p in prompts for a in (*p.accounts, *p.account_bindings)]
 
 
 @dataclass
@@ -137,7 +155,8 @@ def base_layers(packet: Packet, ctx: PlanContext) -> tuple[list[Layer], list[str
         if loaded:
             layers.append(Layer(f"profile:{profile_name}", _explicit(loaded.settings)))
         else:
-            warnings.append(f"profile '{profile_name}' not found in {home.profiles_dir()}; using packet settings")
+            warnings.append(f"profile '{profile_name}' not found in {' or '.join(map(str, home.profile_dirs()))}; "
+                            "using packet settings")
     layers.append(Layer("packet", _explicit(packet.manifest, ExecutionSettings.model_fields)))
     return layers, warnings
 
@@ -168,13 +187,19 @@ def alias_fallback(alias: AliasSpec, targets: list[TargetSpec] | None = None) ->
             for t in (alias.targets if targets is None else targets)]
 
 
-def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog) -> list[TargetSpec]:
+def expand_fallback(entries: list[str | TargetSpec] | None, catalog: Catalog,
+                    seen: frozenset[str] = frozenset()) -> list[TargetSpec]:
+    """Fallback entries as targets: an alias gives its targets, then its own `fallback` aliases (each alias
+    once, so aliases that name each other end)."""
     chain: list[TargetSpec] = []
     for entry in entries or []:
         if isinstance(entry, TargetSpec):
             chain.append(entry)
         elif entry in catalog.aliases:
-            chain.extend(alias_fallback(catalog.aliases[entry]))
+            if entry not in seen:
+                alias = catalog.aliases[entry]
+                chain.extend(alias_fallback(alias))
+                chain.extend(expand_fallback(list(alias.fallback), catalog, seen | {entry}))
         else:
             chain.append(TargetSpec(provider=_provider_name(entry)))
     return chain
@@ -206,6 +231,7 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
             accounts = list(primary.accounts)
             sources["accounts"] = f"alias {alias_key}"
         fallback.extend(alias_fallback(alias, rest))
+        fallback.extend(expand_fallback(list(alias.fallback), catalog, frozenset({alias_key})))
         rotation, probe = alias.rotation, primary.probe
         sources["provider"] = sources["model"] = f"{sources.get('model', 'default')} (alias {alias_key})"
     else:
@@ -247,7 +273,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     return PromptPlan(
         id=prompt.id, name=prompt.name, file=str(prompt.file),
         phase=None if prompt.front.phase is None else str(prompt.front.phase),
-        agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
+        agent=str(values.get("agent", "coder")), role=_role(packet, prompt, values, sources, catalog),
+        provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
         allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
@@ -292,10 +319,35 @@ def agent_argv(catalog: Catalog, provider: str, *, model: str | None, effort: st
 def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = None) -> PacketPlan:
     layers, warnings = base_layers(packet, ctx)
     prompts = (selection or Selection()).apply(packet)
-    return PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
+    planned = {p.id: plan_prompt(packet, p, layers, ctx) for p in prompts}
+
+    def role(pid: str) -> str | None:  # an upstream prompt outside the selection is planned for its role only
+        if pid not in planned:
+            planned[pid] = plan_prompt(packet, packet.prompt(pid), layers, ctx)
+        return planned[pid].role
+
+    reviewed = {p.id: [d for d in planned[p.id].depends_on if role(d) == "coder"] for p in prompts
+                if planned[p.id].role == "reviewer"}
+    plan = PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
                       budget=packet.manifest.budget, dirty_tree=packet.manifest.dirty_tree,
-                      prompts=[plan_prompt(packet, p, layers, ctx) for p in prompts])
+                      prompts=[planned[p.id].model_copy(update={"independent_of": reviewed.get(p.id, [])})
+                               for p in prompts])
+    return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})
+
+
+def _role(packet: Packet, prompt: Prompt, values: dict[str, Any], sources: dict[str, str], catalog: Catalog) -> str:
+    """The role the prompt's `agent:` word resolves to; an unknown word is an error where it is written."""
+    word = str(values.get("agent", "coder"))
+    spec = agent_of(word, catalog.agents)
+    if spec is not None:
+        return spec.role
+    doc = prompt.doc if sources.get("agent") == "prompt" else packet.doc if sources.get("agent") == "packet" else None
+    *first, last = (f"'{r}'" for r in ROLES)
+    allowed = f"{', '.join(first)} or {last}"
+    agents = f"; agents of providers.yaml: {', '.join(catalog.agents)}" if catalog.agents else ""
+    raise PacketError(doc.file if doc else prompt.file, f"invalid value {word!r}; allowed: {allowed}{agents}",
+                      key="agent", line=doc.line_of(("agent",)) if doc else None)
 
 
 def _layer_rank(name: str | None, order: list[str]) -> int:

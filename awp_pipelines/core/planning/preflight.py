@@ -8,7 +8,8 @@ from pathlib import Path
 
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.providers_config import Catalog
-from awp_pipelines.core.planning.plan import PromptPlan
+from awp_pipelines.core.planning.catalog_plan import login_errors
+from awp_pipelines.core.planning.plan import PromptPlan, chain_uses
 from awp_pipelines.core.planning.provider_checks import executable_of, install_fix, plan_needs, root_checks
 from awp_pipelines.core.providers.registry import CLI_ADAPTERS, adapter_for
 
@@ -34,6 +35,8 @@ def refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: 
                               "which is not on PATH", key="provider",
                               hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
     refuse_root_refusals(prompts, catalog, file)
+    for refusal in login_errors(catalog, *chain_uses(prompts)):
+        raise refusal  # every Attempt on it would say "not logged in": refuse before the first
 
 
 def refuse_root_refusals(prompts: list[PromptPlan], catalog: Catalog, file: Path) -> None:

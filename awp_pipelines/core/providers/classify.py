@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-from awp_pipelines.core.records.failures import FailureClass, FailureEnvelope
+from awp_pipelines.core.records.failures import REFUSAL_CLASSES, FailureClass, FailureEnvelope
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -29,6 +29,18 @@ _TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
 # A CLI refusing its own arguments or settings before it sends any request: no retry changes that.
 _LOCAL_REFUSAL = re.compile(r"(?i)cannot be used with root|unknown (option|argument)|invalid (option|argument)|"
                             r"unrecognized (option|argument)")
+# Refusals a provider gives before any work that no retry changes (the same inputs, the same answer): the
+# pattern, and the fix the failure's message carries. An auth or config claim only: a transport or capacity
+# text that mentions a model is not one. (A CLI refusing its own flags: _LOCAL_REFUSAL, in exit_failure.)
+_REPEATS_IDENTICALLY: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)not logged in"),
+     "the agent CLI has no login: give the provider or account a credential_env whose variable is set in AWP's "
+     "environment, or a config_dir the CLI is logged in under (`awp plan` shows which layer set each field, "
+     "`awp doctor` checks the login)"),
+    (re.compile(r"(?i)\bmodel\b.{0,60}(not found|does not exist|not supported|not available|unknown|invalid)|"
+                r"(unknown|invalid|unsupported) model|not a valid model|model_not_found"),
+     "the provider does not serve this model: pick one it serves (`awp doctor` lists them) or a fallback target"),
+)
 _BILLING = re.compile(r"(?i)billing|credit balance|insufficient.?(funds|credits)|\b402\b")
 
 
@@ -56,6 +68,13 @@ def class_of_text(text: str, default: FailureClass = "provider_runtime_claim") -
 def local_refusal(text: str) -> bool:
     """The CLI refused its own configuration (a flag, a permission mode as root): deterministic."""
     return bool(_LOCAL_REFUSAL.search(text or ""))
+
+
+def repeat_fix(cls: FailureClass, text: str) -> str | None:
+    """The fix for an auth or config refusal that would repeat identically on every try; None for any other."""
+    if cls not in REFUSAL_CLASSES:
+        return None
+    return next((fix for pattern, fix in _REPEATS_IDENTICALLY if pattern.search(text or "")), None)
 
 
 def _ms_until(when: datetime, now: datetime) -> int:
@@ -130,7 +149,12 @@ def reset_delay_ms(text: str, now: datetime) -> int | None:
 def envelope(cls: FailureClass, message: str, *, code: str | None = None, delay_ms: int | None = None,
              now: datetime | None = None, deterministic: bool = False) -> FailureEnvelope:
     """The envelope for `cls`; a rate limit without a stated reset reads one from the text, a billing
-    refusal rests the account for a day."""
+    refusal rests the account for a day; a refusal that repeats identically (not logged in, an unknown model,
+    a bad flag) is deterministic, its fix in the message: no retry, no repair (the policy may fall back)."""
+    fix = repeat_fix(cls, message)
+    if fix is not None:
+        deterministic = True
+        message = f"{message} (not retried: {fix})"
     if delay_ms is None and cls == "provider_rate_limit":
         delay_ms = reset_delay_ms(message, now or datetime.now(UTC))
         if delay_ms is None and _BILLING.search(message):

@@ -106,7 +106,9 @@ class StreamParser:
         cls = class_of_text(detail, default="provider_runtime_claim")
         # Refused before any session started (a flag, a permission mode as root): the same every time.
         deterministic = self.session_id is None and local_refusal(detail)
-        return envelope(cls, f"exit {result.exit_code}: {detail or 'no output'}", code=f"exit_{result.exit_code}",
+        fix = " (not retried: the CLI refused its own arguments or settings; `awp plan` shows its argv)" \
+            if deterministic else ""
+        return envelope(cls, f"exit {result.exit_code}: {detail or 'no output'}{fix}", code=f"exit_{result.exit_code}",
                         now=self.now(), deterministic=deterministic)
 
 

@@ -12,8 +12,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AttemptState = Literal["created", "provisioning", "running", "checkpointing", "terminal"]
-Cause = Literal["model_capacity", "tool_wait", "human_wait", "workspace_failure", "provider_outage",
-                "policy_denial", "cancellation"]
+# The seed's lifecycle reasons but "tool wait": nothing in AWP waits on a tool outside an Attempt (a tool call
+# is part of the Attempt's `running`; one that hangs ends in the idle bound, transport_timeout → provider_outage).
+Cause = Literal["model_capacity", "human_wait", "workspace_failure", "provider_outage", "policy_denial",
+                "cancellation"]
 
 _CAUSES: dict[str, Cause] = {
     "provider_capacity": "model_capacity", "provider_rate_limit": "model_capacity",

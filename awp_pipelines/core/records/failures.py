@@ -51,6 +51,9 @@ LOCAL_DETERMINISTIC_CLASSES: frozenset[str] = (CLI_CONFIRMATION_CLASSES
 # Another provider or account may succeed where this one is limited, overloaded or refused the credential.
 FALLBACK_WORTHY_CLASSES: frozenset[str] = frozenset({"provider_rate_limit", "provider_capacity",
                                                      "provider_auth_claim"})
+# Auth and config claims that repeat identically (not logged in, an unknown model: classify.repeat_fix) are
+# deterministic: never retried, but another target of the chain may serve.
+REFUSAL_CLASSES: frozenset[str] = frozenset({"provider_auth_claim", "provider_config_claim"})
 
 _PHASES: dict[str, Phase] = {
     "verifier_fault": "verify",

@@ -60,7 +60,8 @@ class ExecutionSettings(StrictModel):
     cursor_opts: dict[str, Any] | None = Field(None, description="Cursor agent options.")
     antigravity_opts: dict[str, Any] | None = Field(None, description="Antigravity options.")
     # AWP additions
-    agent: Role | None = Field(None, description="The agent's role: coder, reviewer, resolver or planner.")
+    agent: str | None = Field(None, description="The agent: a built-in role (coder, reviewer, resolver, planner) "
+                              "or the name of an agent defined under `agents:` in providers.yaml.")
     fallback: list[str | TargetSpec] | None = Field(
         None, description="Ordered fallback chain: alias names or explicit targets, tried after the primary.")
     accounts: list[str] | None = Field(None, description="Accounts for the primary provider, in order.")
