@@ -157,13 +157,41 @@ def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(
     remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
     assert remaining.exit_code == 1 and "01 failed" in remaining.output
     assert_one_truth(packet, summary["packet_run"], expected, "failed", [])
-    # A launch of 02 alone from the UI (a run of its asset in that packet run): its compute refuses, naming 01.
-    ui = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
-    assert not ui.success and git_log(packet / "workspace") == commits
-    [failure] = [e for e in ui.all_events if e.is_step_failure]
+    # A launch the sensor makes of 02 in that packet run (its tags carry a mode): its compute refuses, naming 01.
+    automatic = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.MODE: "run"})
+    assert not automatic.success and git_log(packet / "workspace") == commits
+    [failure] = [e for e in automatic.all_events if e.is_step_failure]
     assert failure.step_failure_data.user_failure_data.description.startswith(
         f"prompt 02 does not start in packet run {summary['packet_run']}: held: upstream 01 failed")
-    assert _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.IGNORE_DEPS: "true"}).success
+    # The user's own launch of 02 alone from the UI (a run of its asset, chosen): it runs, warning about 01.
+    chosen = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
+    assert chosen.success and len(git_log(packet / "workspace")) == len(commits) + 1
+    instance = open_instance(packet)
+    try:
+        logged = [e.user_message for e in instance.all_logs(chosen.run_id)]
+    finally:
+        instance.dispose()
+    assert any("02 starts as you selected it" in m and "upstream 01 failed" in m for m in logged)
+
+
+def test_an_explicit_selection_runs_what_was_chosen_and_warns_about_each_unfinished_upstream(
+        tmp_path: Path, make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt"), "02_b": _prompt("b.txt"),
+                                                     "03_c": _prompt("c.txt")})
+    chosen = awp("run", packet, "01", "03")
+    assert chosen.exit_code == 0, chosen.output
+    assert "warning: 03 runs as you selected it, though its upstream 02 is not completed in a new packet run" \
+        in chosen.stderr
+    assert "  02 " not in chosen.stdout and "2/2 prompts done" in chosen.stdout  # 01 and 03 ran, 02 did not
+    prompts = subprocess.run(["git", "-C", str(packet / "workspace"), "log", "--format=%(trailers:key=AWP-Prompt,"
+                              "valueonly)"], capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(prompts) == ["01", "03"]  # nothing committed for 02
+    code, summary = _run(packet, "--from", "02")  # a range is explicit too: it warns about 01
+    assert code == 0 and summary["warnings"] == [
+        "02 runs as you selected it, though its upstream 01 is not completed in a new packet run"]
+    # Automatic continuation holds dependents: --remaining of a packet run that ran 01 alone leaves none out.
+    code, only = _run(packet, "01")
+    assert code == 0 and "warnings" not in only
 
 
 def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:
