@@ -48,6 +48,7 @@ from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute
 from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
+from awp_pipelines.orchestration.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.orchestration.storage import (
     REPOSITORY_TAG,
@@ -182,6 +183,8 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     job = _job(compiled)
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
+    if options.packet_run is None:  # a new packet run: none before it is left reading `running`
+        settle_earlier_packet_runs(instance, binding, packet_run)
     history = packet_run_history(instance, packet_run, binding.keys)
     adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
     fresh = _startable_fresh(binding, history, selected, options.ignore_deps)

@@ -102,7 +102,8 @@ class Totals(_Out):
 class StopInfo(_Out):
     """The user's stop standing on the packet run (stops.py)."""
 
-    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), or ui_cancel (a run cancelled in the UI).")
+    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), ui_cancel (a run cancelled in the UI), or "
+                    "new_packet_run (a new packet run of the packet settled this unfinished one).")
     at: str = Field(description="ISO 8601 time of the stop.")
     reason: str = Field("", description="What was stopped.")
     resumable: int = Field(0, description="Prompts of the packet run that resuming it goes on with.")

@@ -72,6 +72,7 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
 STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
+SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer packet run settled it (settling.py)
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
 HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
