@@ -6,6 +6,7 @@ in `awp status` or `awp watch`, since nothing drives the killed one any more."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -77,6 +78,13 @@ def test_kill_9_then_plain_rerun_leaves_no_packet_run_behind(point: str, tmp_pat
     old = views(packet, killed)
     assert "running" not in old, old
     assert views(packet, fresh["packet_run"]) == ("completed", "completed")
+    if point == "agent mid-session":  # the status's resume hint works pasted, from any folder
+        text = subprocess.run([AWP, "status", str(packet), "--packet-run", killed], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path.parent).stdout
+        hint = shlex.split(text.split("resume: ", 1)[1].splitlines()[0])
+        assert hint == ["awp", "resume", str(packet.resolve()), "--packet-run", killed]
+        pasted = subprocess.run([AWP, *hint[1:], "--lift-only"], capture_output=True, text=True, timeout=120, cwd="/")
+        assert pasted.returncode == 0, pasted.stdout + pasted.stderr
     reliability_row(f"kill -9: {point}, then a plain rerun", tries=1, survived=1, records_lost=len(missing),
                     seconds=time.monotonic() - started,
                     note=f"killed packet run reads {old[0]}; {len(commits)} commit(s), each recorded")
