@@ -78,7 +78,7 @@ class RunResult:
     usage: dict[str, Usage] = field(default_factory=dict)  # prompt id → summed over its AgentRun's Attempts
     stopped_by: int | None = None  # the signal that came after the last Attempt, if one did
     explanation: str | None = None  # why nothing ran, or why what is unfinished cannot go on
-    warnings: list[str] = field(default_factory=list)  # chosen prompts that ran without their upstream
+    warnings: list[str] = field(default_factory=list)  # changed prompts of a resume, chosen ones without upstream
 
     @property
     def ok(self) -> bool:
@@ -278,7 +278,7 @@ class _Chosen:
     whole: PacketPlan  # every prompt's plan, resolved once: `plan` is its selected part, the run's job builds on it
     nothing_left: str | None = None  # --remaining with nothing left: what to run instead
     stuck: str | None = None  # a resume where nothing can go on: why, and what to do
-    warnings: list[str] = field(default_factory=list)  # chosen prompts whose upstream is unfinished
+    warnings: list[str] = field(default_factory=list)  # changed prompts of a resume, chosen ones without upstream
 
 
 def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
@@ -292,13 +292,14 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     statuses: dict[str, AgentRunStatus] = {}
+    changes: list[str] = []  # prompts whose definition changed since their last Attempt in the packet run
     if chosen.remaining or packet_run is not None:
         from awp_pipelines.orchestration.binding import PacketBinding
         from awp_pipelines.orchestration.standing import standing_at
         from awp_pipelines.orchestration.translator import load_translator
 
         binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)
-        packet_run, statuses = standing_at(binding, _path(instance), packet_run)
+        packet_run, statuses, changes = standing_at(binding, _path(instance), packet_run)
         if chosen.remaining and packet_run is None:
             raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
                               "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
@@ -317,7 +318,7 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # An explicit selection is the user's decision: it runs, each unfinished upstream named (the run is tagged
     # awp/ignore_deps, so the compute does not hold it either). An automatic one never leaves an upstream out.
     unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
-    warnings = upstream_warnings(unmet, packet_run)
+    warnings = changes + upstream_warnings(unmet, packet_run)
     if unmet:
         chosen = replace(chosen, ignore_deps=True)
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.

@@ -67,6 +67,9 @@ def print_status(report: StatusReport, packet: Path) -> None:
         style = _STYLE[prompt.state]
         reason = f" — {escape(prompt.reason)}" if prompt.reason else ""
         out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{reason}", highlight=False)
+        if prompt.superseded:
+            out.print(f"  earlier AgentRun: [yellow]cancelled (superseded)[/yellow] — "
+                      f"{escape(prompt.superseded.split(' — ', 1)[-1])}", highlight=False)
         for attempt in prompt.attempts:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""

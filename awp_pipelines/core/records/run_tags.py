@@ -44,6 +44,7 @@ RESULT = f"{PREFIX}result"
 RECORD = f"{PREFIX}record"  # the whole AttemptRecord as JSON: what history reads back
 EVENT = f"{PREFIX}event"  # a marker's kind: `attempt_started`
 ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
+INTENT = f"{PREFIX}intent"  # on a start marker: the fingerprint of the prompt's definition (intent.py)
 FAILURE_CLASS = f"{PREFIX}failure_class"
 FAILURE = f"{PREFIX}failure"
 UNMET = f"{PREFIX}unmet"
