@@ -34,7 +34,7 @@ from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
+from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -354,7 +354,7 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         failure = record.failure
         out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
                                  record.identity.attempt_id, failure.failure_class if failure else None,
-                                 ADOPTED_REASON if record.adopted else _explain(record), decision, status.state,
+                                 record.target.reason if record.adopted else _explain(record), decision, status.state,
                                  status.done))
     return out
 

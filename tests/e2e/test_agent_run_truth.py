@@ -21,9 +21,13 @@ from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_pac
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.adoption import OUTAGE_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.reaper import end_run
+from awp_pipelines.orchestration.storage import UNFINISHED
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}
@@ -192,6 +196,23 @@ def test_an_explicit_selection_runs_what_was_chosen_and_warns_about_each_unfinis
     # Automatic continuation holds dependents: --remaining of a packet run that ran 01 alone leaves none out.
     code, only = _run(packet, "01")
     assert code == 0 and "warnings" not in only
+
+
+def test_an_attempt_whose_record_an_outage_lost_is_adopted_without_saying_its_process_died(
+        tmp_path: Path, make_git_repo) -> None:
+    packet = write_packet(tmp_path / "crash", make_git_repo)
+    packet_run = kill_when(packet, event("commit_created", ".01.a1"), {"AWP_FAULT_PAUSE": "after_commit:8"})
+    binding = packet_assets(load_packet(packet), load_catalog(None)).binding
+    instance = open_instance(packet)
+    try:
+        [run] = [r for r in instance.get_runs() if r.status in UNFINISHED]
+        end_run(instance, run.run_id)  # as an `awp run` that lived through the outage stores its run's end
+        history = packet_run_history(instance, packet_run, binding.keys)
+        assert adopt_committed(instance, binding, history) == [f"{packet_run}.01.a1"]
+        [record] = history.agent_runs["01"].records
+        assert record.target.reason == OUTAGE_REASON and "died" not in record.target.reason
+    finally:
+        instance.dispose()
 
 
 def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:
