@@ -24,6 +24,7 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.core.engine.attempts import Usage
+from awp_pipelines.core.engine.outage import quiet_outages
 from awp_pipelines.core.engine.progress import LaunchDecided, ProgressEvent, RunPlanned
 from awp_pipelines.core.planning.plan import Overrides
 
@@ -80,11 +81,13 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         return
     printer = _Printer(quiet=as_json)
     try:
-        # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
-        result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
-                         packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
-                         state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose, parallel=parallel,
-                         on_progress=printer.event, translator=translator)
+        # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed. A
+        # database outage prints one line as it begins and one as it ends (outage.py).
+        with quiet_outages(lambda line: console.print(line, highlight=False, markup=False)):
+            result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
+                             packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
+                             state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose,
+                             parallel=parallel, on_progress=printer.event, translator=translator)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)
         sys.exit(stopped.exit_code)

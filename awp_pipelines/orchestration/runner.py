@@ -27,7 +27,7 @@ from dagster import (
 
 from awp_pipelines.core.decisions.next_launches import Launch, Outlook, next_launches
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.engine import interrupts
+from awp_pipelines.core.engine import interrupts, outage
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.interrupts import Interrupted
@@ -201,6 +201,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     executed = 0
     for _ in range(2 * _MAX_LAUNCHES):
         history = packet_run_history(instance, packet_run, binding.keys)
+        outage.answered()  # the instance answered: an outage in progress is over
         # The selection belongs to the packet run even before its first run holds it: a prompt held back
         # above starts here once its upstream completed.
         states, _ = agent_run_truth(binding, history, selected)
