@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reliability.crash import AWP, dirty, kill_when, write_packet
+from reliability.crash import AWP, dirty
 from reliability.test_kill9 import POINTS
 
 from awp_pipelines.core.packet.packet import load_packet
@@ -61,8 +61,7 @@ def test_kill_9_then_plain_rerun_leaves_no_packet_run_behind(point: str, tmp_pat
                                                             reliability_row) -> None:
     started = time.monotonic()
     spec = POINTS[point]
-    packet = write_packet(tmp_path / "crash", make_git_repo, spec.first, spec.recovery)
-    killed = kill_when(packet, spec.seen, {"AWP_FAULT_PAUSE": spec.pause} if spec.pause else {})
+    packet, killed = spec.kill(tmp_path / "crash", make_git_repo)
 
     rerun = subprocess.run([AWP, "run", str(packet), "--json"], capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
