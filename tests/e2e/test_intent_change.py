@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 from e2e_support import awp, stored_events, stored_records
-from test_agent_run_truth import _packet, _prompt, _writes
+from test_agent_run_truth import _packet, _prompt, _sensor_launches, _writes
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.storage import plain_value
@@ -28,6 +28,9 @@ def test_an_edited_prompt_starts_a_new_agent_run_and_the_old_one_reads_supersede
     # The user rewrites 02: its body and its contract (and the script of its simulated agent).
     edited = {"verify": {"files_exist": ["c.txt"]}, "simulate": {"attempts": [_writes("c.txt")] * 3}}
     (packet / "prompts" / "02_b.prompt.md").write_text(f"---\n{yaml.safe_dump(edited)}---\nWork on c.\n")
+
+    # The recovery sensor decides the same: 02's next launch is the first Attempt of a new AgentRun, said so.
+    assert _sensor_launches(packet) == [("02", "run")]
 
     resumed = awp("run", packet, "--packet-run", packet_run, "--json")
     assert resumed.exit_code == 0, resumed.output
