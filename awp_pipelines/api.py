@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ from awp_pipelines.core.planning.selection import (
     nothing_selected,
     selection_from_flags,
     unmet_upstream,
-    upstream_refusal,
+    upstream_warnings,
 )
 from awp_pipelines.core.planning.selection import remaining as remaining_of
 from awp_pipelines.core.records.redact import Redactor
@@ -78,6 +78,7 @@ class RunResult:
     usage: dict[str, Usage] = field(default_factory=dict)  # prompt id → summed over its AgentRun's Attempts
     stopped_by: int | None = None  # the signal that came after the last Attempt, if one did
     explanation: str | None = None  # why nothing ran, or why what is unfinished cannot go on
+    warnings: list[str] = field(default_factory=list)  # changed prompts of a resume, chosen ones without upstream
 
     @property
     def ok(self) -> bool:
@@ -176,7 +177,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     if source is not None and can_overlap(compiled.binding, selected):
         start_steps_early(source)  # the step processes' server starts while the instance opens
     if on_progress is not None:
-        on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts)))
+        on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts), tuple(chosen.warnings)))
     with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
         dagster = open_instance(loaded.root, _path(instance))
         try:
@@ -188,7 +189,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
                      for o in outcomes}
         finally:
             dagster.dispose()
-    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck)
+    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings)
 
 
 def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
@@ -279,6 +280,7 @@ class _Chosen:
     whole: PacketPlan  # every prompt's plan, resolved once: `plan` is its selected part, the run's job builds on it
     nothing_left: str | None = None  # --remaining with nothing left: what to run instead
     stuck: str | None = None  # a resume where nothing can go on: why, and what to do
+    warnings: list[str] = field(default_factory=list)  # changed prompts of a resume, chosen ones without upstream
 
 
 def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
@@ -292,13 +294,14 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     statuses: dict[str, AgentRunStatus] = {}
+    changes: list[str] = []  # prompts whose definition changed since their last Attempt in the packet run
     if chosen.remaining or packet_run is not None:
         from awp_pipelines.orchestration.binding import PacketBinding
         from awp_pipelines.orchestration.standing import standing_at
         from awp_pipelines.orchestration.translator import load_translator
 
         binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)
-        packet_run, statuses = standing_at(binding, _path(instance), packet_run)
+        packet_run, statuses, changes = standing_at(binding, _path(instance), packet_run)
         if chosen.remaining and packet_run is None:
             raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
                               "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
@@ -314,15 +317,18 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
             raise refusal
         empty = _part(whole, loaded, selection)
         return _Chosen(loaded, found, context, chosen, empty, packet_run, whole, f"{refusal.message}; {refusal.hint}")
+    # An explicit selection is the user's decision: it runs, each unfinished upstream named (the run is tagged
+    # awp/ignore_deps, so the compute does not hold it either). An automatic one never leaves an upstream out.
     unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
+    warnings = changes + upstream_warnings(unmet, packet_run)
     if unmet:
-        raise upstream_refusal(loaded, unmet, packet_run)
+        chosen = replace(chosen, ignore_deps=True)
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
     planned = _part(whole, loaded, selection)
     refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
-    return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck)
+    return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck, warnings)
 
 
 def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan:

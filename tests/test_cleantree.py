@@ -150,7 +150,7 @@ def test_an_index_lock_that_stays_refuses_the_next_attempt_with_gits_words(tmp_p
     assert _attempt(packet, "01", tmp_path, _LockAfterAgent(repo)).result == "commit_failed"
     later = _attempt(packet, "02", tmp_path)
     assert later.result == "dirty_tree" and later.failure is not None
-    assert "a.txt" in later.failure.message and "index.lock" in later.failure.message
+    assert "cannot be committed" in later.failure.message and "index.lock" in later.failure.message
     assert "b.txt" not in _git(repo, "log", "--all", "--name-only", "--format=")
 
 
@@ -201,3 +201,16 @@ def test_when_one_repo_cannot_be_set_aside_the_refusal_names_the_stashes_already
     message = str(refused.value)
     assert "work tree 'empty' holds changes no Attempt made: draft.txt" in message
     assert "without commits" in message and f"already set aside: 'first' as stash {stash[:12]}" in message
+
+
+def test_a_stale_index_lock_is_refused_before_the_agent_starts(tmp_path: Path, make_git_repo: Any) -> None:
+    packet, repo = _packet(tmp_path, make_git_repo)
+    (repo / ".git" / "index.lock").write_text("")  # left by a git process that died
+    head = _git(repo, "rev-parse", "HEAD")
+    record = _attempt(packet, "01", tmp_path)
+    assert record.result == "dirty_tree" and record.failure is not None
+    assert "cannot be committed" in record.failure.message and "index.lock exists" in record.failure.message
+    assert f"rm {(repo / '.git' / 'index.lock').resolve()}" in record.failure.message
+    # No agent session was spent: nothing written, nothing committed.
+    assert not (repo / "a.txt").exists() and record.commits == [] and _git(repo, "rev-parse", "HEAD") == head
+    assert [t.state for t in record.transitions] == ["created", "provisioning", "terminal"]

@@ -24,6 +24,7 @@ from awp_pipelines.cli.common import (
 )
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.core.engine.attempts import Usage
+from awp_pipelines.core.engine.outage import quiet_outages
 from awp_pipelines.core.engine.progress import LaunchDecided, ProgressEvent, RunPlanned
 from awp_pipelines.core.planning.plan import Overrides
 
@@ -43,8 +44,9 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
               help="Continue this packet run: completed prompts are skipped, interrupted AgentRuns go on within "
               "their budgets, Attempts count on from stored history (default: a new packet run).")
 @click.option("--no-recovery", is_flag=True, help="One Attempt per prompt: no retry, fallback or repair.")
-@click.option("--ignore-deps", is_flag=True, help="Run the selected prompts even when an upstream prompt is not "
-              "completed in the packet run (by default that is refused, naming the upstream).")
+@click.option("--ignore-deps", is_flag=True, help="Run every selected prompt without waiting for its upstream, "
+              "unwarned (prompts named by id, --from/--through or --phase run anyway, each unfinished upstream "
+              "named in a warning; a resume or --remaining holds a prompt until its upstream completed).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run up to N prompts at once: those with no dependency path between them, on disjoint work "
@@ -81,11 +83,14 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         return
     printer = _Printer(quiet=as_json)
     try:
-        # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed.
-        result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
-                         packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
-                         state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose, parallel=parallel,
-                         on_progress=printer.event, translator=translator, verify_first=verify_first)
+        # SIGINT and SIGTERM stop in order: the running Attempt is recorded, its partial work checkpointed. A
+        # database outage prints one line as it begins and one as it ends (outage.py).
+        with quiet_outages(lambda line: console.print(line, highlight=False, markup=False)):
+            result = api.run(packet, select, overrides=overrides, providers=providers_file, instance=instance_dir,
+                             packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
+                             state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose,
+                             parallel=parallel, on_progress=printer.event, translator=translator,
+                             verify_first=verify_first)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)
         sys.exit(stopped.exit_code)
@@ -97,7 +102,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
         emit_json({"packet": result.packet, "packet_run": result.packet_run, "ok": result.ok,
                    "usage": result.total_usage.model_dump(),
                    "prompts": [{**o.__dict__, "usage": result.usage[o.prompt].model_dump()} for o in outcomes],
-                   **({"explanation": result.explanation} if result.explanation and not result.ok else {})})
+                   **({"explanation": result.explanation} if result.explanation and not result.ok else {}),
+                   **({"warnings": result.warnings} if result.warnings else {})})
     else:
         for o in outcomes:
             # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
@@ -130,6 +136,8 @@ class _Printer:
     def event(self, event: ProgressEvent) -> None:
         if isinstance(event, RunPlanned):
             self.names = dict(event.prompts)
+            for warning in event.warnings:  # before anything runs, on stderr (also in --json's "warnings")
+                console.print(f"awp run: warning: {warning}", highlight=False, markup=False)
         elif self.quiet:
             return
         elif isinstance(event, LaunchDecided):

@@ -3,6 +3,7 @@ report, and the totals — read from the Dagster instance the runs went to."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,11 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     if as_json:
         emit_json(report)
     else:
-        print_status(report)
+        print_status(report, packet)
 
 
-def print_status(report: StatusReport) -> None:
+def print_status(report: StatusReport, packet: Path) -> None:
+    """`packet`: the folder the user named; the resume hint names it resolved, so it works pasted anywhere."""
     if report.packet_run is None:
         out.print(f"{report.packet}: no packet run in this instance yet (`awp run` or the UI starts one)")
         return
@@ -55,9 +57,12 @@ def print_status(report: StatusReport) -> None:
     why = f" ({escape(report.reason)})" if report.reason else ""
     out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}]{why} "
               f"· {t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+    resume = f"awp resume {shlex.quote(str(packet.resolve()))} --packet-run {report.packet_run}"
     if report.stop is not None:
         out.print(f"  {escape(report.stop.reason or report.stop.by)} ({report.stop.by}, {report.stop.at}); "
-                  f"resume: awp resume {report.packet} --packet-run {report.packet_run}", highlight=False)
+                  f"resume: {escape(resume)}", highlight=False)
+    elif report.state == "interrupted":
+        out.print(f"  resume: {escape(resume)}", highlight=False)
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
         reason = f" — {escape(prompt.reason)}" if prompt.reason else ""
@@ -65,6 +70,9 @@ def print_status(report: StatusReport) -> None:
         if prompt.avoids:
             reason += escape(f" ({prompt.role}: never on {', '.join(prompt.avoids)}, its coders' accounts)")
         out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{cause}{reason}", highlight=False)
+        if prompt.superseded:
+            out.print(f"  earlier AgentRun: [yellow]cancelled (superseded)[/yellow] — "
+                      f"{escape(prompt.superseded.split(' — ', 1)[-1])}", highlight=False)
         for attempt in prompt.attempts:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetMaterialization, DagsterInstance
+from dagster import AssetMaterialization, DagsterEventType, DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
@@ -20,9 +20,12 @@ from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attem
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import record_metadata
+from awp_pipelines.orchestration.reaper import OUTAGE_MARK, RUNNER, runner_alive
 from awp_pipelines.orchestration.storage import report_materialization
 
 ADOPTED_REASON = "adopted: committed before its process died"
+# The process lived on, but the instance's database failed: its record (and its run's end) was never stored.
+OUTAGE_REASON = "adopted: committed, but its record was not stored while the instance's database was down"
 
 
 def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
@@ -40,6 +43,7 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
             if not evidence:
                 continue
             plan = binding.plans[prompt]
+            reason = _why_unrecorded(instance, run_id)
             spec = binding.catalog.providers.get(target.provider) if binding.catalog else None
             when = min(at for _, at in evidence.values())
             record = AttemptRecord(
@@ -48,17 +52,28 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
                                          prompt=prompt, mode=mode, dagster_run=run_id),
                 target=AttemptTarget(provider=target.provider, provider_kind=spec.kind if spec else "unknown",
                                      account=target.account, model=target.model or "", effort=target.effort,
-                                     reason=ADOPTED_REASON),
+                                     reason=reason),
                 role=plan.agent, prompt_name=binding.packet.prompt(prompt).name,
                 workspace={r.name: r.path for r in plan.repos}, cwd=plan.cwd, checkpoint={}, started_at=when,
                 ended_at=when, duration_s=0.0, result="completed",
                 commits=[CommitResult(repo=repo, status="committed", sha=sha) for repo, (sha, _) in evidence.items()],
                 adopted=True, evidence={repo: f"{sha} (AWP-Attempt: {ident})" for repo, (sha, _) in evidence.items()})
-            _store(instance, binding, prompt, run_id, record)
+            _store(instance, binding, prompt, run_id, record, reason)
             agent_run.records.append(record)
             agent_run.records.sort(key=lambda r: r.identity.number)
             adopted.append(ident)
     return adopted
+
+
+def _why_unrecorded(instance: DagsterInstance, run_id: str) -> str:
+    """Why the Attempt's record is missing: the database failed under a process that lived on (the `awp run`
+    that ran it is alive, adopting it now; or its run's end was stored in end_run's words), else its process
+    died."""
+    run = instance.get_run_by_id(run_id)
+    if run is not None and RUNNER in run.tags and runner_alive(run.tags[RUNNER]):
+        return OUTAGE_REASON
+    ended = instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
+    return OUTAGE_REASON if any(OUTAGE_MARK in (e.message or "") for e in ended) else ADOPTED_REASON
 
 
 def _commits_of(binding: PacketBinding, prompt: str, attempt: str) -> dict[str, tuple[str, str]]:
@@ -83,12 +98,12 @@ def _iso(text: str) -> str:
 
 
 def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_id: str,
-           record: AttemptRecord) -> None:
+           record: AttemptRecord, reason: str) -> None:
     """The record goes into the dead Attempt's own run (an ended run's log still takes events): history reads
     a packet run's events by its runs, and the asset page shows the materialization with that run."""
     run = instance.get_run_by_id(run_id)
     materialization = AssetMaterialization(asset_key=binding.key(prompt),
-                                           description=f"Attempt {record.identity.attempt_id}: {ADOPTED_REASON}",
+                                           description=f"Attempt {record.identity.attempt_id}: {reason}",
                                            metadata=record_metadata(record, "", (), binding.packet.root,
-                                                                    AgentRunStatus("completed", ADOPTED_REASON).text))
+                                                                    AgentRunStatus("completed", reason).text))
     report_materialization(instance, run_id, run.job_name if run else "__adopted__", materialization)

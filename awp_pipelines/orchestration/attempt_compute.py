@@ -42,7 +42,7 @@ from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.attempt_marks import mark_started, rest_account, tag_commits
+from awp_pipelines.orchestration.attempt_marks import mark_started, mark_superseded, rest_account, tag_commits
 from awp_pipelines.orchestration.attempt_stops import honour_stop, store_stop
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompts_of_run, with_attempt
@@ -129,6 +129,9 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         clear_dead_work(context, binding, history, prompt.id, attempt.trees)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=checkpoints_to_restore(plan, agent_run, last))
+        if state.superseded and launch.number == state.superseded + 1:
+            mark_superseded(context, binding, prompt.id, packet_run, state.superseded,
+                            history.agent_runs[prompt.id].intents.get(state.superseded, ""))
         mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
@@ -142,5 +145,6 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
                              stopped=stopped)
-    known = with_attempt(history, prompt.id, record, (context.run.run_id, launch.mode, launch.target), stopped)
+    known = with_attempt(history, prompt.id, record, (context.run.run_id, launch.mode, launch.target), stopped,
+                         binding.intents[prompt.id])
     return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after, known

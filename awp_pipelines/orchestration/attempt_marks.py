@@ -9,6 +9,7 @@ from typing import Any
 
 from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, DagsterRun, Failure, MetadataValue
 
+from awp_pipelines.core.decisions.intent import superseded_status
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.engine import progress
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
@@ -49,7 +50,7 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         tags.PAGE: MetadataValue.url(page),  # first: the asset page opens the running Attempt in one click
         tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
         tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
-        tags.ACCOUNT: target.account, tags.EFFORT: target.effort,
+        tags.ACCOUNT: target.account, tags.EFFORT: target.effort, tags.INTENT: binding.intents[prompt_id],
         # Where its events go as it runs: the page follows the Attempt from here until its record is stored.
         tags.EVENTS: MetadataValue.path(str(events)) if events is not None else None}
     context.log_event(AssetObservation(
@@ -59,6 +60,17 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         metadata={k: v for k, v in marker.items() if v}))
     if prompts_of_run(context.run, binding.keys) == {prompt_id}:
         _tag_single_prompt_run(context.instance, context.run, identity, target)
+
+
+def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, packet_run: str,
+                    through: int, stored: str) -> None:
+    """The first Attempt of a new AgentRun of a changed prompt: the earlier AgentRun's end (Attempts up to
+    `through`, started under the definition `stored`) goes on the asset page, in the words of `awp status`."""
+    ended = superseded_status(through, stored, binding.intents[prompt_id])
+    last = tags.attempt_id(tags.agent_run_id(packet_run, prompt_id), through)
+    context.log_event(AssetObservation(asset_key=binding.key(prompt_id),
+                                       description=f"AgentRun up to Attempt {last}: {ended.text}",
+                                       metadata={tags.AGENT_RUN_STATE: ended.text, tags.ATTEMPT: last}))
 
 
 def rest_account(context: AssetExecutionContext, name: str, account: AccountSpec, record: AttemptRecord) -> None:

@@ -17,6 +17,7 @@ from functools import cached_property
 
 from dagster import AssetKey, AssetSpec
 
+from awp_pipelines.core.decisions.intent import intent_of
 from awp_pipelines.core.decisions.policy import Chain, chain_of
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.packet.providers_config import Catalog
@@ -45,6 +46,11 @@ class PacketBinding:
         catalog = self.catalog or Catalog()
         return {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
                               p.fallback, p.rotation, p.probe) for pid, p in self.plans.items()}
+
+    @cached_property
+    def intents(self) -> Mapping[str, str]:
+        """prompt id → the fingerprint of its definition (intent.py): part of its AgentRun's identity."""
+        return {p.id: intent_of(self.packet, p) for p in self.packet.prompts}
 
     @cached_property
     def keys(self) -> Mapping[AssetKey, str]:

@@ -16,6 +16,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, Run
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
+from awp_pipelines.core.decisions.intent import change_line, superseded_status
 from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Target, adopted_fact, interrupted_fact
 from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
@@ -40,6 +41,7 @@ class AgentRunHistory:
 
     records: list[AttemptRecord] = field(default_factory=list)
     started: dict[int, tuple[str, str, Target]] = field(default_factory=dict)  # number → (run id, mode, target)
+    intents: dict[int, str] = field(default_factory=dict)  # number → its prompt's fingerprint then (intent.py)
 
     def facts(self, finished_runs: set[str], committed: Callable[[int], bool] = lambda number: False
               ) -> list[AttemptFact]:
@@ -56,6 +58,22 @@ class AgentRunHistory:
     @property
     def last_record(self) -> AttemptRecord | None:
         return self.records[-1] if self.records else None
+
+    def superseded_through(self, intent: str, facts: Sequence[AttemptFact]) -> int:
+        """The last Attempt of an earlier AgentRun of the prompt that its definition now (`intent`) supersedes,
+        0 for none: the Attempts up to the last one started under another definition, unless they completed
+        the prompt and nothing ran since (completed work stays completed; a new packet run runs the change).
+        `facts`: this history's facts."""
+        through = max((n for n, i in self.intents.items() if i != intent), default=0)
+        if through and through == max(self.started, default=0) and facts and facts[-1].done:
+            return 0
+        return through
+
+    def after(self, number: int) -> AgentRunHistory:
+        """The Attempts after `number`: the AgentRun that began there."""
+        return AgentRunHistory([r for r in self.records if r.identity.number > number],
+                               {n: s for n, s in self.started.items() if n > number},
+                               {n: i for n, i in self.intents.items() if n > number})
 
     def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None,
                   committed: Collection[int] = ()) -> list[AttemptSummary]:
@@ -127,6 +145,8 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
             target = Target(str(meta.get(tags.PROVIDER) or ""), _opt(meta.get(tags.MODEL)),
                             _opt(meta.get(tags.ACCOUNT)), _opt(meta.get(tags.EFFORT)))
             history.started[number] = (run_id, str(meta.get(tags.MODE) or "run"), target)
+            if meta.get(tags.INTENT):
+                history.intents[number] = str(meta[tags.INTENT])
         elif isinstance(meta.get(tags.RECORD), dict):
             history.records.append(AttemptRecord.model_validate(meta[tags.RECORD]))
     for history in agent_runs.values():
@@ -137,12 +157,13 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
 
 
 def with_attempt(history: PacketRunHistory, prompt_id: str, record: AttemptRecord,
-                 started: tuple[str, str, Target], stopped: StopMarker | None) -> PacketRunHistory:
+                 started: tuple[str, str, Target], stopped: StopMarker | None, intent: str) -> PacketRunHistory:
     """The history as a fresh read would give it once this Attempt's record is stored (and `stopped` stands),
-    computed in memory: `started` is its (run id, mode, target)."""
+    computed in memory: `started` is its (run id, mode, target), `intent` its start marker's fingerprint."""
     old = history.agent_runs.get(prompt_id, AgentRunHistory())
-    mine = AgentRunHistory(records=[*(r for r in old.records if r.identity.number != record.identity.number), record],
-                           started={**old.started, record.identity.number: started})
+    number = record.identity.number
+    mine = AgentRunHistory(records=[*(r for r in old.records if r.identity.number != number), record],
+                           started={**old.started, number: started}, intents={**old.intents, number: intent})
     return replace(history, agent_runs={**history.agent_runs, prompt_id: mine}, stopped=stopped)
 
 
@@ -167,7 +188,11 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
     control = packet.manifest.agent_control
     states = []
     for pid in scope:
-        agent_run = history.agent_runs.get(pid, AgentRunHistory())
+        whole = history.agent_runs.get(pid, AgentRunHistory())
+        committed = _committed_in(binding, pid, history.packet_run)
+        # A changed definition starts a new AgentRun: its facts (and its budget) begin after the old one's.
+        superseded = whole.superseded_through(binding.intents[pid], whole.facts(finished, committed))
+        agent_run = whole.after(superseded)
         last = agent_run.last_record
         started_runs = [run for run, _, _ in agent_run.started.values()]
         last_run = last.identity.dagster_run if last else (started_runs[-1] if started_runs else None)
@@ -175,8 +200,8 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
         states.append(DecisionInput(
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=_independent(binding, history, pid),
             deps=tuple(packet.dependencies(packet.prompt(pid))),
-            facts=tuple(agent_run.facts(finished, _committed_in(binding, pid, history.packet_run))),
-            started=max(agent_run.started, default=0), busy=pid in busy,
+            facts=tuple(agent_run.facts(finished, committed)), superseded=superseded,
+            started=max(whole.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
             max_iterations=control.max_iterations if control.enabled else None, accounts=accounts))
@@ -201,6 +226,27 @@ def agent_run_truth(binding: PacketBinding, history: PacketRunHistory, also: Col
     wanted = set(history.scope(packet, binding.keys)) | set(also)
     states = decision_inputs(binding, history, [p.id for p in packet.prompts if p.id in wanted], exclude_run)
     return {s.prompt: s for s in states}, agent_run_states(states, history.stopped)
+
+
+def superseded_runs(binding: PacketBinding, history: PacketRunHistory,
+                    states: Mapping[str, DecisionInput]) -> dict[str, AgentRunStatus]:
+    """Prompt → the state of its earlier AgentRun in the packet run, ended by a change of its definition."""
+    return {pid: superseded_status(s.superseded, history.agent_runs[pid].intents.get(s.superseded, ""),
+                                   binding.intents[pid]) for pid, s in states.items() if s.superseded}
+
+
+def intent_changes(binding: PacketBinding, history: PacketRunHistory,
+                   statuses: Mapping[str, AgentRunStatus]) -> list[str]:
+    """One line per prompt whose definition changed since its last Attempt in the packet run: what a resume
+    says before it starts."""
+    lines = []
+    for pid, agent_run in history.agent_runs.items():
+        last = max(agent_run.intents, default=0)
+        line = change_line(pid, agent_run.intents[last], binding.intents[pid],
+                           pid in statuses and statuses[pid].done) if last else None
+        if line:
+            lines.append(line)
+    return lines
 
 
 def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from dagster import AssetExecutionContext, Failure
+from dagster import AssetExecutionContext, DagsterRun, Failure
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.next_launches import Launch, manual_launch, repair_launch
@@ -71,10 +71,11 @@ def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held:
 def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
                history: PacketRunHistory) -> str | None:
     """Whether the prompt's first Attempt may start in its packet run, however the run was launched (a run of
-    several prompts, a UI re-execution, a materialization by hand): its upstream prompts must be completed
-    in the packet run (a Failure names them), unless the run is tagged `awp/ignore_deps`. A reason to skip
-    is returned when an agent's `finish` ended the packet run: the step ends with nothing materialized and
-    Dagster skips what follows. A dead Attempt that committed is adopted first: its work counts."""
+    several prompts, a UI re-execution, a materialization by hand). A launch that continues the packet run
+    on its own (the sensor's, `awp run`'s resume) needs its upstream prompts completed in the packet run (a
+    Failure names them); a prompt the user chose (`chosen_by_user`) starts, a warning naming each unfinished
+    upstream. A reason to skip is returned when an agent's `finish` ended the packet run: the step ends with
+    nothing materialized and Dagster skips what follows. A dead Attempt that committed is adopted first."""
     adopt_committed(context.instance, binding, history)
     if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
         return None
@@ -82,11 +83,23 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     status = statuses[prompt.id]
     if status.finished_by is not None:
         return status.reason
-    if status.held_by:
+    if status.held_by and chosen_by_user(context.run, binding):
+        context.log.warning(f"prompt {prompt.id} starts as you selected it in packet run {history.packet_run}, "
+                            f"though {status.reason}")
+    elif status.held_by:
         raise Failure(description=f"prompt {prompt.id} does not start in packet run {history.packet_run}: "
                       f"{status.reason} (a prompt runs once its upstream prompts completed in its packet run; to "
                       f"run it anyway, launch it with the tag {tags.IGNORE_DEPS}=true)", allow_retries=False)
     return None
+
+
+def chosen_by_user(run: DagsterRun, binding: PacketBinding) -> bool:
+    """A run of prompts the user picked (the UI's "Materialize selected", a launch of one asset): it has an
+    asset selection short of the whole packet, and no launcher's marks — the recovery sensor tags its launches
+    with their mode, `awp run` with its runner (and with awp/ignore_deps when its user chose the prompts)."""
+    launched = tags.MODE in run.tags or tags.RUNNER in run.tags
+    return not launched and bool(run.asset_selection) and prompts_of_run(run, binding.keys) != set(
+        binding.keys.values())
 
 
 def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,

@@ -27,6 +27,7 @@ from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.storage import UNFINISHED, free_run_slots, slot_holders
 
 RUNNER = tags.RUNNER
+OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose end could not be stored
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
 SLOT_GRACE_S = 30.0
 
@@ -113,7 +114,7 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     which fails while the database is down)."""
     run = instance.get_run_by_id(run_id)
     if run is not None and run.status in UNFINISHED:
-        instance.report_run_failed(run, "its end was never stored: the instance's database failed during it")
+        instance.report_run_failed(run, f"its end was never stored: {OUTAGE_MARK} during it")
     free_run_slots(instance, run_id)
 
 

@@ -27,14 +27,14 @@ from dagster import (
 
 from awp_pipelines.core.decisions.next_launches import Launch, Outlook, next_launches
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.engine import interrupts
+from awp_pipelines.core.engine import interrupts, outage
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
+from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -48,6 +48,7 @@ from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute
 from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
+from awp_pipelines.orchestration.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.stop_store import StopStore
 from awp_pipelines.orchestration.storage import (
     REPOSITORY_TAG,
@@ -182,6 +183,8 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     job = _job(compiled)
     base = _base_tags(binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
+    if options.packet_run is None:  # a new packet run: none before it is left reading `running`
+        settle_earlier_packet_runs(instance, binding, packet_run)
     history = packet_run_history(instance, packet_run, binding.keys)
     adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
     fresh = _startable_fresh(binding, history, selected, options.ignore_deps)
@@ -198,6 +201,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     executed = 0
     for _ in range(2 * _MAX_LAUNCHES):
         history = packet_run_history(instance, packet_run, binding.keys)
+        outage.answered()  # the instance answered: an outage in progress is over
         # The selection belongs to the packet run even before its first run holds it: a prompt held back
         # above starts here once its upstream completed.
         states, _ = agent_run_truth(binding, history, selected)
@@ -351,7 +355,7 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         failure = record.failure
         out.append(PromptOutcome(pid, prompt.name, record.result, record.identity.dagster_run,
                                  record.identity.attempt_id, failure.failure_class if failure else None,
-                                 ADOPTED_REASON if record.adopted else _explain(record), decision, status.state,
+                                 record.target.reason if record.adopted else _explain(record), decision, status.state,
                                  status.done))
     return out
 

@@ -137,8 +137,13 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
                 waiting.add(packet_run)  # looked at again once its `awp run` has let go
                 continue  # its `awp run` launches what comes next: two drivers made a fallback twice
             adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
-            outlook = next_launches(decision_inputs(binding, history), now, history.stopped)
+            inputs = decision_inputs(binding, history)
+            outlook = next_launches(inputs, now, history.stopped)
+            changed = {i.prompt for i in inputs if i.superseded and i.started == i.superseded}
             for launch in outlook.due:
+                if launch.prompt in changed:  # said once: the launch starts the changed prompt's new AgentRun
+                    context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
+                                     f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
                 key = binding.key(launch.prompt)
                 requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job, asset_selection=[key],
                                            run_config={**launch_run_config(key, launch), **IN_PROCESS},

@@ -10,24 +10,27 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.history import agent_run_truth, intent_changes, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.status_read import newest_packet_run
 from awp_pipelines.orchestration.translator import PacketTranslator
 
+Standing = tuple[str | None, dict[str, AgentRunStatus], list[str]]
 
-def standing(instance: DagsterInstance, binding: PacketBinding,
-             packet_run: str | None = None) -> tuple[str | None, dict[str, AgentRunStatus]]:
-    """A packet run (`packet_run`, else the packet's newest; None when there is none) and its AgentRuns'
-    states: what `--remaining` and the upstream check of a selection read."""
+
+def standing(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None) -> Standing:
+    """A packet run (`packet_run`, else the packet's newest; None when there is none), its AgentRuns' states
+    (what `--remaining` and the upstream check of a selection read) and a line for each prompt whose definition
+    changed since its last Attempt there (what a resume says first)."""
     packet_run = packet_run or newest_packet_run(instance, binding.packet.name)
     if packet_run is None:
-        return None, {}
-    return packet_run, agent_run_truth(binding, packet_run_history(instance, packet_run, binding.keys))[1]
+        return None, {}, []
+    history = packet_run_history(instance, packet_run, binding.keys)
+    statuses = agent_run_truth(binding, history)[1]
+    return packet_run, statuses, intent_changes(binding, history, statuses)
 
 
-def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None
-                ) -> tuple[str | None, dict[str, AgentRunStatus]]:
+def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None) -> Standing:
     instance = open_instance(binding.packet.root, home)
     try:
         return standing(instance, binding, packet_run)

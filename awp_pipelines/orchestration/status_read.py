@@ -17,6 +17,7 @@ from awp_pipelines.orchestration.history import (
     PacketRunHistory,
     agent_run_truth,
     packet_run_history,
+    superseded_runs,
 )
 
 _NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
@@ -47,8 +48,11 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
     finished = history.finished_runs()
     adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
     root = state_root or packet.root / ".awp"
+    superseded = superseded_runs(binding, history, states)
     prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root)
-               .model_copy(update=_independence(binding, states.get(p.id), p.id)) for p in packet.prompts]
+               .model_copy(update={**_independence(binding, states.get(p.id), p.id),
+                                   "superseded": superseded[p.id].text if p.id in superseded else None})
+               for p in packet.prompts]
     marker = history.stopped
     stop = None if marker is None or state != "stopped" else StopInfo(
         by=marker.by, at=datetime.fromtimestamp(marker.at, UTC).isoformat(), reason=marker.reason,

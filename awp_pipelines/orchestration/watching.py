@@ -22,7 +22,13 @@ from awp_pipelines.core.engine.status_report import (
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.agent_files import last_activity
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import FINISHED, AgentRunHistory, agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.history import (
+    FINISHED,
+    AgentRunHistory,
+    agent_run_truth,
+    packet_run_history,
+    superseded_runs,
+)
 from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
 from awp_pipelines.orchestration.storage import latest_event_time
@@ -83,5 +89,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     return WatchReading(packet=packet.name, packet_run=packet_run, at=at, state=overall, reason=reason,
                         prompts=len(states), completed=completed,
                         agent_runs={p: s.state for p, s in statuses.items()}, current=current, pending=pending,
+                        superseded={p: f"{s.state} (superseded)" for p, s in superseded_runs(binding, history,
+                                                                                              states).items()},
                         minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
                         violations=violations, details=details)

@@ -21,9 +21,13 @@ from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_pac
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.adoption import OUTAGE_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.reaper import end_run
+from awp_pipelines.orchestration.storage import UNFINISHED
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}
@@ -117,13 +121,10 @@ def test_one_prompt_run_alone_is_a_packet_run_of_one_prompt(tmp_path: Path, make
     assert code == 0
     status = assert_one_truth(packet, summary["packet_run"], {"01": "completed"}, "completed", [], summary)
     assert status["totals"]["completed"] == 1
-    # Next: 02 alone in a new packet run is refused, naming its upstream; in this packet run it may run.
-    refused = awp("run", packet, "02")
-    assert refused.exit_code == 2 and "02 needs 01" in refused.output
-    from_02 = awp("run", packet, "--from", "02")
-    assert from_02.exit_code == 2 and "02 needs 01" in from_02.output
+    # Next: 02 alone in this packet run, where its upstream completed: no warning (one in a new packet run is
+    # the user's choice, warned about: test_an_explicit_selection_runs_what_was_chosen_and_warns_...).
     code, more = _run(packet, "--packet-run", summary["packet_run"], "02")
-    assert code == 0 and [o["state"] for o in more["prompts"]] == ["completed"]
+    assert code == 0 and [o["state"] for o in more["prompts"]] == ["completed"] and "warnings" not in more
 
 
 def test_a_resume_that_adds_a_prompt_starts_it_once_its_upstream_completes(tmp_path: Path, make_git_repo) -> None:
@@ -157,13 +158,58 @@ def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(
     remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
     assert remaining.exit_code == 1 and "01 failed" in remaining.output
     assert_one_truth(packet, summary["packet_run"], expected, "failed", [])
-    # A launch of 02 alone from the UI (a run of its asset in that packet run): its compute refuses, naming 01.
-    ui = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
-    assert not ui.success and git_log(packet / "workspace") == commits
-    [failure] = [e for e in ui.all_events if e.is_step_failure]
+    # A launch the sensor makes of 02 in that packet run (its tags carry a mode): its compute refuses, naming 01.
+    automatic = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.MODE: "run"})
+    assert not automatic.success and git_log(packet / "workspace") == commits
+    [failure] = [e for e in automatic.all_events if e.is_step_failure]
     assert failure.step_failure_data.user_failure_data.description.startswith(
         f"prompt 02 does not start in packet run {summary['packet_run']}: held: upstream 01 failed")
-    assert _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.IGNORE_DEPS: "true"}).success
+    # The user's own launch of 02 alone from the UI (a run of its asset, chosen): it runs, warning about 01.
+    chosen = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]})
+    assert chosen.success and len(git_log(packet / "workspace")) == len(commits) + 1
+    instance = open_instance(packet)
+    try:
+        logged = [e.user_message for e in instance.all_logs(chosen.run_id)]
+    finally:
+        instance.dispose()
+    assert any("02 starts as you selected it" in m and "upstream 01 failed" in m for m in logged)
+
+
+def test_an_explicit_selection_runs_what_was_chosen_and_warns_about_each_unfinished_upstream(
+        tmp_path: Path, make_git_repo) -> None:
+    packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt"), "02_b": _prompt("b.txt"),
+                                                     "03_c": _prompt("c.txt")})
+    chosen = awp("run", packet, "01", "03")
+    assert chosen.exit_code == 0, chosen.output
+    assert "warning: 03 runs as you selected it, though its upstream 02 is not completed in a new packet run" \
+        in chosen.stderr
+    assert "  02 " not in chosen.stdout and "2/2 prompts done" in chosen.stdout  # 01 and 03 ran, 02 did not
+    prompts = subprocess.run(["git", "-C", str(packet / "workspace"), "log", "--format=%(trailers:key=AWP-Prompt,"
+                              "valueonly)"], capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(prompts) == ["01", "03"]  # nothing committed for 02
+    code, summary = _run(packet, "--from", "02")  # a range is explicit too: it warns about 01
+    assert code == 0 and summary["warnings"] == [
+        "02 runs as you selected it, though its upstream 01 is not completed in a new packet run"]
+    # Automatic continuation holds dependents: --remaining of a packet run that ran 01 alone leaves none out.
+    code, only = _run(packet, "01")
+    assert code == 0 and "warnings" not in only
+
+
+def test_an_attempt_whose_record_an_outage_lost_is_adopted_without_saying_its_process_died(
+        tmp_path: Path, make_git_repo) -> None:
+    packet = write_packet(tmp_path / "crash", make_git_repo)
+    packet_run = kill_when(packet, event("commit_created", ".01.a1"), {"AWP_FAULT_PAUSE": "after_commit:8"})
+    binding = packet_assets(load_packet(packet), load_catalog(None)).binding
+    instance = open_instance(packet)
+    try:
+        [run] = [r for r in instance.get_runs() if r.status in UNFINISHED]
+        end_run(instance, run.run_id)  # as an `awp run` that lived through the outage stores its run's end
+        history = packet_run_history(instance, packet_run, binding.keys)
+        assert adopt_committed(instance, binding, history) == [f"{packet_run}.01.a1"]
+        [record] = history.agent_runs["01"].records
+        assert record.target.reason == OUTAGE_REASON and "died" not in record.target.reason
+    finally:
+        instance.dispose()
 
 
 def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:

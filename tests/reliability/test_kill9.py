@@ -43,6 +43,11 @@ class Point:
     first: dict[str, Any] = field(default_factory=dict)  # 01's front matter
     recovery: dict[str, Any] = field(default_factory=dict)
 
+    def kill(self, root: Path, make_git_repo) -> tuple[Path, str]:
+        """The crash packet in `root`, its `awp run` killed at this point: (packet, the killed packet run)."""
+        packet = write_packet(root, make_git_repo, self.first, self.recovery)
+        return packet, kill_when(packet, self.seen, {"AWP_FAULT_PAUSE": self.pause} if self.pause else {})
+
 
 # Attempt 1 writes half the work, then the provider fails (retryable, not a fallback); later ones finish.
 FAILS_THEN_WORKS = {"attempts": [{"messages": ["half done"], "writes": [{"path": "half.txt", "text": "half\n"}],
@@ -84,8 +89,7 @@ def test_kill_9_then_rerun_loses_nothing_and_doubles_nothing(point: str, tmp_pat
                                                              reliability_row) -> None:
     started = time.monotonic()
     spec = POINTS[point]
-    packet = write_packet(tmp_path / "crash", make_git_repo, spec.first, spec.recovery)
-    packet_run = kill_when(packet, spec.seen, {"AWP_FAULT_PAUSE": spec.pause} if spec.pause else {})
+    packet, packet_run = spec.kill(tmp_path / "crash", make_git_repo)
     repo = packet / "workspace"
     assert dirty(repo) == spec.dirty
     if point == "agent mid-session":  # what a watcher sees before anyone reruns it

@@ -164,6 +164,12 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
     errors, output = log.read(), out.read()
     print(f"first run: exit {code} {failed_after:.1f}s after the database stopped\n{output}\n{errors[-3000:]}")
     assert "Traceback" not in errors
+    # One line per change of the database's state, not one per retry or per log call it did not take.
+    assert "Retrying failed database connection" not in errors and "Exception while writing logger" not in errors
+    assert errors.count("the instance's database is not answering") <= 1, errors[-3000:]
+    if code == 0 and "not answering" in errors:  # it carried on: the end of the outage is said too
+        assert errors.count("the instance's database answers again") == 1
+    assert "before its process died" not in output  # no process died: an adoption says the database was down
     if code != 0:  # it failed: cleanly, in one line that says how to go on
         assert code == 1
         [said] = [line for line in errors.splitlines() if line.startswith("error:")]

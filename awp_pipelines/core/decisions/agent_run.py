@@ -51,6 +51,7 @@ class DecisionInput:
     budget: Budget = Budget()  # caps, and the packet run's recorded spend (the AgentRun's is in `facts`)
     max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
     accounts: Availability = Availability()  # the chain's accounts' stored cooldowns and usage right now
+    superseded: int = 0  # the last Attempt of an earlier AgentRun of the prompt, whose definition changed since
 
     @property
     def completed(self) -> bool:
@@ -119,7 +120,7 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
     in it); `finished_by` is set when an earlier prompt's agent finished the packet run."""
     facts = state.facts
     if state.busy:
-        if state.started > len(facts):
+        if state.started - state.superseded > len(facts):
             return AgentRunStatus("active", f"attempt {state.started} is running")
         return AgentRunStatus("queued", "launched; its Attempt has not started")
     if not facts:

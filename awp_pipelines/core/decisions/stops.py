@@ -14,7 +14,9 @@ import signal
 from dataclasses import dataclass
 from typing import Literal
 
-StoppedBy = Literal["SIGINT", "SIGTERM", "ui_cancel"]
+# `new_packet_run`: a new packet run of the same packet started while this one was unfinished and driven by
+# nothing (its `awp run` died, or it was interrupted): it is settled, not left reading `running` (settling.py).
+StoppedBy = Literal["SIGINT", "SIGTERM", "ui_cancel", "new_packet_run"]
 
 
 @dataclass(frozen=True)

@@ -46,9 +46,34 @@ class DirtyTree(Exception):
         super().__init__(f"{what}; {advice}")
 
 
+class CommitBlocked(DirtyTree):
+    """A target repo's commit could not happen: a git lock file is there (another git process, or one that
+    died). Found before the agent starts, so no session is spent on work that cannot be committed."""
+
+    def __init__(self, repo: str, lock: Path) -> None:
+        self.repo, self.paths, self.detail = repo, [], ""
+        Exception.__init__(self, f"work tree '{repo}' cannot be committed: {lock} exists (a git process holds "
+                           f"the index, or one died holding it); if no git command is running in that repo, delete "
+                           f"it (`rm {lock}`), then repair or rerun the prompt")
+
+
+def ensure_committable(targets: Mapping[str, Path]) -> None:
+    """Every precondition of the Attempt's commit that can be checked before its agent starts: no index.lock.
+    The work tree's lease is held, so no other Attempt's git holds it."""
+    for name, repo in targets.items():
+        try:
+            lock = repo / git(repo, "rev-parse", "--git-path", "index.lock").stdout.strip()
+        except WorkspaceError:
+            continue  # not a repository yet: the clean-tree check and the commit say so
+        if lock.exists():
+            raise CommitBlocked(name, lock.resolve())
+
+
 def ensure_clean(targets: Mapping[str, Path], policy: DirtyTreePolicy, attempt: str) -> dict[str, str]:
     """Make every target repo clean before the Attempt `attempt` edits it, as `policy` says. Returns repo → the
-    stash commit of what was set aside. Raises DirtyTree (nothing set aside is lost: stashes stay)."""
+    stash commit of what was set aside. Raises DirtyTree (nothing set aside is lost: stashes stay), CommitBlocked
+    when a repo cannot be committed at all (ensure_committable)."""
+    ensure_committable(targets)
     set_aside: dict[str, str] = {}
     for name, repo in targets.items():
         paths = changed_paths(repo)

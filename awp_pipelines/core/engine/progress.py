@@ -69,9 +69,11 @@ class LaunchDecided:
 
 @dataclass(frozen=True)
 class RunPlanned:
-    """The run's plan is made: the selected prompts, in order, as (id, name). Comes before any Attempt."""
+    """The run's plan is made: the selected prompts, in order, as (id, name), and a warning for each chosen
+    prompt whose upstream is unfinished (it runs all the same). Comes before any Attempt."""
 
     prompts: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...] = ()
 
     def line(self) -> str:
         return "prompts " + ", ".join(pid for pid, _ in self.prompts)

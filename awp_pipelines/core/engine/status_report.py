@@ -90,6 +90,8 @@ class PromptStatus(_Out):
     agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
+    superseded: str | None = Field(None, description="The prompt's earlier AgentRun in this packet run, ended "
+                                   "because the prompt's definition changed: `cancelled — superseded: …`.")
 
 
 class Totals(_Out):
@@ -109,7 +111,8 @@ class Totals(_Out):
 class StopInfo(_Out):
     """The user's stop standing on the packet run (stops.py)."""
 
-    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), or ui_cancel (a run cancelled in the UI).")
+    by: str = Field(description="SIGINT or SIGTERM (to `awp run`), ui_cancel (a run cancelled in the UI), or "
+                    "new_packet_run (a new packet run of the packet settled this unfinished one).")
     at: str = Field(description="ISO 8601 time of the stop.")
     reason: str = Field("", description="What was stopped.")
     resumable: int = Field(0, description="Prompts of the packet run that resuming it goes on with.")
@@ -180,6 +183,8 @@ class WatchReading(_Out):
     completed: int = Field(description="Of those, completed.")
     agent_runs: dict[str, PromptWord] = Field(default_factory=dict, description="Prompt → its AgentRun's state, "
                                                "the same words as `awp status`.")
+    superseded: dict[str, str] = Field(default_factory=dict, description="Prompt → `cancelled (superseded)`: "
+                                       "its earlier AgentRun, ended because the prompt's definition changed.")
     current: list[CurrentAttempt] = Field(default_factory=list, description="Attempts running now.")
     pending: list[str] = Field(default_factory=list, description="Prompts with an Attempt due to launch.")
     minutes_quiet: float | None = Field(None, description="Minutes since the packet run's latest event.")

@@ -19,6 +19,12 @@ class Selection:
     remaining: bool = False
     completed: frozenset[str] = field(default_factory=frozenset)
 
+    @property
+    def explicit(self) -> bool:
+        """The user named the prompts (ids, a range, a phase): they run as chosen, an unfinished upstream only
+        warned about. --remaining alone is automatic continuation: it holds dependents, as the sensor does."""
+        return bool(self.ids or self.from_id or self.through_id or self.phase)
+
     def apply(self, packet: Packet) -> list[Prompt]:
         prompts = packet.prompts
         known = [p.id for p in prompts]
@@ -62,13 +68,11 @@ def unmet_upstream(packet: Packet, chosen: Sequence[str],
     return unmet
 
 
-def upstream_refusal(packet: Packet, unmet: Mapping[str, list[str]], packet_run: str | None) -> PacketError:
-    where = f"in packet run {packet_run}" if packet_run else "in a new packet run"
-    lines = "; ".join(f"{pid} needs {', '.join(ups)}" for pid, ups in unmet.items())
-    upstream = sorted({u for ups in unmet.values() for u in ups})
-    return PacketError(packet.root, f"upstream not completed {where}: {lines}", key="selection",
-                       hint=f"select {', '.join(upstream)} too, continue a packet run where they completed "
-                       "(--packet-run ID), or pass --ignore-deps to run without them")
+def upstream_warnings(unmet: Mapping[str, list[str]], packet_run: str | None) -> list[str]:
+    """An explicit selection runs what was chosen: one line per chosen prompt whose upstream is unfinished."""
+    where = f"packet run {packet_run}" if packet_run else "a new packet run"
+    return [f"{pid} runs as you selected it, though its upstream {', '.join(ups)} "
+            f"{'is' if len(ups) == 1 else 'are'} not completed in {where}" for pid, ups in unmet.items()]
 
 
 def remaining(packet: Packet, statuses: Mapping[str, AgentRunStatus]) -> frozenset[str]:
