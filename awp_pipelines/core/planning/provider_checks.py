@@ -5,6 +5,8 @@ Checks each provider the packet may use (primary and fallback): the CLI is on PA
 writable or creatable; HTTP providers have an endpoint. Each problem names its fix. A problem on a provider
 the packet needs blocks it; one on a provider it only falls back to is a warning. Doctor only looks: it writes
 nothing, and a CLI asked for its version gets a throwaway HOME, so whatever it writes on start is not the user's.
+That CLI gets no credential either (only the basics of its environment: a `command` agent may print whatever
+it holds), and every detail is redacted of each account's credential value before it is shown.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import requests
 
 from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.packet.providers_config import AccountBinding, Catalog, ProviderSpec
+from awp_pipelines.core.providers.environment import bare_env
 from awp_pipelines.core.providers.registry import CLI_ADAPTERS
 from awp_pipelines.core.providers.sandbox import expected_env, root_refusal
+from awp_pipelines.core.records.redact import Redactor
 
 if TYPE_CHECKING:
     from awp_pipelines.core.planning.plan import PromptPlan
@@ -93,7 +97,7 @@ def check_cli(name: str, spec: ProviderSpec, required: bool, timeout_s: float = 
                      install_fix(name, spec, executable))
     try:
         with tempfile.TemporaryDirectory(prefix="awp-doctor-") as home:
-            env = {**os.environ, "HOME": home, **{f"XDG_{k}_HOME": os.path.join(home, k.lower())
+            env = {**bare_env(os.environ), "HOME": home, **{f"XDG_{k}_HOME": os.path.join(home, k.lower())
                                                   for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
             done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s,
                                   stdin=subprocess.DEVNULL, env=env)
@@ -215,7 +219,8 @@ def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIM
             checks.append(check_credential(f"{need.provider}:{account}", binding.credential_env, need.required))
             if binding.config_dir:
                 checks.append(check_dir(f"{need.provider}:{account}", binding.config_dir))
-    return checks + root_checks(catalog, needs)
+    redact = Redactor.for_catalog(catalog)
+    return [replace(c, detail=redact(c.detail), fix=redact(c.fix)) for c in checks + root_checks(catalog, needs)]
 
 
 def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:
