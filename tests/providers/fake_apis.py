@@ -12,10 +12,11 @@ result is back it ends its turn.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from local_servers import serving
 
 REPLY = "Hello from the fake Messages API."
 ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
@@ -173,11 +174,5 @@ class FakeMessagesServer(ThreadingHTTPServer):
 
 @contextmanager
 def fake_api(scenario: str) -> Iterator[FakeMessagesServer]:
-    server = FakeMessagesServer(scenario)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(FakeMessagesServer(scenario)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

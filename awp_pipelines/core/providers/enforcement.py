@@ -1,0 +1,36 @@
+"""Who enforces `permission_mode` and `allowed_tools`: the provider natively, AWP's sandbox, or nobody.
+
+Claude Code and Gemini take both as flags; Codex takes permission modes (its `--sandbox` levels) but has no
+tool allow-list; OpenCode and `command` agents take neither. The sandbox enforces `plan` for those by
+mounting the work trees read-only; it cannot enforce a tool list. `awp lint` reports an error where
+nobody enforces what the packet asks, and the Attempt's provenance records who did.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Enforcer = Literal["provider", "sandbox", "not enforced"]
+NATIVE_PERMISSION_MODES = frozenset({"claude_code", "codex", "gemini", "simulated"})
+NATIVE_ALLOWED_TOOLS = frozenset({"claude_code", "gemini", "simulated"})
+
+
+def sandbox_enforces_plan(kind: str, permission_mode: str | None, sandboxed: bool) -> bool:
+    """`plan` on a kind without it: the sandbox mounts the work trees read-only."""
+    return sandboxed and permission_mode == "plan" and kind not in NATIVE_PERMISSION_MODES
+
+
+def permission_enforcer(kind: str, permission_mode: str | None, sandboxed: bool) -> Enforcer | None:
+    """None when no mode is asked."""
+    if not permission_mode:
+        return None
+    if kind in NATIVE_PERMISSION_MODES:
+        return "provider"
+    return "sandbox" if sandbox_enforces_plan(kind, permission_mode, sandboxed) else "not enforced"
+
+
+def tools_enforcer(kind: str, allowed_tools: list[str] | tuple[str, ...]) -> Enforcer | None:
+    """None when no list is asked."""
+    if not allowed_tools:
+        return None
+    return "provider" if kind in NATIVE_ALLOWED_TOOLS else "not enforced"

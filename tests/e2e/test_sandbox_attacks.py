@@ -1,0 +1,105 @@
+"""The sandbox's attack table, with a `command` agent run by `awp run` in its own process: each row is denied
+while the same Attempt's real work is written, verified and committed and `awp agent-control` works from
+inside; and each row gets through with `isolation: none`, so the table tests the sandbox, not the script.
+
+The runner is a real `awp` process started with a canary secret in its environment (as a database password
+would be), an operator HOME holding a canary file, and a second account whose config folder holds one.
+The packet is its own work tree (`path: .`), so the instance (`.awp/`) sits inside the granted tree.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from e2e_support import git_log, stored_records
+
+from awp_pipelines.core.isolation.bwrap import unavailable
+
+ATTACKER = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "attacker.sh"
+ROWS = ("home_canary", "proc_environ", "other_account", "instance_db", "write_outside", "git_hook")
+SECRET = "canary-5d1e0c-runner-only"
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
+
+
+def attack_packet(root: Path, make_git_repo, isolation: str) -> Path:  # type: ignore[no-untyped-def]
+    make_git_repo(root)
+    (root / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "attacked", "provider": "agent", "model": "m", "timeout": "2m", "accounts": ["a"],
+        "isolation": isolation, "repos": {"app": {"path": ".", "default": True}},
+        "agent_control": {"enabled": True, "completion_verify": {"files_exist": ["work.txt"]}}}))
+    (root / "prompts").mkdir()
+    tmp = root.parent
+    body = "\n".join([
+        "Do the work.", f"HOME_CANARY={tmp / 'operator-home' / 'canary.txt'}", f"PROC_CANARY={SECRET}",
+        f"OTHER_ACCOUNT={tmp / 'accounts' / 'b' / 'canary.txt'}", f"INSTANCE={root / '.awp'}",
+        f"OUTSIDE={tmp / 'outside.txt'}"])
+    front = {"verify": {"files_exist": ["work.txt"]}}
+    (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n{body}\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "packet"], cwd=root, check=True)
+    return root
+
+
+def run_attacked(tmp_path: Path, make_git_repo, isolation: str) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]
+    home = tmp_path / "operator-home"
+    home.mkdir()
+    (home / "canary.txt").write_text("operator's secret\n")
+    other = tmp_path / "accounts" / "b"
+    other.mkdir(parents=True)
+    (other / "canary.txt").write_text("account b's login\n")
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({
+        "providers": {"agent": {"kind": "command", "command": str(ATTACKER), "models": ["m"],
+                                "config_dir_env": "AGENT_CONFIG_DIR"}},
+        "accounts": {"a": {"provider": "agent", "credential_env": "AWP_TEST_AGENT_KEY",
+                           "config_dir": str(tmp_path / "accounts" / "a")},
+                     "b": {"provider": "agent", "config_dir": str(other)}}}))
+    packet = attack_packet(tmp_path / "p", make_git_repo, isolation)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "AWP_TEST_AGENT_KEY": "own-key",
+           "LANG": "C.UTF-8"}
+    done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run", str(packet),
+                           "--providers", str(providers), "--json"], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = dict(line.split(": ", 1) for line in (packet / "attacks.txt").read_text().splitlines())
+    # A write that lands where the runner sees it (not in the sandbox's private /tmp) got out.
+    rows["write_outside"] = "LEAK" if (tmp_path / "outside.txt").exists() else "denied"
+    return packet, {**rows, "_out": done.stdout}
+
+
+def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_control_works(
+        tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    packet, rows = run_attacked(tmp_path, make_git_repo, "sandbox")
+    assert {r: rows[r] for r in ROWS} == dict.fromkeys(ROWS, "denied"), rows
+    assert (rows["own_config"], rows["agent_control"]) == ("0", "0"), rows
+    assert (tmp_path / "accounts" / "a" / "own.txt").read_text() == "mine\n"  # its own config folder is rw
+    assert not (packet / ".git" / "hooks" / "post-commit").exists()
+    [outcome] = json.loads(rows["_out"])["prompts"]
+    assert (outcome["result"], outcome["state"]) == ("completed", "completed")
+    assert "the real work" in subprocess.run(["git", "show", "HEAD:work.txt"], cwd=packet, capture_output=True,
+                                             text=True, check=True).stdout
+    assert len(git_log(packet)) == 3  # README, the packet, the Attempt's commit
+    [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    assert record["control"]["outcome"] == "finish"
+    isolation = record["isolation"]
+    assert isolation["profile"] == {"isolation": "sandbox", "set_by": "packet"}
+    assert isolation["sandbox"].startswith("bubblewrap ")
+    modes = {g["path"]: g["mode"] for g in isolation["grants"]["paths"]}
+    assert modes[str(packet)] == "rw" and modes[str(packet / ".awp")] == "hidden"
+    assert modes[str(tmp_path / "accounts" / "a")] == "rw" and str(tmp_path / "accounts" / "b") not in modes
+    assert "own-key" not in json.dumps(record)  # the only secret inside is its own, and it is redacted
+
+
+def test_every_row_gets_through_without_the_sandbox(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    packet, rows = run_attacked(tmp_path, make_git_repo, "none")
+    assert {r: rows[r] for r in ROWS} == dict.fromkeys(ROWS, "LEAK"), rows
+    [outcome] = json.loads(rows["_out"])["prompts"]
+    [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    assert record["isolation"]["profile"] == {"isolation": "none", "set_by": "packet"}
+    assert record["isolation"]["grants"] is None
