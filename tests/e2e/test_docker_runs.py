@@ -28,9 +28,8 @@ import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from tests.daemon.deployment import deployment, make_project
+from tests.e2e.attack_support import REMOTE_ROWS, STORAGE_ENV, attack_rows, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
-from tests.e2e.test_sandbox_attacks import ATTACKER, ROWS, attack_packet
-from tests.e2e.test_sandbox_attacks import SECRET as ATTACK_SECRET
 
 PACKET_RUN = "pr-docker"
 HANGS_THEN_WRITES: dict[str, list[dict[str, Any]]] = {
@@ -173,57 +172,29 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     assert f"AWP-Attempt: {a2}" in _git("-C", remote, "log", "-1", "--format=%B", branch)
 
 
-def _attacked_home(folder: Path, db: sa.URL, image: str, tmp: Path) -> tuple[Path, dict[str, str]]:
-    """The Docker instance as deploy/docker/dagster.yaml writes it: the storage's settings read from the
-    environment (never written in the file) and passed into each run container by name, AWP_PG_PASSWORD
-    among them, so the run worker (pid 1 there) holds the password. Also the account's credential. Returns
-    the home and the environment the daemon passes them from."""
-    home = _home(folder, db, image, _host_mounts(), tmp)
-    config = yaml.safe_load((home / "dagster.yaml").read_text())
-    config["storage"] = yaml.safe_load((REPO_ROOT / "deploy" / "docker" / "dagster.yaml").read_text())["storage"]
-    launcher = config["run_launcher"]["config"]
-    launcher["env_vars"] = [*launcher["env_vars"], "AWP_PG_USER", "AWP_PG_PASSWORD", "AWP_PG_HOST", "AWP_PG_DB",
-                            "AWP_PG_PORT", "AWP_TEST_AGENT_KEY", f"HOME={tmp / 'operator-home'}"]
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
-    # Trust auth: the server takes any password, so the canary stands in for the real one.
-    env = {"AWP_PG_USER": db.username or "", "AWP_PG_PASSWORD": ATTACK_SECRET, "AWP_PG_HOST": db.host or "",
-           "AWP_PG_DB": db.database or "", "AWP_PG_PORT": str(db.port or 5432), "AWP_TEST_AGENT_KEY": "own-key"}
-    return home, env
-
 
 @pytest.mark.parametrize("isolation", ["sandbox", "none"])
 def test_the_attack_table_through_the_docker_launcher(
         isolation: str, docker_host: str, tmp_path: Path, fresh_pg_database: sa.URL,
         make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """The sandbox's attack table (tests/e2e/test_sandbox_attacks.py) in a run container of the production
-    launcher and its security options (deploy/docker/dagster.yaml), the agent a `command` agent: the run
-    worker holds AWP_PG_PASSWORD, yet the agent finds it neither in its own environment nor in
-    /proc/1/environ, its parent's or any process's, cannot reach the instance's PostgreSQL, the operator's
-    HOME or another account's folder, while its work is verified and committed and `awp agent-control` works
-    from inside. With `isolation: none` the same rows get through (the environment allowlist alone still
-    keeps the password out of the agent's own environment)."""
+    launcher and its security options (deploy/docker/dagster.yaml), the agent a `command` agent: the storage
+    settings are passed into the container by name, so the run worker (pid 1 there) holds AWP_PG_PASSWORD,
+    yet the agent finds it neither in its own environment nor in /proc/1/environ, its parent's or any
+    process's, cannot reach the instance's PostgreSQL, the operator's HOME or another account's folder, while
+    its work is verified and committed and `awp agent-control` works from inside. With `isolation: none` the
+    same rows get through (the environment allowlist alone still keeps the password out of its environment)."""
     from awp_pipelines.orchestration.history import attempt_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
-    (tmp_path / "operator-home").mkdir()
-    (tmp_path / "operator-home" / "canary.txt").write_text("operator's secret\n")
-    (tmp_path / "accounts" / "b").mkdir(parents=True)
-    (tmp_path / "accounts" / "b" / "canary.txt").write_text("account b's login\n")
-    source = attack_packet(tmp_path / "p", make_git_repo, isolation)
-    prompt = source / "prompts" / "01_work.prompt.md"
-    prompt.write_text(prompt.read_text() + f"PG={fresh_pg_database.host}:{fresh_pg_database.port or 5432}\n")
-    _git("-C", source, "commit", "-qam", "the instance's database, to reach")
-    providers = yaml.safe_dump({
-        "providers": {"agent": {"kind": "command", "command": str(ATTACKER), "models": ["m"],
-                                "config_dir_env": "AGENT_CONFIG_DIR"}},
-        "accounts": {"a": {"provider": "agent", "credential_env": "AWP_TEST_AGENT_KEY",
-                           "config_dir": str(tmp_path / "accounts" / "a")},
-                     "b": {"provider": "agent", "config_dir": str(tmp_path / "accounts" / "b")}}})
-    project = make_project(tmp_path / "project", {"attacked": source}, providers=providers)
-    packet = project / "assets" / "attacked"
-    home, env = _attacked_home(tmp_path / "dagster-home", fresh_pg_database, _image(client), tmp_path)
-    for name, value in env.items():  # this process reads the instance too
-        monkeypatch.setenv(name, value)
+    project = attacked_project(tmp_path, make_git_repo, isolation, fresh_pg_database)
+    home = _home(tmp_path / "dagster-home", fresh_pg_database, _image(client), _host_mounts(), tmp_path)
+    config = storage_from_environment(yaml.safe_load((home / "dagster.yaml").read_text()), fresh_pg_database,
+                                      monkeypatch)
+    launcher = config["run_launcher"]["config"]
+    launcher["env_vars"] = [*launcher["env_vars"], *STORAGE_ENV, "AWP_TEST_AGENT_KEY",
+                            f"HOME={tmp_path / 'operator-home'}"]
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     with deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
         run_id = dep.launch_job("packet__attacked")
         dep.wait_until(lambda i: (r := i.get_run_by_id(run_id)) is not None and r.is_finished, 600,
@@ -233,13 +204,10 @@ def test_the_attack_table_through_the_docker_launcher(
             assert run is not None and run.status == DagsterRunStatus.SUCCESS, _post_mortem(client, instance, run_id)
             [record] = attempt_records(instance, run_id)
     assert "docker/container_id" in run.tags  # it ran in a container, not beside the daemon
-    rows = dict(line.split(": ", 1) for line in (packet / "attacks.txt").read_text().splitlines())
-    rows["write_outside"] = "LEAK" if (tmp_path / "outside.txt").exists() else "denied"
-    # The instance is PostgreSQL here: no database file to open (instance_db), a server to reach (instance_pg).
-    attacks = (*(r for r in ROWS if r != "instance_db"), "instance_pg")
-    expected = dict.fromkeys(attacks, "denied" if isolation == "sandbox" else "LEAK")
-    assert {r: rows[r] for r in attacks} == expected, rows
+    rows = attack_rows(project, tmp_path)
+    expected = dict.fromkeys(REMOTE_ROWS, "denied" if isolation == "sandbox" else "LEAK")
+    assert {r: rows[r] for r in REMOTE_ROWS} == expected, rows
     assert rows["own_env"] == "denied", rows  # the allowlist, with or without the sandbox
     assert rows["agent_control"] == "0", rows
     assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
-    assert "the real work" in _git("-C", packet, "show", "HEAD:work.txt")
+    assert "the real work" in _git("-C", project / "assets" / "attacked", "show", "HEAD:work.txt")
