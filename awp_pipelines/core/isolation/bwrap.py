@@ -106,7 +106,7 @@ def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_arg
     """`bwrap … -- command`: the namespaces, the system read-only, then each grant in order."""
     exe = bwrap_path() or "bwrap"
     passwd, group = _identity_files()
-    args = [exe, "--unshare-all", *network_args, "--die-with-parent", "--new-session",
+    args = [exe, "--unshare-all", "--die-with-parent", "--new-session",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", SANDBOX_HOSTNAME,
             *_system_binds()]
     for path in ETC_RO:
@@ -122,4 +122,5 @@ def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_arg
             args += ["--tmpfs", grant.path]
         elif os.path.exists(grant.path):  # a hidden file: an empty one over it
             args += ["--ro-bind", "/dev/null", grant.path]
-    return [*args, "--chdir", str(cwd), "--", *command]
+    # The network's arguments last: its socket folder under /run must not be hidden by a later mount.
+    return [*args, *network_args, "--chdir", str(cwd), "--", *command]
