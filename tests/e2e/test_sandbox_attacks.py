@@ -12,23 +12,39 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 from e2e_support import git_log, stored_records
+from local_servers import serving
 
 from awp_pipelines.core.isolation.bwrap import unavailable
 
 ATTACKER = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "attacker.sh"
-ROWS = ("home_canary", "proc_environ", "other_account", "instance_db", "write_outside", "git_hook")
+ROWS = ("home_canary", "proc_environ", "other_account", "instance_db", "write_outside", "git_hook", "local_http",
+        "git_push")
 SECRET = "canary-5d1e0c-runner-only"
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
 
 
-def attack_packet(root: Path, make_git_repo, isolation: str) -> Path:  # type: ignore[no-untyped-def]
+class Canary(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"canary-http\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def attack_packet(root: Path, make_git_repo, isolation: str, port: int) -> Path:  # type: ignore[no-untyped-def]
     make_git_repo(root)
+    # The work tree's remote: a bare repo beside it (a push is judged by whether the ref arrived).
+    subprocess.run(["git", "init", "-q", "--bare", str(root.parent / "remote.git")], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(root.parent / "remote.git")], cwd=root, check=True)
     (root / "packet.yaml").write_text(yaml.safe_dump({
         "name": "attacked", "provider": "agent", "model": "m", "timeout": "2m", "accounts": ["a"],
         "isolation": isolation, "repos": {"app": {"path": ".", "default": True}},
@@ -38,7 +54,7 @@ def attack_packet(root: Path, make_git_repo, isolation: str) -> Path:  # type: i
     body = "\n".join([
         "Do the work.", f"HOME_CANARY={tmp / 'operator-home' / 'canary.txt'}", f"PROC_CANARY={SECRET}",
         f"OTHER_ACCOUNT={tmp / 'accounts' / 'b' / 'canary.txt'}", f"INSTANCE={root / '.awp'}",
-        f"OUTSIDE={tmp / 'outside.txt'}"])
+        f"OUTSIDE={tmp / 'outside.txt'}", f"LOCAL_HTTP=http://127.0.0.1:{port}/"])
     front = {"verify": {"files_exist": ["work.txt"]}}
     (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n{body}\n")
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
@@ -60,16 +76,21 @@ def run_attacked(tmp_path: Path, make_git_repo, isolation: str) -> tuple[Path, d
         "accounts": {"a": {"provider": "agent", "credential_env": "AWP_TEST_AGENT_KEY",
                            "config_dir": str(tmp_path / "accounts" / "a")},
                      "b": {"provider": "agent", "config_dir": str(other)}}}))
-    packet = attack_packet(tmp_path / "p", make_git_repo, isolation)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "AWP_TEST_AGENT_KEY": "own-key",
            "LANG": "C.UTF-8"}
-    done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run", str(packet),
-                           "--providers", str(providers), "--json"], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    with serving(server):
+        packet = attack_packet(tmp_path / "p", make_git_repo, isolation, server.server_address[1])
+        done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run",
+                               str(packet), "--providers", str(providers), "--json"], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = dict(line.split(": ", 1) for line in (packet / "attacks.txt").read_text().splitlines())
     # A write that lands where the runner sees it (not in the sandbox's private /tmp) got out.
     rows["write_outside"] = "LEAK" if (tmp_path / "outside.txt").exists() else "denied"
+    pushed = subprocess.run(["git", "rev-parse", "--verify", "-q", "refs/heads/stolen"], cwd=tmp_path / "remote.git",
+                            capture_output=True, check=False)
+    rows["git_push"] = "LEAK" if pushed.returncode == 0 else "denied"
     return packet, {**rows, "_out": done.stdout}
 
 
