@@ -32,7 +32,8 @@ def _kinds(tmp: Path, **settings: object) -> dict[str, str]:
     ({"provider": "codex", "model": "gpt-5", "permission_mode": "plan"}, {}),
     ({"provider": "opencode", "model": "opencode/x", "permission_mode": "plan"}, {}),  # the sandbox enforces it
     ({"provider": "agent", "model": "m", "permission_mode": "plan"}, {}),
-    ({"provider": "agent", "model": "m", "permission_mode": "bypass", "isolation": "none"}, {"isolation_none": "warning"}),
+    ({"provider": "agent", "model": "m", "permission_mode": "bypass", "isolation": "none"},
+     {"isolation_none": "warning"}),
     ({"provider": "agent", "model": "m", "permission_mode": "auto"}, {"permission_not_enforced": "error"}),
     ({"provider": "bare", "model": "m", "permission_mode": "plan"},
      {"permission_not_enforced": "error", "isolation_none": "warning"}),
