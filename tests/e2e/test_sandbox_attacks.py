@@ -120,6 +120,21 @@ def run_attacked(tmp_path: Path, make_git_repo, isolation: str, agent: str) -> t
     return packet, {**rows, "_out": done.stdout}
 
 
+def metadata_of(packet: Path) -> dict:
+    """The Attempt's materialization metadata, as the asset's page shows it."""
+    from dagster import AssetKey
+
+    from awp_pipelines.orchestration.instance import open_instance
+
+    instance = open_instance(packet)
+    try:
+        [found] = instance.fetch_materializations(AssetKey(["attacked", "01_work"]), limit=1).records
+        assert found.asset_materialization is not None
+        return dict(found.asset_materialization.metadata)
+    finally:
+        instance.dispose()
+
+
 @pytest.mark.parametrize("agent", ["command", "claude"])
 def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_control_works(
         tmp_path: Path, make_git_repo, agent: str) -> None:  # type: ignore[no-untyped-def]
@@ -142,6 +157,7 @@ def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_cont
     assert modes[str(packet)] == "rw" and modes[str(packet / ".awp")] == "hidden"
     assert modes[str(tmp_path / "accounts" / "a")] == "rw" and str(tmp_path / "accounts" / "b") not in modes
     assert "own-key" not in json.dumps(record)  # the only secret inside is its own, and it is redacted
+    assert metadata_of(packet)["awp/isolation"].value.startswith("sandbox (packet), bubblewrap ")
     if agent == "claude":  # the provider's endpoint, and only it, on the record's hosts
         assert any(h.startswith("127.0.0.1:") for h in isolation["grants"]["hosts"])
 
