@@ -9,7 +9,7 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan
 
-from . import contracts, hygiene, prompts, settings, targets
+from . import contracts, enforcement, hygiene, prompts, settings, targets
 from .context import LintContext
 from .report import Finding, LintReport, finding
 
@@ -31,6 +31,7 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
         contracts.lint_prompt(ctx, prompt)
         targets.lint_prompt(ctx, prompt, prompt_plan)
         settings.lint_prompt(ctx, prompt, prompt_plan)
+        enforcement.lint_prompt(ctx, prompt, prompt_plan)
     prompts.lint_cycles(ctx)
     return LintReport(packet=packet.name, findings=_unique(ctx.findings))
 
