@@ -25,7 +25,9 @@ def _git(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *map(str, args)], capture_output=True, text=True, check=False)
 
 
-def _run(tmp_path: Path, make_git_repo, isolation: str) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
+def _run(tmp_path: Path, make_git_repo,  # type: ignore[no-untyped-def]
+         isolation: str) -> tuple[Path, str, set[tuple[str, str, int]]]:
+    """The packet run's remote, its branch, and the connections the Attempt's egress refused."""
     seed = make_git_repo(tmp_path / "seed")
     remote = tmp_path / "remotes" / "app.git"
     assert _git("clone", "-q", "--bare", seed, remote).returncode == 0
@@ -48,19 +50,25 @@ def _run(tmp_path: Path, make_git_repo, isolation: str) -> tuple[Path, str]:  # 
     assert done.returncode == 0, done.stdout + done.stderr
     [outcome] = json.loads(done.stdout)["prompts"]
     assert (outcome["result"], outcome["state"]) == ("completed", "completed")
-    return remote, f"refs/heads/awp/pushed/{outcome['attempt'].split('.')[0]}"
+    events = [json.loads(line) for file in (packet / ".awp" / "events").rglob("*.jsonl")
+              for line in file.read_text().splitlines()]
+    denied = {(e["method"], e["host"], e["port"]) for e in events if e["type"] == "network_denied"}
+    return remote, f"refs/heads/awp/pushed/{outcome['attempt'].split('.')[0]}", denied
 
 
 def test_the_agent_cannot_push_to_a_network_remote_while_awp_pushes_its_work(
         tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
-    remote, branch = _run(tmp_path, make_git_repo, "sandbox")
+    remote, branch, denied = _run(tmp_path, make_git_repo, "sandbox")
     assert _git("-C", remote, "rev-parse", "-q", "--verify", "refs/heads/stolen").returncode != 0
     # AWP's own commit reached the run's branch, holding the work and what the agent's push returned.
     assert _git("-C", remote, "show", f"{branch}:work.txt").stdout == "the real work\n"
     assert _git("-C", remote, "show", f"{branch}:push.txt").stdout != "push: 0\n"
+    # A `command` agent without a base_url is granted no host: its fetch was refused, and is on the record.
+    assert denied == {("CONNECT", "example.org", 443)}
 
 
 def test_without_the_sandbox_the_agents_push_gets_through(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
-    remote, branch = _run(tmp_path, make_git_repo, "none")
+    remote, branch, denied = _run(tmp_path, make_git_repo, "none")
     assert _git("-C", remote, "rev-parse", "-q", "--verify", "refs/heads/stolen").returncode == 0
     assert _git("-C", remote, "show", f"{branch}:push.txt").stdout == "push: 0\n"
+    assert denied == set()
