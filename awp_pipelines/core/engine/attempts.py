@@ -370,7 +370,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
     finally:
-        provisioned.close()
+        provisioned.close(sink)
     outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
     if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing

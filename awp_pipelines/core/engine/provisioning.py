@@ -14,7 +14,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from awp_pipelines.core.isolation.bwrap import bwrap_version, unavailable
@@ -31,6 +31,7 @@ from awp_pipelines.core.providers.cli import CliAdapter
 from awp_pipelines.core.providers.enforcement import sandbox_enforces_plan
 from awp_pipelines.core.providers.environment import ENDPOINT_ENV
 from awp_pipelines.core.providers.sandboxing import agent_grants
+from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import FailureEnvelope
 
 
@@ -40,10 +41,15 @@ class Provisioned:
     sandbox: Sandbox | None
     egress: EgressHandle | None = None
 
-    def close(self) -> None:
-        """The agent's session is over: its way out closes."""
-        if self.egress is not None:
-            self.egress.close()
+    def close(self, sink: EventSink | None = None) -> None:
+        """The agent's session is over: its way out closes, and each connection it refused becomes an event of
+        the Attempt (`network_denied`: method, host, port, why; never a header or path)."""
+        if self.egress is None:
+            return
+        self.egress.close()
+        if sink is not None:
+            for denial in self.egress.denials():
+                sink.emit("network_denied", asdict(denial))
 
 
 def network_policy(packet: list[str] | None, account: AccountBinding | None, spec: ProviderSpec) -> NetworkPolicy:
