@@ -6,7 +6,7 @@ a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via 
 with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload. "agent_control"
 (Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
 and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
-result is back it ends its turn.
+result is back it ends its turn. "bash" does the same with the one command set on the server.
 """
 
 from __future__ import annotations
@@ -87,9 +87,10 @@ def _turn_sse(model: str, message_id: str, tokens: tuple[int, int], block: dict,
     ])
 
 
-def _steering(body: dict, model: str) -> bytes | None:
+def _steering(body: dict, model: str, command: str | None = None) -> bytes | None:
     """The agent_control scenario's answer to the main conversation (the request that offers tools): a Bash
-    call until the tool's result is back, then the plain reply. None for the CLI's side requests."""
+    call until the tool's result is back, then the plain reply. None for the CLI's side requests. With
+    `command` (the "bash" scenario), that command instead of the steering one."""
     messages = body.get("messages") or []
     if not body.get("tools") or not messages:
         return None
@@ -97,7 +98,7 @@ def _steering(body: dict, model: str) -> bytes | None:
     if isinstance(last, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
         return None
     iteration = 1 if "iteration 1 of at most" in json.dumps(messages) else 2
-    return _tool_use_sse(model, STEER[iteration])
+    return _tool_use_sse(model, command or STEER[iteration])
 
 
 def _sse(model: str) -> bytes:
@@ -136,7 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/v1/messages/count_tokens"):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
-            steering = _steering(body, model) if scenario == "agent_control" else None
+            bash = self.server.command if scenario == "bash" else None
+            steering = _steering(body, model, bash) if scenario in ("agent_control", "bash") else None
             payload = steering or (_responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -166,6 +168,7 @@ class FakeMessagesServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario
         self.requests: list[tuple[str, str | None, str | None]] = []
+        self.command: str | None = None  # the "bash" scenario's command for the agent's Bash tool
 
     @property
     def url(self) -> str:

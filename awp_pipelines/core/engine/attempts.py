@@ -342,7 +342,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         append_system_prompt=spec.plan.append_system_prompt)
     provisioned = provision(profile, adapter, request, kind=spec.target.provider_kind, trees=targets,
                             control=handle.request_path.parent if handle else None, state_root=spec.agent_root,
-                            packet_root=spec.packet.root)
+                            packet_root=spec.packet.root, network=spec.plan.network,
+                            attempt_id=spec.identity.attempt_id)
     request = replace(request, sandbox=provisioned.sandbox)
     isolation = provisioned.record
     trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}; {isolation.line()}"))
@@ -368,6 +369,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
+    finally:
+        provisioned.close(sink)
     outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
     if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing

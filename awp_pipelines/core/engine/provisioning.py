@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import os
 import platform
+import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from awp_pipelines.core.isolation.bwrap import bwrap_version, unavailable
+from awp_pipelines.core.isolation.egress import EgressHandle, start_egress
 from awp_pipelines.core.isolation.grants import GrantMode, PathGrant
+from awp_pipelines.core.isolation.network_policy import NetworkPolicy
+from awp_pipelines.core.isolation.network_setting import policy
 from awp_pipelines.core.isolation.profile import ExecutionProfile, resolve_profile
 from awp_pipelines.core.isolation.record import IsolationRecord
 from awp_pipelines.core.isolation.sandbox import Sandbox
-from awp_pipelines.core.packet.providers_config import AccountBinding
+from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
 from awp_pipelines.core.providers.base import ProviderAdapter, ProviderRequest
 from awp_pipelines.core.providers.cli import CliAdapter
 from awp_pipelines.core.providers.enforcement import sandbox_enforces_plan
+from awp_pipelines.core.providers.environment import ENDPOINT_ENV
 from awp_pipelines.core.providers.sandboxing import agent_grants
+from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import FailureEnvelope
 
 
@@ -33,6 +39,29 @@ from awp_pipelines.core.records.failures import FailureEnvelope
 class Provisioned:
     record: IsolationRecord
     sandbox: Sandbox | None
+    egress: EgressHandle | None = None
+
+    def close(self, sink: EventSink | None = None) -> None:
+        """The agent's session is over: its way out closes, and each connection it refused becomes an event of
+        the Attempt (`network_denied`: method, host, port, why; never a header or path)."""
+        if self.egress is None:
+            return
+        self.egress.close()
+        if sink is not None:
+            for denial in self.egress.denials():
+                sink.emit("network_denied", asdict(denial))
+
+
+def network_policy(packet: list[str] | None, account: AccountBinding | None, spec: ProviderSpec) -> NetworkPolicy:
+    """The packet's `network`, else the account's, else the provider's, else `provider`."""
+    return policy(next((n for n in (packet, account.network if account else None, spec.network) if n), None))
+
+
+def endpoint(adapter: CliAdapter, request: ProviderRequest, env: Mapping[str, str]) -> str | None:
+    """The base_url the agent talks to: the account's or provider's, else the one its environment names."""
+    configured = (request.account.base_url if request.account else None) or adapter.spec.base_url
+    names = ENDPOINT_ENV.get(adapter.kind, ())
+    return configured or next((env[n] for n in names if env.get(n)), None)
 
 
 def execution_profile(kind: str, adapter: ProviderAdapter, packet_isolation: str | None,
@@ -70,7 +99,7 @@ def unstartable(profile: ExecutionProfile) -> FailureEnvelope | None:
 
 def provision(profile: ExecutionProfile, adapter: ProviderAdapter, request: ProviderRequest, *, kind: str,
               trees: Mapping[str, Path], control: Path | None, state_root: Path | None,
-              packet_root: Path) -> Provisioned:
+              packet_root: Path, network: list[str] | None, attempt_id: str) -> Provisioned:
     """The sandbox of an Attempt whose profile is `sandbox` (checked startable by `unstartable`)."""
     node = platform.node()
     if profile.isolation != "sandbox" or not isinstance(adapter, CliAdapter):
@@ -85,6 +114,21 @@ def provision(profile: ExecutionProfile, adapter: ProviderAdapter, request: Prov
     if control is not None:
         own.append(PathGrant(path=str(control), mode="rw", why="agent control"))
     grants = agent_grants(adapter, request, [*own, *_masks({**trees, "": cwd}, state_root, packet_root)])
-    sandbox = Sandbox(grants=grants)
+    policy = network_policy(network, request.account, adapter.spec)
+    base_url = endpoint(adapter, request, adapter.env(request))
+    egress = start_egress(policy, sandbox_folder(state_root, attempt_id), kind=kind, base_url=base_url)
+    grants = grants.model_copy(update={"hosts": egress.granted_hosts})
+    sandbox = Sandbox(grants=grants, network_args=tuple(egress.bwrap_args()), network_env=egress.env(),
+                      inner=egress.wrap_command)
     return Provisioned(IsolationRecord(profile=profile, grants=grants, node=node,
-                                       sandbox=f"bubblewrap {bwrap_version()}"), sandbox)
+                                       sandbox=f"bubblewrap {bwrap_version()}"), sandbox, egress)
+
+
+def sandbox_folder(state_root: Path | None, attempt_id: str) -> Path:
+    """Where an Attempt's sandbox keeps its files outside (the egress's sockets): under the state folder,
+    else a private temporary folder."""
+    if state_root is None:
+        return Path(tempfile.mkdtemp(prefix="awp-sandbox-"))
+    folder = state_root / "sandbox" / attempt_id
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

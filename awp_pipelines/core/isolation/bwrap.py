@@ -38,7 +38,13 @@ OPT_OUT_HINT = ("or, to run the agent unsandboxed beside everything the runner c
                 "the provider or account (resources/providers.yaml) or in the packet")
 
 
+BWRAP_VAR = "AWP_BWRAP"  # the operator's bwrap, where it is not the one on PATH
+
+
 def bwrap_path() -> str | None:
+    chosen = os.environ.get(BWRAP_VAR)
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
     return shutil.which("bwrap")
 
 
@@ -63,7 +69,9 @@ def unavailable() -> str | None:
                 f"container with user namespaces), {OPT_OUT_HINT}")
     exe = bwrap_path()
     if exe is None:
-        return f"bubblewrap (bwrap) is not on PATH: {INSTALL_HINT}, {OPT_OUT_HINT}"
+        where = f"${BWRAP_VAR} ({os.environ[BWRAP_VAR]}) is not executable" if os.environ.get(BWRAP_VAR) else \
+            "bubblewrap (bwrap) is not on PATH"
+        return f"{where}: {INSTALL_HINT}, {OPT_OUT_HINT}"
     probe = [exe, "--unshare-all", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--die-with-parent",
              *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
@@ -106,7 +114,7 @@ def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_arg
     """`bwrap … -- command`: the namespaces, the system read-only, then each grant in order."""
     exe = bwrap_path() or "bwrap"
     passwd, group = _identity_files()
-    args = [exe, "--unshare-all", *network_args, "--die-with-parent", "--new-session",
+    args = [exe, "--unshare-all", "--die-with-parent", "--new-session",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", SANDBOX_HOSTNAME,
             *_system_binds()]
     for path in ETC_RO:
@@ -122,4 +130,5 @@ def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_arg
             args += ["--tmpfs", grant.path]
         elif os.path.exists(grant.path):  # a hidden file: an empty one over it
             args += ["--ro-bind", "/dev/null", grant.path]
-    return [*args, "--chdir", str(cwd), "--", *command]
+    # The network's arguments last: its socket folder under /run must not be hidden by a later mount.
+    return [*args, *network_args, "--chdir", str(cwd), "--", *command]

@@ -8,15 +8,17 @@ listeners are open before the agent starts (no race), and the child dies with th
 
 Usage: forwarder SOCKET_DIR PORT:SOCKET_NAME... -- COMMAND ARGS...
 
-`relay` is shared with the proxy outside (egress_proxy.py), which imports it from here.
+`relay` is shared with the proxy outside (egress_proxy.py), which imports it from here: it takes any socket
+(the `socket` module's sockets are `_socket` sockets).
 """
 
 from __future__ import annotations
 
+# `_socket`, not `socket`: the socket module builds its enums at import, about a third of this script's start.
+import _socket as socket
 import contextlib
 import os
 import signal
-import socket
 import sys
 import threading
 
@@ -64,7 +66,8 @@ def _carry(conn: socket.socket, path: str) -> None:
 
 def _serve(listener: socket.socket, path: str) -> None:
     while True:
-        conn, _ = listener.accept()
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # _socket's accept: a descriptor
+        conn = socket.socket(fileno=fd)
         threading.Thread(target=_carry, args=(conn, path), daemon=True).start()
 
 

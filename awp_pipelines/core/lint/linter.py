@@ -10,7 +10,7 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan
 from awp_pipelines.core.records.redact import Redactor
 
-from . import contracts, hygiene, prompts, settings, targets
+from . import contracts, enforcement, hygiene, prompts, settings, targets
 from .context import LintContext
 from .report import Finding, LintReport, finding
 
@@ -32,6 +32,7 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
         contracts.lint_prompt(ctx, prompt)
         targets.lint_prompt(ctx, prompt, prompt_plan)
         settings.lint_prompt(ctx, prompt, prompt_plan)
+        enforcement.lint_prompt(ctx, prompt, prompt_plan)
     prompts.lint_cycles(ctx)
     # A finding may quote what is written (a command's argv): never an account's credential value.
     redact = Redactor.for_catalog(catalog)

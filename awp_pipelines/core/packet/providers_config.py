@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from awp_pipelines.core.isolation.network_policy import NETWORK_HELP
+from awp_pipelines.core.isolation.network_setting import NetworkSetting
 from awp_pipelines.core.isolation.profile import ISOLATION_HELP, Isolation
 from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.model.execution import Effort, Rotation, TargetSpec
@@ -37,6 +39,7 @@ class ProviderSpec(StrictModel):
                               "(used to infer the provider from a model).")
     env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP)
     isolation: Isolation | None = Field(None, description=ISOLATION_HELP)
+    network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " In the sandbox only.")
 
 
 class AccountSpec(StrictModel):
@@ -48,6 +51,7 @@ class AccountSpec(StrictModel):
     cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
     env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP + " Over the provider's.")
     isolation: Isolation | None = Field(None, description=ISOLATION_HELP + " Over the provider's.")
+    network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " Over the provider's.")
 
 
 class AccountBinding(StrictModel):
@@ -61,6 +65,7 @@ class AccountBinding(StrictModel):
     cooldown_s: int = Field(3600, ge=0, description="Rest after exhaustion when the provider names no reset.")
     env: dict[str, str] = Field(default_factory=dict, description="The account's plain settings for the agent.")
     isolation: Isolation | None = Field(None, description="The account's `isolation`, if it sets one.")
+    network: NetworkSetting | None = Field(None, description="The account's `network`, if it sets one.")
 
 
 class AliasSpec(StrictModel):
@@ -97,7 +102,8 @@ class Catalog(StrictModel):
         return AccountBinding(name=account, provider=spec.provider, credential_env=spec.credential_env,
                               config_dir=os.path.expanduser(spec.config_dir) if spec.config_dir else None,
                               base_url=spec.base_url or (provider.base_url if provider else None),
-                              cooldown_s=spec.cooldown_s, env=dict(spec.env), isolation=spec.isolation)
+                              cooldown_s=spec.cooldown_s, env=dict(spec.env), isolation=spec.isolation,
+                              network=spec.network)
 
     def account_secrets(self, account: str | None) -> dict[str, str]:
         """The account's own credential, for the agent's environment and for redaction: nothing else secret."""

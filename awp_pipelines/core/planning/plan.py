@@ -83,6 +83,8 @@ class PromptPlan(BaseModel):
     allowed_tools: list[str] = Field(default_factory=list, description="Tools the agent may use.")
     isolation: str | None = Field(None, description="The packet's `isolation` (sandbox | none); None: the "
                                   "provider's or account's, else the sandbox.")
+    network: list[str] | None = Field(None, description="The packet's `network`; None: the account's or "
+                                    "provider's, else `provider`.")
     max_turns: int | None = None
     system_prompt: str | None = Field(None, description="Replaces the provider's system prompt.")
     append_system_prompt: str | None = Field(None, description="Appended to the provider's system prompt.")
@@ -252,7 +254,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         agent=str(values.get("agent", "coder")), provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
-        allowed_tools=allowed_tools, isolation=values.get("isolation"), max_turns=values.get("max_turns"),
+        allowed_tools=allowed_tools, isolation=values.get("isolation"), network=values.get("network"),
+        max_turns=values.get("max_turns"),
         account_bindings=bindings, argv=argv,
         system_prompt=values.get("system_prompt"), append_system_prompt=values.get("append_system_prompt"),
         cli_confirmation=values.get("cli_confirmation"), profile=ctx.overrides.profile or packet.manifest.profile,

@@ -2,7 +2,8 @@
 
 Claude Code and Gemini take both as flags; Codex takes permission modes (its `--sandbox` levels) but has no
 tool allow-list; OpenCode and `command` agents take neither. The sandbox enforces `plan` for those by
-mounting the work trees read-only; it cannot enforce a tool list. `awp lint` reports an error where
+mounting the work trees read-only; it cannot enforce a tool list. `bypass` restricts nothing, so nothing
+needs enforcing. `awp lint` reports an error where
 nobody enforces what the packet asks, and the Attempt's provenance records who did.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Enforcer = Literal["provider", "sandbox", "not enforced"]
+Enforcer = Literal["provider", "sandbox", "not enforced", "nothing to enforce"]
 NATIVE_PERMISSION_MODES = frozenset({"claude_code", "codex", "gemini", "simulated"})
 NATIVE_ALLOWED_TOOLS = frozenset({"claude_code", "gemini", "simulated"})
 
@@ -26,6 +27,8 @@ def permission_enforcer(kind: str, permission_mode: str | None, sandboxed: bool)
         return None
     if kind in NATIVE_PERMISSION_MODES:
         return "provider"
+    if permission_mode == "bypass":  # asks for no restriction: a kind without modes runs that way anyway
+        return "nothing to enforce"
     return "sandbox" if sandbox_enforces_plan(kind, permission_mode, sandboxed) else "not enforced"
 
 

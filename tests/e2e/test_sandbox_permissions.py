@@ -1,0 +1,60 @@
+"""`permission_mode: plan` means what it says on a `command` agent, which has no plan mode of its own: the
+sandbox mounts the work tree read-only, the agent's write fails, the tree is unchanged, and the Attempt's
+provenance says the sandbox enforced it. Without the sandbox the same write lands (and `awp lint` errors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from e2e_support import awp, git_status, stored_records
+
+from awp_pipelines.core.isolation.bwrap import unavailable
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
+WRITER = "#!/bin/sh\necho planned > planned.txt && echo 'wrote it' || echo 'could not write'\nexit 0\n"
+
+
+def planning_packet(tmp: Path, make_git_repo, isolation: str) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    agent = tmp / "agents" / "writer.sh"
+    agent.parent.mkdir()
+    agent.write_text(WRITER)
+    agent.chmod(0o755)
+    providers = tmp / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
+                                                                 "models": ["m"]}}}))
+    packet = tmp / "p"
+    make_git_repo(packet / "workspace")
+    (packet / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "planned", "provider": "agent", "model": "m", "timeout": "2m", "permission_mode": "plan",
+        "isolation": isolation, "repos": {"app": {"path": "./workspace", "default": True}}}))
+    (packet / "prompts").mkdir()
+    (packet / "prompts" / "01_plan.prompt.md").write_text("---\nid: '01'\n---\nPlan only.\n")
+    return packet, providers
+
+
+def test_plan_on_a_command_agent_is_enforced_by_the_sandbox(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    packet, providers = planning_packet(tmp_path, make_git_repo, "sandbox")
+    assert awp("lint", packet, "--providers", providers).exit_code == 0
+    result = awp("run", packet, "--providers", providers, "--json")
+    assert result.exit_code == 0, result.output
+    assert not (packet / "workspace" / "planned.txt").exists() and git_status(packet / "workspace") == ""
+    [outcome] = json.loads(result.stdout)["prompts"]
+    [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    assert record["provenance"]["permission_mode_enforced_by"] == "sandbox"
+    modes = {g["path"]: g["mode"] for g in record["isolation"]["grants"]["paths"]}
+    assert modes[str(packet / "workspace")] == "ro"
+
+
+def test_without_the_sandbox_plan_is_not_enforced_and_lint_says_so(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    packet, providers = planning_packet(tmp_path, make_git_repo, "none")
+    lint = awp("lint", packet, "--providers", providers, "--json")
+    kinds = {f["kind"]: f["severity"] for f in json.loads(lint.stdout)["findings"]}
+    assert lint.exit_code == 1 and kinds["permission_not_enforced"] == "error" and kinds["isolation_none"] == "warning"
+    result = awp("run", packet, "--providers", providers, "--json", "--no-commit")
+    [outcome] = json.loads(result.stdout)["prompts"]
+    assert (packet / "workspace" / "planned.txt").exists()
+    [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    assert record["provenance"]["permission_mode_enforced_by"] == "not enforced"
