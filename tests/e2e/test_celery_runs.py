@@ -12,16 +12,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 import yaml
+from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from local_servers import serving
 
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
-from tests.e2e.attack_support import REMOTE_ROWS, attack_rows, attacked_project, storage_from_environment
+from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -257,8 +260,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
 
 
 def test_the_attack_table_through_the_celery_launcher(
-        tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, fresh_pg_database: sa.URL, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sandbox's attack table (tests/e2e/test_sandbox_attacks.py) in a Celery worker of
     deploy/celery/dagster.yaml, whose environment holds AWP_PG_PASSWORD (its storage settings are read from
     there): a `command` agent in its sandbox finds the password in no environment and no /proc, cannot reach
@@ -266,8 +268,9 @@ def test_the_attack_table_through_the_celery_launcher(
     committed and `awp agent-control` works from inside."""
     from awp_pipelines.orchestration.history import attempt_records
 
-    project = attacked_project(tmp_path, make_git_repo, "sandbox", fresh_pg_database)
-    with _redis() as broker:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
+    project, tree, remote = attacked_project(tmp_path, "sandbox", fresh_pg_database, server.server_address[1])
+    with _redis() as broker, serving(server):
         home = _home(tmp_path / "dagster-home", fresh_pg_database, broker)
         config = storage_from_environment(yaml.safe_load((home / "dagster.yaml").read_text()), fresh_pg_database,
                                           monkeypatch)
@@ -284,8 +287,8 @@ def test_the_attack_table_through_the_celery_launcher(
                 [record] = attempt_records(instance, run_id)
     assert run is not None and run.status == DagsterRunStatus.SUCCESS, record.failure
     assert (tmp_path / "host-a" / "worker.log").read_text().count("succeeded in") == 1  # it ran on the worker
-    rows = attack_rows(project, tmp_path)
+    rows = rows_of(tree, tmp_path, remote)
     assert {r: rows[r] for r in (*REMOTE_ROWS, "own_env")} == dict.fromkeys((*REMOTE_ROWS, "own_env"), "denied"), rows
     assert rows["agent_control"] == "0", rows
     assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
-    assert "the real work" in _git("-C", project / "assets" / "attacked", "show", "HEAD:work.txt")
+    assert "the real work" in _git("-C", tree, "show", "HEAD:work.txt")

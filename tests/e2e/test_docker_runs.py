@@ -18,6 +18,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,12 @@ import docker
 import pytest
 import sqlalchemy as sa
 import yaml
+from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from local_servers import serving
 
 from tests.daemon.deployment import deployment, make_project
-from tests.e2e.attack_support import REMOTE_ROWS, STORAGE_ENV, attack_rows, attacked_project, storage_from_environment
+from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
 
 PACKET_RUN = "pr-docker"
@@ -176,7 +179,7 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
 @pytest.mark.parametrize("isolation", ["sandbox", "none"])
 def test_the_attack_table_through_the_docker_launcher(
         isolation: str, docker_host: str, tmp_path: Path, fresh_pg_database: sa.URL,
-        make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The sandbox's attack table (tests/e2e/test_sandbox_attacks.py) in a run container of the production
     launcher and its security options (deploy/docker/dagster.yaml), the agent a `command` agent: the storage
     settings are passed into the container by name, so the run worker (pid 1 there) holds AWP_PG_PASSWORD,
@@ -187,7 +190,8 @@ def test_the_attack_table_through_the_docker_launcher(
     from awp_pipelines.orchestration.history import attempt_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
-    project = attacked_project(tmp_path, make_git_repo, isolation, fresh_pg_database)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)  # on the host network: a container reaches it
+    project, tree, remote = attacked_project(tmp_path, isolation, fresh_pg_database, server.server_address[1])
     home = _home(tmp_path / "dagster-home", fresh_pg_database, _image(client), _host_mounts(), tmp_path)
     config = storage_from_environment(yaml.safe_load((home / "dagster.yaml").read_text()), fresh_pg_database,
                                       monkeypatch)
@@ -195,7 +199,7 @@ def test_the_attack_table_through_the_docker_launcher(
     launcher["env_vars"] = [*launcher["env_vars"], *STORAGE_ENV, "AWP_TEST_AGENT_KEY",
                             f"HOME={tmp_path / 'operator-home'}"]
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
-    with deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
+    with serving(server), deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
         run_id = dep.launch_job("packet__attacked")
         dep.wait_until(lambda i: (r := i.get_run_by_id(run_id)) is not None and r.is_finished, 600,
                        "the attacked packet's run in its container")
@@ -204,10 +208,10 @@ def test_the_attack_table_through_the_docker_launcher(
             assert run is not None and run.status == DagsterRunStatus.SUCCESS, _post_mortem(client, instance, run_id)
             [record] = attempt_records(instance, run_id)
     assert "docker/container_id" in run.tags  # it ran in a container, not beside the daemon
-    rows = attack_rows(project, tmp_path)
+    rows = rows_of(tree, tmp_path, remote)
     expected = dict.fromkeys(REMOTE_ROWS, "denied" if isolation == "sandbox" else "LEAK")
     assert {r: rows[r] for r in REMOTE_ROWS} == expected, rows
     assert rows["own_env"] == "denied", rows  # the allowlist, with or without the sandbox
     assert rows["agent_control"] == "0", rows
     assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
-    assert "the real work" in _git("-C", project / "assets" / "attacked", "show", "HEAD:work.txt")
+    assert "the real work" in _git("-C", tree, "show", "HEAD:work.txt")
