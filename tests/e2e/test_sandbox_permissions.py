@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from attack_support import script_agent_packet
 from e2e_support import awp, git_status, stored_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
@@ -25,21 +26,8 @@ WRITER = "#!/bin/sh\necho planned > planned.txt && echo 'wrote it' || echo 'coul
 
 
 def planning_packet(tmp: Path, make_git_repo, isolation: str) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
-    agent = tmp / "agents" / "writer.sh"
-    agent.parent.mkdir()
-    agent.write_text(WRITER)
-    agent.chmod(0o755)
-    providers = tmp / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
-                                                                 "models": ["m"]}}}))
-    packet = tmp / "p"
-    make_git_repo(packet / "workspace")
-    (packet / "packet.yaml").write_text(yaml.safe_dump({
-        "name": "planned", "provider": "agent", "model": "m", "timeout": "2m", "permission_mode": "plan",
-        "isolation": isolation, "repos": {"app": {"path": "./workspace", "default": True}}}))
-    (packet / "prompts").mkdir()
-    (packet / "prompts" / "01_plan.prompt.md").write_text("---\nid: '01'\n---\nPlan only.\n")
-    return packet, providers
+    return script_agent_packet(tmp, make_git_repo, WRITER, {"permission_mode": "plan", "isolation": isolation},
+                               "---\nid: '01'\n---\nPlan only.\n")
 
 
 def test_plan_on_a_command_agent_is_enforced_by_the_sandbox(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
