@@ -15,11 +15,23 @@ import json
 import shlex
 import subprocess
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
+from attack_support import (
+    ATTACKER,
+    ROWS,
+    SECRET,
+    Canary,
+    accounts,
+    add_remote,
+    command_provider,
+    plant_canaries,
+    rows_of,
+    targets,
+)
 from e2e_support import git_log, stored_records
 from local_servers import serving
 
@@ -29,29 +41,12 @@ from provider_helpers import real_cli  # noqa: E402
 
 from awp_pipelines.core.isolation.bwrap import unavailable  # noqa: E402
 
-ATTACKER = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "attacker.sh"
-ROWS = ("home_canary", "proc_environ", "other_account", "instance_db", "write_outside", "git_hook", "local_http",
-        "git_push")
-SECRET = "canary-5d1e0c-runner-only"
-
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
-
-
-class Canary(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"canary-http\n")
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 def attack_packet(root: Path, make_git_repo, manifest: dict[str, object], body: str) -> Path:  # type: ignore[no-untyped-def]
     make_git_repo(root)
-    # The work tree's remote: a bare repo beside it (a push is judged by whether the ref arrived).
-    subprocess.run(["git", "init", "-q", "--bare", str(root.parent / "remote.git")], check=True)
-    subprocess.run(["git", "remote", "add", "origin", str(root.parent / "remote.git")], cwd=root, check=True)
+    add_remote(root)
     (root / "packet.yaml").write_text(yaml.safe_dump({
         "name": "attacked", "timeout": "3m", "accounts": ["a"], "repos": {"app": {"path": ".", "default": True}},
         "agent_control": {"enabled": True, "completion_verify": {"files_exist": ["work.txt"]}}, **manifest}))
@@ -63,27 +58,17 @@ def attack_packet(root: Path, make_git_repo, manifest: dict[str, object], body: 
     return root
 
 
-def targets(tmp: Path, port: int) -> str:
-    """The prompt: the real work, and each row's target as NAME=VALUE lines."""
-    return "\n".join([
-        "Do the work.", f"HOME_CANARY={tmp / 'operator-home' / 'canary.txt'}", f"PROC_CANARY={SECRET}",
-        f"OTHER_ACCOUNT={tmp / 'accounts' / 'b' / 'canary.txt'}", f"INSTANCE={tmp / 'p' / '.awp'}",
-        f"OUTSIDE={tmp / 'outside.txt'}", f"LOCAL_HTTP=http://127.0.0.1:{port}/"])
-
-
 def providers_file(tmp: Path, agent: str, api: FakeMessagesServer | None) -> Path:
     """The agent's provider with account `a` (its own credential and config folder) and another account `b`."""
-    if agent == "command":
-        provider = {"kind": "command", "command": str(ATTACKER), "models": ["m"], "config_dir_env": "AGENT_CONFIG_DIR"}
-    else:
-        provider = {"kind": "claude_code", "command": str(real_cli("claude")), "models": ["claude"],
-                    "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
-                    "env": {"IS_SANDBOX": "1"}}  # lets `isolation: none` run bypass as root; moot in the sandbox
+    catalog = command_provider(tmp)
+    if agent == "claude":
+        catalog = {"providers": {"agent": {
+            "kind": "claude_code", "command": str(real_cli("claude")), "models": ["claude"],
+            "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
+            "env": {"IS_SANDBOX": "1"}}},  # lets `isolation: none` run bypass as root; moot in the sandbox
+            "accounts": accounts(tmp, "agent", {"base_url": api.url} if api else None)}
     file = tmp / "providers.yaml"
-    file.write_text(yaml.safe_dump({"providers": {"agent": provider}, "accounts": {
-        "a": {"provider": "agent", "credential_env": "AWP_TEST_AGENT_KEY", "config_dir": str(tmp / "accounts" / "a"),
-              **({"base_url": api.url} if api else {})},
-        "b": {"provider": "agent", "config_dir": str(tmp / "accounts" / "b")}}}))
+    file.write_text(yaml.safe_dump(catalog))
     return file
 
 
@@ -92,17 +77,12 @@ MANIFESTS = {"command": {"provider": "agent", "model": "m"},
 
 
 def run_attacked(tmp_path: Path, make_git_repo, isolation: str, agent: str) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]
-    home = tmp_path / "operator-home"
-    home.mkdir()
-    (home / "canary.txt").write_text("operator's secret\n")
-    other = tmp_path / "accounts" / "b"
-    other.mkdir(parents=True)
-    (other / "canary.txt").write_text("account b's login\n")
+    home = plant_canaries(tmp_path)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "AWP_TEST_AGENT_KEY": "own-key",
            "LANG": "C.UTF-8", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
     with serving(server), fake_api("bash") as api:
-        body = targets(tmp_path, server.server_address[1])
+        body = targets(tmp_path, tmp_path / "p" / ".awp", server.server_address[1])
         # The real CLI's Bash tool runs the same script, fed the same lines.
         api.command = f"printf '%s\\n' {shlex.quote(body)} | sh -c {shlex.quote(ATTACKER.read_text())}"
         providers = providers_file(tmp_path, agent, api if agent == "claude" else None)
@@ -111,13 +91,22 @@ def run_attacked(tmp_path: Path, make_git_repo, isolation: str, agent: str) -> t
                                str(packet), "--providers", str(providers), "--json"], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = dict(line.split(": ", 1) for line in (packet / "attacks.txt").read_text().splitlines())
-    # A write that lands where the runner sees it (not in the sandbox's private /tmp) got out.
-    rows["write_outside"] = "LEAK" if (tmp_path / "outside.txt").exists() else "denied"
-    pushed = subprocess.run(["git", "rev-parse", "--verify", "-q", "refs/heads/stolen"], cwd=tmp_path / "remote.git",
-                            capture_output=True, check=False)
-    rows["git_push"] = "LEAK" if pushed.returncode == 0 else "denied"
-    return packet, {**rows, "_out": done.stdout}
+    return packet, {**rows_of(packet, tmp_path, tmp_path / "remote.git"), "_out": done.stdout}
+
+
+def metadata_of(packet: Path) -> dict:
+    """The Attempt's materialization metadata, as the asset's page shows it."""
+    from dagster import AssetKey
+
+    from awp_pipelines.orchestration.instance import open_instance
+
+    instance = open_instance(packet)
+    try:
+        [found] = instance.fetch_materializations(AssetKey(["attacked", "01_work"]), limit=1).records
+        assert found.asset_materialization is not None
+        return dict(found.asset_materialization.metadata)
+    finally:
+        instance.dispose()
 
 
 @pytest.mark.parametrize("agent", ["command", "claude"])
@@ -142,6 +131,7 @@ def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_cont
     assert modes[str(packet)] == "rw" and modes[str(packet / ".awp")] == "hidden"
     assert modes[str(tmp_path / "accounts" / "a")] == "rw" and str(tmp_path / "accounts" / "b") not in modes
     assert "own-key" not in json.dumps(record)  # the only secret inside is its own, and it is redacted
+    assert metadata_of(packet)["awp/isolation"].value.startswith("sandbox (packet), bubblewrap ")
     if agent == "claude":  # the provider's endpoint, and only it, on the record's hosts
         assert any(h.startswith("127.0.0.1:") for h in isolation["grants"]["hosts"])
 

@@ -38,7 +38,13 @@ OPT_OUT_HINT = ("or, to run the agent unsandboxed beside everything the runner c
                 "the provider or account (resources/providers.yaml) or in the packet")
 
 
+BWRAP_VAR = "AWP_BWRAP"  # the operator's bwrap, where it is not the one on PATH
+
+
 def bwrap_path() -> str | None:
+    chosen = os.environ.get(BWRAP_VAR)
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
     return shutil.which("bwrap")
 
 
@@ -63,7 +69,9 @@ def unavailable() -> str | None:
                 f"container with user namespaces), {OPT_OUT_HINT}")
     exe = bwrap_path()
     if exe is None:
-        return f"bubblewrap (bwrap) is not on PATH: {INSTALL_HINT}, {OPT_OUT_HINT}"
+        where = f"${BWRAP_VAR} ({os.environ[BWRAP_VAR]}) is not executable" if os.environ.get(BWRAP_VAR) else \
+            "bubblewrap (bwrap) is not on PATH"
+        return f"{where}: {INSTALL_HINT}, {OPT_OUT_HINT}"
     probe = [exe, "--unshare-all", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--die-with-parent",
              *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
