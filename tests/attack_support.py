@@ -77,3 +77,25 @@ def accounts(tmp: Path, provider: str, extra: dict[str, object] | None = None) -
     return {"a": {"provider": provider, "credential_env": "AWP_TEST_AGENT_KEY",
                   "config_dir": str(tmp / "accounts" / "a"), **(extra or {})},
             "b": {"provider": provider, "config_dir": str(tmp / "accounts" / "b")}}
+
+
+def script_agent_packet(tmp: Path, make_git_repo, script: str, manifest: dict[str, object],  # type: ignore[no-untyped-def]
+                        prompt: str) -> tuple[Path, Path]:
+    """(packet, providers.yaml): a one-prompt packet on ./workspace whose `command` agent is `script`."""
+    import yaml
+
+    agent = tmp / "agents" / "agent.sh"
+    agent.parent.mkdir(exist_ok=True)
+    agent.write_text(script)
+    agent.chmod(0o755)
+    providers = tmp / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
+                                                                 "models": ["m"]}}}))
+    packet = tmp / "p"
+    make_git_repo(packet / "workspace")
+    (packet / "packet.yaml").write_text(yaml.safe_dump({
+        "name": "scripted", "provider": "agent", "model": "m", "timeout": "2m",
+        "repos": {"app": {"path": "./workspace", "default": True}}, **manifest}))
+    (packet / "prompts").mkdir()
+    (packet / "prompts" / "01_a.prompt.md").write_text(prompt)
+    return packet, providers

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from egress_support import get, http_server, through_proxy
 from awp_pipelines.core.isolation.egress import EgressHandle, start_egress
 from awp_pipelines.core.isolation.hosts import LOOPBACK_NAMES, HostError, HostRule, normal_host
 from awp_pipelines.core.isolation.network_policy import NetworkGrant, NetworkPolicy
+from awp_pipelines.core.records.live_lines import live_line
 
 
 def _egress(tmp_path: Path, network: object, base_url: str | None = None) -> EgressHandle:
@@ -159,3 +161,12 @@ def test_close_leaves_no_thread_socket_or_connection(tmp_path: Path) -> None:
         egress.close()  # idempotent
     assert not egress.socket_dir.exists()
     assert [t for t in threading.enumerate() if t not in before and t.is_alive()] == []
+
+
+def test_a_refusal_is_one_live_line_naming_the_host_and_why(tmp_path: Path) -> None:
+    with _egress(tmp_path, ["example.org"]) as egress:
+        through_proxy(egress.socket_dir / "proxy", _connect("other.example.org:443"))
+        [denial] = egress.denials()
+    line = live_line({"type": "network_denied", **asdict(denial)})
+    assert line is not None and line.endswith(
+        "network: refused CONNECT other.example.org:443 (not on this Attempt's network allowlist)")

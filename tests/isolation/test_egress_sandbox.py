@@ -25,7 +25,8 @@ proxy = sys.argv[1]
 def direct(host, port):
     c = http.client.HTTPConnection(host, port, timeout=5); c.request("GET", "/"); return c.getresponse()
 def absolute(host, port):
-    c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=5); c.request("GET", f"http://{host}:{port}/")
+    name = f"[{host}]" if ":" in host else host
+    c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=5); c.request("GET", f"http://{name}:{port}/")
     return c.getresponse()
 def tunnel(host, port):
     c = http.client.HTTPConnection("127.0.0.1", proxy, timeout=5); c.set_tunnel(host, port); c.request("GET", "/")
@@ -72,14 +73,18 @@ def test_inside_only_the_granted_port_answers_through_proxy_or_forward(tmp_path:
             NetworkPolicy(), tmp_path, kind="claude_code", base_url=f"http://127.0.0.1:{api.port}") as egress:
         api_at, other_at = f"127.0.0.1:{api.port}", f"127.0.0.1:{other.port}"
         answers = _answers(_bwrap(egress, [_python(), "-I", "-S", "-c", CLIENT, str(egress.proxy_port),
-                                           api_at, other_at]))
+                                           api_at, other_at, f"[::1]:{api.port}"]))
+        # The forwarded port answers on the sandbox's IPv6 loopback too (a client resolving localhost to ::1).
+        assert answers[(f"[::1]:{api.port}", "direct")] == "200 server api"
         assert {way: answers[(api_at, way)] for way in ("direct", "absolute", "tunnel")} == {
             "direct": "200 server api", "absolute": "200 server api", "tunnel": "200 server api"}
         assert answers[(other_at, "direct")] == "error ConnectionRefusedError"  # the sandbox's own loopback
         assert answers[(other_at, "absolute")].startswith("403 awp egress")
         assert answers[(other_at, "tunnel")] == "error OSError"  # http.client: "Tunnel connection failed: 403"
         assert other.seen == []
-        assert {(d.host, d.port) for d in egress.denials()} == {("127.0.0.1", other.port)}
+        assert {(d.host, d.port) for d in egress.denials() if d.host == "127.0.0.1"} == {("127.0.0.1", other.port)}
+        # Through the proxy, ::1 is not the granted 127.0.0.1: refused (as unreadable, from this client's CONNECT).
+        assert not any(answers[(f"[::1]:{api.port}", way)].startswith("200") for way in ("absolute", "tunnel"))
 
 
 def test_curl_inside_uses_the_proxy_from_the_environment(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from attack_support import script_agent_packet
 from e2e_support import stored_records
 
 AGENT = "#!/bin/sh\ntouch {marker}\necho ran\n"
@@ -32,24 +32,14 @@ def _awp(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
 def test_no_sandbox_fails_the_attempt_at_provisioning_naming_the_fix(
         tmp_path: Path, make_git_repo, bwrap: str | None, says: str) -> None:  # type: ignore[no-untyped-def]
     marker = tmp_path / "agent-ran"
-    agent = tmp_path / "agent.sh"
-    agent.write_text(AGENT.format(marker=marker))
-    agent.chmod(0o755)
     fake = tmp_path / "bwrap"
     if bwrap is not None:
         fake.write_text(bwrap)
         fake.chmod(0o755)
-    providers = tmp_path / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
-                                                                 "models": ["m"]}}}))
-    packet = tmp_path / "p"
-    make_git_repo(packet / "workspace")
-    (packet / "packet.yaml").write_text(yaml.safe_dump({
-        "name": "boxless", "provider": "agent", "model": "m", "timeout": "2m",
-        "recovery": {"retry": {"base_delay_ms": 0, "max_delay_ms": 0, "jitter": False}},
-        "repos": {"app": {"path": "./workspace", "default": True}}}))
-    (packet / "prompts").mkdir()
-    (packet / "prompts" / "01_a.prompt.md").write_text("---\nverify:\n  files_exist: [a.txt]\n---\nDo it.\n")
+    packet, providers = script_agent_packet(
+        tmp_path, make_git_repo, AGENT.format(marker=marker),
+        {"recovery": {"retry": {"base_delay_ms": 0, "max_delay_ms": 0, "jitter": False}}},
+        "---\nverify:\n  files_exist: [a.txt]\n---\nDo it.\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AWP_BWRAP": str(fake), "LANG": "C.UTF-8"}
     doctor = _awp("doctor", str(packet), "--providers", str(providers), "--json", env=env, cwd=tmp_path)
     [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["what"] == "isolation"]

@@ -63,9 +63,9 @@ STEER = {
 }
 
 
-def _tool_use_sse(model: str, command: str) -> bytes:
-    """One assistant turn that calls the Bash tool with `command`."""
-    tool = {"type": "tool_use", "id": "toolu_fake_1", "name": "Bash", "input": {}}
+def _tool_use_sse(model: str, command: str, tool_name: str = "Bash") -> bytes:
+    """One assistant turn that calls the Bash tool (OpenCode's is `bash`) with `command`."""
+    tool = {"type": "tool_use", "id": "toolu_fake_1", "name": tool_name, "input": {}}
     arguments = json.dumps({"command": command, "description": "Steer the next iteration"})
     return _turn_sse(model, "msg_fake_tool", (20, 30), tool, {"type": "input_json_delta", "partial_json": arguments},
                      "tool_use")
@@ -87,7 +87,7 @@ def _turn_sse(model: str, message_id: str, tokens: tuple[int, int], block: dict,
     ])
 
 
-def _steering(body: dict, model: str, command: str | None = None) -> bytes | None:
+def _steering(body: dict, model: str, command: str | None = None, tool_name: str = "Bash") -> bytes | None:
     """The agent_control scenario's answer to the main conversation (the request that offers tools): a Bash
     call until the tool's result is back, then the plain reply. None for the CLI's side requests. With
     `command` (the "bash" scenario), that command instead of the steering one."""
@@ -98,7 +98,7 @@ def _steering(body: dict, model: str, command: str | None = None) -> bytes | Non
     if isinstance(last, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
         return None
     iteration = 1 if "iteration 1 of at most" in json.dumps(messages) else 2
-    return _tool_use_sse(model, command or STEER[iteration])
+    return _tool_use_sse(model, command or STEER[iteration], tool_name)
 
 
 def _sse(model: str) -> bytes:
@@ -138,7 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
             bash = self.server.command if scenario == "bash" else None
-            steering = _steering(body, model, bash) if scenario in ("agent_control", "bash") else None
+            steering = (_steering(body, model, bash, self.server.tool_name)
+                        if scenario in ("agent_control", "bash") else None)
             payload = steering or (_responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -169,6 +170,7 @@ class FakeMessagesServer(ThreadingHTTPServer):
         self.scenario = scenario
         self.requests: list[tuple[str, str | None, str | None]] = []
         self.command: str | None = None  # the "bash" scenario's command for the agent's Bash tool
+        self.tool_name = "Bash"  # OpenCode calls its own `bash`
 
     @property
     def url(self) -> str:

@@ -50,7 +50,7 @@ def provenance(*, profile: str | None, permission_mode: str | None, allowed_tool
                sandboxed: bool = False) -> AgentProvenance:
     return AgentProvenance(profile=profile, permission_mode=permission_mode, allowed_tools=list(allowed_tools),
                            permission_mode_enforced_by=permission_enforcer(kind, permission_mode, sandboxed),
-                           allowed_tools_enforced_by=tools_enforcer(kind, allowed_tools),
+                           allowed_tools_enforced_by=tools_enforcer(kind, allowed_tools, permission_mode),
                            reported_model=reported,
                            model_confirmed=model_confirms(asked, reported) if asked and reported else None,
                            credential_source=credential, cli_key_source=key_source)

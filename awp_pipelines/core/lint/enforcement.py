@@ -31,7 +31,7 @@ def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:
                    if plan.permission_mode == "plan" else "remove it, or use a provider that honours it")
             ctx.add("permission_not_enforced", where, f"permission_mode {plan.permission_mode} is enforced neither "
                     f"by provider {target} ({spec.kind}) nor by AWP's sandbox{note}", hint=fix)
-        if tools_enforcer(spec.kind, plan.allowed_tools) == "not enforced":
+        if tools_enforcer(spec.kind, plan.allowed_tools, plan.permission_mode) == "not enforced":
             where, note = resolved_at(ctx.packet, prompt, plan, "allowed_tools")
             ctx.add("tools_not_enforced", where, f"allowed_tools is enforced neither by provider {target} "
                     f"({spec.kind}), which has no tool allow-list, nor by AWP's sandbox{note}",

@@ -32,8 +32,12 @@ def permission_enforcer(kind: str, permission_mode: str | None, sandboxed: bool)
     return "sandbox" if sandbox_enforces_plan(kind, permission_mode, sandboxed) else "not enforced"
 
 
-def tools_enforcer(kind: str, allowed_tools: list[str] | tuple[str, ...]) -> Enforcer | None:
-    """None when no list is asked."""
+def tools_enforcer(kind: str, allowed_tools: list[str] | tuple[str, ...],
+                   permission_mode: str | None = None) -> Enforcer | None:
+    """None when no list is asked. Under `bypass` a tool list restricts nothing (Claude Code reads it as the
+    tools allowed without asking, and bypass asks for none), so a kind without one has nothing to enforce."""
     if not allowed_tools:
         return None
-    return "provider" if kind in NATIVE_ALLOWED_TOOLS else "not enforced"
+    if kind in NATIVE_ALLOWED_TOOLS:
+        return "provider"
+    return "nothing to enforce" if permission_mode == "bypass" else "not enforced"
