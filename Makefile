@@ -12,6 +12,7 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@bash tests/install_bubblewrap.sh  # the agents' sandbox (bwrap): as root via apt-get, else says how
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,deploy]'
 	@touch $@

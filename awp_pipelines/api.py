@@ -125,10 +125,13 @@ def plan(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, over
          preflight: bool = False, translator: Translator = None) -> PacketPlan:
     """The fully resolved plan of the selected prompts, each value with the layer that set it. `instance`
     is where `remaining` looks for completed prompts (under `translator`'s asset keys, as `run` stores them).
-    `preflight` refuses what `run` would refuse (an unknown provider, a secret in the packet) before anything
+    A packet holding a secret is refused, as `run` refuses it; every account's credential value in the plan
+    is masked. `preflight` also refuses what else `run` would refuse (an unknown provider) before anything
     starts."""
-    return _planned(packet, select, overrides, providers, instance, preflight, executables=False,
-                    packet_run=packet_run, translator=translator).plan
+    chosen = _planned(packet, select, overrides, providers, instance, preflight, executables=False,
+                      packet_run=packet_run, translator=translator)
+    # A plan is printed and piped: every account's credential value is masked in it, as a run masks them.
+    return Redactor.for_catalog(chosen.catalog).model(chosen.plan)
 
 
 def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overrides: Overrides | None = None,
@@ -252,12 +255,15 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
     return RepairResult(loaded.name, run_id, pid, record, now.state, now.reason or "", ok)
 
 
-def verify(packet: PathLike | Packet, ids: Sequence[str] = ()) -> list[VerifierReport]:
+def verify(packet: PathLike | Packet, ids: Sequence[str] = (), *,
+           providers: PathLike | None = None) -> list[VerifierReport]:
     """The `verify:` contracts of the prompts (all, or `ids`) against the repos as they are now; no provider
-    runs. Reports are redacted: a verifier prints what it sees, an echoed key included."""
+    runs. A packet holding a secret is refused, as `run` refuses it. Reports are redacted of every account's
+    credential value (`providers`' accounts): a verifier prints what it sees, an echoed key included."""
     loaded = load(packet)
+    refuse_secrets(loaded)
     repos = {n: r.path for n, r in loaded.repos.items()}
-    redactor = Redactor.for_catalog(catalog())
+    redactor = Redactor.for_catalog(catalog(providers))
     reports = []
     for prompt in selection_from_flags(tuple(ids), None, None, None, False).apply(loaded):
         if prompt.front.verify is None or prompt.front.verify.is_empty():
@@ -287,6 +293,7 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
              providers: PathLike | None, instance: PathLike | None, preflight: bool, executables: bool,
              packet_run: str | None = None, translator: Translator = None) -> _Chosen:
     loaded = load(packet)
+    refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI, the git history and a plan
     found = catalog(providers)
     chosen = select if isinstance(select, Select) else Select(ids=tuple(select))
     context = PlanContext(catalog=found, overrides=overrides or Overrides())
@@ -327,7 +334,6 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
     planned = _part(whole, loaded, selection)
     refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
-    refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI and the git history
     return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck, warnings)
 
 

@@ -133,6 +133,13 @@ def _limit_rows(d: dict[str, Any]) -> list[Row]:
                 _verdict(d["met"]))]
 
 
+def _sandbox_rows(d: dict[str, Any]) -> list[Row]:
+    return [Row(f"starting an Attempt's sandbox (bwrap, egress, forwarder): {r['command']}",
+                f"{r['sandboxed_ms']} ms (+{r['extra_ms']} ms; egress and forwarder {r['egress_ms']} ms)",
+                f"the same, bare: {r['bare_ms']} ms", f"{r['ratio']}x",
+                f"<= +{d['goal_ms']:g} ms", _verdict(r["met"])) for r in d["rows"]]
+
+
 PY = "bench/"
 BENCHES = [
     Bench("prompts", [PY + "prompt_overhead.py"], [PY + "prompt_overhead.py", "--sizes", "5", "10"], _prompt_rows,
@@ -156,6 +163,8 @@ BENCHES = [
     Bench("limit-daemon", [PY + "rate_limit.py", "--daemon"],
           [PY + "rate_limit.py", "--daemon", "--repeat", "1", "--backoff-ms", "1000"], _limit_rows,
           ".venv/bin/python bench/rate_limit.py --daemon"),
+    Bench("sandbox", [PY + "sandbox_start.py"], [PY + "sandbox_start.py", "--repeat", "3"], _sandbox_rows,
+          ".venv/bin/python bench/sandbox_start.py"),
     Bench("status", [PY + "status_speed.py"], [PY + "status_speed.py", "--attempts", "200", "--long", "50"],
           _status_rows, ".venv/bin/python bench/status_speed.py (starts a throwaway PostgreSQL)"),
 ]

@@ -37,6 +37,7 @@ trap 'exit 143' TERM
 AWP_TEST_PG_URL=$(bash tests/pg.sh start "$pg_dir")
 export AWP_TEST_PG_URL
 
+bash tests/install_bubblewrap.sh  # Debian's bubblewrap: the sandbox of every CLI and command agent
 bash tests/ui/install_browser.sh  # Debian chromium for the browser tests (tests/ui)
 bash tests/install_redis.sh  # Debian's redis-server: the Celery broker of tests/e2e/test_celery_runs.py
 bash tests/install_docker.sh  # Debian's docker.io: the test starts a private dockerd (tests/e2e/test_docker_runs.py)

@@ -227,21 +227,22 @@ def test_kinds_stay_within_dagsters_limit_of_three() -> None:
 
 
 CORE = "awp_pipelines.core"
-RECORDS, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENGINE = (
-    f"{CORE}.{name}" for name in ("records", "packet", "decisions", "providers", "verifiers", "planning", "lint",
-                                  "engine"))
+RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENGINE = (
+    f"{CORE}.{name}" for name in ("records", "isolation", "packet", "decisions", "providers", "verifiers",
+                                  "planning", "lint", "engine"))
 # Each folder and what it may import besides itself (docs/architecture.md, "Which may import which"). The core's
 # folders form a ladder: records at the bottom imports nothing else; the engine at the top drives the rest.
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     CORE: (),  # core/__init__.py: a docstring
     RECORDS: (),
-    PACKET: (RECORDS,),
+    ISOLATION: (RECORDS,),
+    PACKET: (ISOLATION, RECORDS),
     DECISIONS: (PACKET, RECORDS),
-    PROVIDERS: (DECISIONS, PACKET, RECORDS),
+    PROVIDERS: (DECISIONS, PACKET, ISOLATION, RECORDS),
     VERIFIERS: (PACKET, RECORDS),
-    PLANNING: (PROVIDERS, VERIFIERS, DECISIONS, PACKET, RECORDS),
-    LINT: (PLANNING, PROVIDERS, VERIFIERS, PACKET, RECORDS),
-    ENGINE: (PLANNING, PROVIDERS, VERIFIERS, DECISIONS, PACKET, RECORDS),
+    PLANNING: (PROVIDERS, VERIFIERS, DECISIONS, PACKET, ISOLATION, RECORDS),
+    LINT: (PLANNING, PROVIDERS, VERIFIERS, PACKET, ISOLATION, RECORDS),
+    ENGINE: (PLANNING, PROVIDERS, VERIFIERS, DECISIONS, PACKET, ISOLATION, RECORDS),
     "awp_pipelines.cli_features": (CORE,),
     "awp_pipelines.orchestration": (CORE,),
     **{shim: ("awp_pipelines.orchestration",) for shim in SHIMS},

@@ -34,7 +34,7 @@ def _run_job(values: dict[str, Any]) -> dict[str, Any]:
     run_config = launcher["runK8sConfig"]
     user = UserDefinedDagsterK8sConfig(
         pod_template_spec_metadata=run_config["podTemplateSpecMetadata"], pod_spec_config=run_config["podSpecConfig"],
-        job_spec_config=run_config["jobSpecConfig"])
+        job_spec_config=run_config["jobSpecConfig"], container_config=run_config["containerConfig"])
     job = construct_dagster_k8s_job(config, ["dagster", "api", "execute_run", "{}"], "dagster-run-0123abcd",
                                     user_defined_k8s_config=user, pod_name="dagster-run-0123abcd",
                                     component="run_worker")
@@ -52,6 +52,19 @@ def test_one_pod_per_run_mounts_the_work_volume_where_the_work_root_points() -> 
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["AWP_WORK_ROOT"] == "/work"
     assert spec["security_context"]["run_as_non_root"] is True
+
+
+def test_the_run_pod_can_start_each_attempts_sandbox_and_is_not_privileged() -> None:
+    """bubblewrap in the run pod: its own user namespace, the namespace syscalls and mount allowed, an unmasked
+    /proc (so the sandbox mounts a fresh one); no capability, no privilege, no escalation."""
+    spec = _run_job(_values())["spec"]["template"]["spec"]
+    [container] = spec["containers"]
+    assert spec["host_users"] is False
+    assert spec["security_context"]["seccomp_profile"] == {"type": "Unconfined", "localhost_profile": None}
+    assert spec["security_context"]["app_armor_profile"]["type"] == "Unconfined"
+    context = container["security_context"]
+    assert context["proc_mount"] == "Unmasked" and context["allow_privilege_escalation"] is False
+    assert not context.get("privileged") and not context.get("capabilities")
 
 
 def test_each_agent_account_has_a_secret_of_its_own_and_no_secret_is_inline() -> None:
@@ -117,16 +130,20 @@ def test_the_celery_instance_launches_runs_as_tasks_that_outlive_the_longest_att
 
 def test_the_docker_instance_runs_each_run_in_a_container_of_the_awp_image(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from dagster_docker import DockerRunLauncher
+    from awp_pipelines.orchestration.docker_launcher import SandboxDockerRunLauncher
 
     monkeypatch.setenv("AWP_IMAGE", "awp-pipelines:test")
     with instance_for_test(overrides=_instance_config("docker")) as instance:
         launcher = instance.run_launcher
-        assert isinstance(launcher, DockerRunLauncher)
+        assert isinstance(launcher, SandboxDockerRunLauncher)
+        # What bubblewrap needs in the container, and nothing that would make the container privileged.
+        kwargs = launcher.container_kwargs
+        assert kwargs["security_opt"] == ["seccomp=unconfined", "apparmor=unconfined", "no-new-privileges:true"]
+        assert not {"privileged", "cap_add", "pid_mode", "userns_mode"} & set(kwargs)
         assert launcher.image == "awp-pipelines:test"
         assert launcher.networks == ["host"]
         assert "AWP_WORK_ROOT=/work" in launcher.env_vars
         assert not [v for v in launcher.env_vars if "=" in v and "PASSWORD" in v.split("=")[0]]
         _never_resumes(instance)
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    assert "USER awp" in dockerfile and "install_real_clis.sh" in dockerfile
+    assert "USER awp" in dockerfile and "install_real_clis.sh" in dockerfile and " bubblewrap " in dockerfile

@@ -16,7 +16,14 @@ from awp_pipelines.core.lint import KINDS, Finding, LintReport, lint_packet
 from awp_pipelines.core.packet.agents import AgentSpec
 from awp_pipelines.core.packet.home_profile import profiles_dir, templates_dir
 from awp_pipelines.core.packet.model.execution import TargetSpec
-from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, AliasSpec, Catalog, load_catalog
+from awp_pipelines.core.packet.providers_config import (
+    BUILTIN,
+    AccountSpec,
+    AliasSpec,
+    Catalog,
+    ProviderSpec,
+    load_catalog,
+)
 
 CATALOG = Catalog(
     accounts={"spark-a": AccountSpec(provider="codex", credential_env="AWP_SPARK_A_KEY"),
@@ -412,3 +419,38 @@ def test_awp_lint_uses_the_providers_file(tmp_path: Path) -> None:
 def test_every_kind_is_produced_by_a_test_in_this_module() -> None:
     source = Path(__file__).read_text()
     assert [kind for kind in KINDS if f'"{kind}"' not in source] == []
+
+
+# `awp lint` reports a permission setting nobody enforces: allowed_tools on Codex, OpenCode or a `command` agent
+# (none has a tool allow-list, nor can the sandbox make one; under bypass it restricts nothing), `plan` on
+# OpenCode or `command` without the sandbox; and says when an agent runs unsandboxed.
+ENFORCING_CATALOG = Catalog(providers={**BUILTIN.providers, "agent": ProviderSpec(kind="command", command="true"),
+                             "bare": ProviderSpec(kind="command", command="true", isolation="none")})
+
+
+def _enforcement_kinds(tmp: Path, **settings: object) -> dict[str, str]:
+    (tmp / "packet.yaml").write_text(yaml.safe_dump({"name": "p", "timeout": "10m", **settings}))
+    (tmp / "prompts").mkdir(exist_ok=True)
+    (tmp / "prompts" / "01_a.prompt.md").write_text("---\nverify:\n  files_exist: [a.txt]\n---\nDo it.\n")
+    return {f.kind: f.severity for f in lint_packet(tmp, ENFORCING_CATALOG).findings
+            if f.kind in ("permission_not_enforced", "tools_not_enforced", "isolation_none")}
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ({"provider": "codex", "model": "gpt-5", "allowed_tools": ["Read"]}, {"tools_not_enforced": "error"}),
+    ({"provider": "codex", "model": "gpt-5", "allowed_tools": ["Read"], "permission_mode": "bypass"}, {}),
+    ({"provider": "opencode", "model": "opencode/x", "allowed_tools": ["Read"]}, {"tools_not_enforced": "error"}),
+    ({"provider": "agent", "model": "m", "allowed_tools": ["Read"]}, {"tools_not_enforced": "error"}),
+    ({"provider": "claude", "model": "haiku", "allowed_tools": ["Read"], "permission_mode": "plan"}, {}),
+    ({"provider": "codex", "model": "gpt-5", "permission_mode": "plan"}, {}),
+    ({"provider": "opencode", "model": "opencode/x", "permission_mode": "plan"}, {}),  # the sandbox enforces it
+    ({"provider": "agent", "model": "m", "permission_mode": "plan"}, {}),
+    ({"provider": "agent", "model": "m", "permission_mode": "bypass", "isolation": "none"},
+     {"isolation_none": "warning"}),
+    ({"provider": "agent", "model": "m", "permission_mode": "auto"}, {"permission_not_enforced": "error"}),
+    ({"provider": "bare", "model": "m", "permission_mode": "plan"},
+     {"permission_not_enforced": "error", "isolation_none": "warning"}),
+])
+def test_lint_reports_what_nobody_enforces(tmp_path: Path, settings: dict[str, object],
+                                           expected: dict[str, str]) -> None:
+    assert _enforcement_kinds(tmp_path, **settings) == expected

@@ -114,6 +114,25 @@ def test_data_json_would_change_is_parsed_every_time(tmp_path: Path) -> None:
     assert _cache_files() == []
 
 
+
+def test_a_text_holding_a_secret_is_parsed_every_time_and_never_written(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key a secret pattern finds, or the value of an environment variable that could be a credential (the
+    variable's name says nothing), is never written to the cache; the packet's other texts are."""
+    credential = "plain-credential-4d2a9e71"  # no secret pattern finds it: only its being in the environment
+    monkeypatch.setenv("AWP_TEST_ANY_NAME", credential)
+    shaped = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file holds a key-shaped literal
+    root = _packet(tmp_path / "pk")
+    prompts = sorted((root / "prompts").iterdir())
+    prompts[0].write_text(PROMPT.format(n=1).replace("name: Step 1", f"name: uses {shaped}"), encoding="utf-8")
+    prompts[1].write_text(PROMPT.format(n=2).replace("name: Step 2", f"name: uses {credential}"), encoding="utf-8")
+    hits = _counting_hits(monkeypatch)
+    expected = _shape(load_packet(root))
+    assert _shape(load_packet(root)) == expected and hits == [0, 2]  # the manifest and prompt 03 only
+    [file] = _cache_files()
+    stored = file.read_text(encoding="utf-8")
+    assert "Step 3" in stored and credential not in stored and "ZZZZZZZZ" not in stored
+
 _WRITER = """
 import sys
 from awp_pipelines.core.packet.packet import load_packet

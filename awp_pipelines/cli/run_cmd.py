@@ -160,12 +160,13 @@ def _usage_line(usage: Usage) -> str:
 @click.command("verify")
 @packet_argument
 @click.argument("ids", nargs=-1)
+@providers_option
 @json_option
 @user_errors
-def verify_command(packet: Path, ids: tuple[str, ...], as_json: bool) -> None:
+def verify_command(packet: Path, ids: tuple[str, ...], providers_file: Path | None, as_json: bool) -> None:
     """Check the `verify:` contracts of PACKET's prompts (all, or the given ids) against the repos as they
     are now. No provider runs. Exits 0 when every contract passes, 1 when one fails, 3 on a verifier fault."""
-    reports = api.verify(packet, ids)
+    reports = api.verify(packet, ids, providers=providers_file)
     if as_json:
         emit_json([r.model_dump(mode="json") for r in reports])
     else:

@@ -57,6 +57,7 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.PACKET_RUN_SPEND: f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
         tags.LIFECYCLE: trail_text(record.transitions),
         tags.CONTROL: record.control.line() if record.control is not None else None,
+        tags.ISOLATION: record.isolation.line() if record.isolation is not None else None,
         tags.RECORD: MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
     }
     return {key: value for key, value in meta.items() if value not in (None, "", "none")}

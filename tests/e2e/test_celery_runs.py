@@ -12,15 +12,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 import yaml
+from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from local_servers import serving
 
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
+from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -253,3 +257,38 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     checkpoints = _git("-C", top.remotes["alpha"], "for-each-ref", "--format=%(refname)", "refs/awp/checkpoints/")
     assert f"{PACKET_RUN}.01/{PACKET_RUN}.01.a1" in checkpoints
 
+
+
+def test_the_attack_table_through_the_celery_launcher(
+        tmp_path: Path, fresh_pg_database: sa.URL, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's attack table (tests/e2e/test_sandbox_attacks.py) in a Celery worker of
+    deploy/celery/dagster.yaml, whose environment holds AWP_PG_PASSWORD (its storage settings are read from
+    there): a `command` agent in its sandbox finds the password in no environment and no /proc, cannot reach
+    the instance's PostgreSQL, the operator's HOME or another account's folder, while its work is verified and
+    committed and `awp agent-control` works from inside."""
+    from awp_pipelines.orchestration.history import attempt_records
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
+    project, tree, remote = attacked_project(tmp_path, "sandbox", fresh_pg_database, server.server_address[1])
+    with _redis() as broker, serving(server):
+        home = _home(tmp_path / "dagster-home", fresh_pg_database, broker)
+        config = storage_from_environment(yaml.safe_load((home / "dagster.yaml").read_text()), fresh_pg_database,
+                                          monkeypatch)
+        (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+        with _workers(home, project, broker, [tmp_path / "host-a"], {"HOME": str(tmp_path / "operator-home")}), \
+                deployment(home, project) as dep:
+            run_id = dep.client().submit_job_execution(
+                "packet__attacked", repository_location_name="awp_pipelines", repository_name="__repository__",
+                run_config={"execution": {"config": {"in_process": {}}}})
+            dep.wait_until(lambda i: (r := i.get_run_by_id(run_id)) is not None and r.is_finished, 600,
+                           "the attacked packet's run on the worker")
+            with dep.instance() as instance:
+                run = instance.get_run_by_id(run_id)
+                [record] = attempt_records(instance, run_id)
+    assert run is not None and run.status == DagsterRunStatus.SUCCESS, record.failure
+    assert (tmp_path / "host-a" / "worker.log").read_text().count("succeeded in") == 1  # it ran on the worker
+    rows = rows_of(tree, tmp_path, remote)
+    assert {r: rows[r] for r in (*REMOTE_ROWS, "own_env")} == dict.fromkeys((*REMOTE_ROWS, "own_env"), "denied"), rows
+    assert rows["agent_control"] == "0", rows
+    assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
+    assert "the real work" in _git("-C", tree, "show", "HEAD:work.txt")

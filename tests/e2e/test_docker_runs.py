@@ -18,6 +18,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ import docker
 import pytest
 import sqlalchemy as sa
 import yaml
+from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from local_servers import serving
 
 from tests.daemon.deployment import deployment, make_project
+from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
 
 PACKET_RUN = "pr-docker"
@@ -169,3 +173,45 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     assert _git("-C", remote, "show", f"{branch}:alpha.txt") == "01"
     assert len(_git("-C", remote, "log", "--format=%H", f"main..{branch}").split()) == 1  # one commit, not two
     assert f"AWP-Attempt: {a2}" in _git("-C", remote, "log", "-1", "--format=%B", branch)
+
+
+
+@pytest.mark.parametrize("isolation", ["sandbox", "none"])
+def test_the_attack_table_through_the_docker_launcher(
+        isolation: str, docker_host: str, tmp_path: Path, fresh_pg_database: sa.URL,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox's attack table (tests/e2e/test_sandbox_attacks.py) in a run container of the production
+    launcher and its security options (deploy/docker/dagster.yaml), the agent a `command` agent: the storage
+    settings are passed into the container by name, so the run worker (pid 1 there) holds AWP_PG_PASSWORD,
+    yet the agent finds it neither in its own environment nor in /proc/1/environ, its parent's or any
+    process's, cannot reach the instance's PostgreSQL, the operator's HOME or another account's folder, while
+    its work is verified and committed and `awp agent-control` works from inside. With `isolation: none` the
+    same rows get through (the environment allowlist alone still keeps the password out of its environment)."""
+    from awp_pipelines.orchestration.history import attempt_records
+
+    client = docker.DockerClient(base_url=docker_host, timeout=60)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)  # on the host network: a container reaches it
+    project, tree, remote = attacked_project(tmp_path, isolation, fresh_pg_database, server.server_address[1])
+    home = _home(tmp_path / "dagster-home", fresh_pg_database, _image(client), _host_mounts(), tmp_path)
+    config = storage_from_environment(yaml.safe_load((home / "dagster.yaml").read_text()), fresh_pg_database,
+                                      monkeypatch)
+    launcher = config["run_launcher"]["config"]
+    launcher["env_vars"] = [*launcher["env_vars"], *STORAGE_ENV, "AWP_TEST_AGENT_KEY",
+                            f"HOME={tmp_path / 'operator-home'}"]
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    with serving(server), deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
+        run_id = dep.launch_job("packet__attacked")
+        dep.wait_until(lambda i: (r := i.get_run_by_id(run_id)) is not None and r.is_finished, 600,
+                       "the attacked packet's run in its container")
+        with dep.instance() as instance:
+            run = instance.get_run_by_id(run_id)
+            assert run is not None and run.status == DagsterRunStatus.SUCCESS, _post_mortem(client, instance, run_id)
+            [record] = attempt_records(instance, run_id)
+    assert "docker/container_id" in run.tags  # it ran in a container, not beside the daemon
+    rows = rows_of(tree, tmp_path, remote)
+    expected = dict.fromkeys(REMOTE_ROWS, "denied" if isolation == "sandbox" else "LEAK")
+    assert {r: rows[r] for r in REMOTE_ROWS} == expected, rows
+    assert rows["own_env"] == "denied", rows  # the allowlist, with or without the sandbox
+    assert rows["agent_control"] == "0", rows
+    assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
+    assert "the real work" in _git("-C", tree, "show", "HEAD:work.txt")

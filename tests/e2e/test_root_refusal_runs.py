@@ -1,6 +1,7 @@
-"""As root, a fallback target whose permission mode its CLI refuses (Claude Code's bypass without
-IS_SANDBOX=1) is only a warning before the run, since the primary may complete; when the AgentRun falls
-back to it, that Attempt fails once, deterministically, and nothing retries it."""
+"""With `isolation: none` (in the sandbox the agent is never root), as root, a fallback target whose
+permission mode its CLI refuses (Claude Code's bypass without IS_SANDBOX=1) is only a warning before the run,
+since the primary may complete; when the AgentRun falls back to it, that Attempt fails once, deterministically,
+and nothing retries it."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_a_root_refused_fallback_fails_once_and_is_not_retried(
     (packet / "prompts" / "01_greet.prompt.md").write_text("---\n" + yaml.safe_dump(front) + "---\n# Greet\n")
     providers = tmp_path / "providers.yaml"
     providers.write_text(yaml.safe_dump({"providers": {"claude": {
-        "kind": "claude_code", "command": str(FAKES / "claude"), "models": ["claude"]}}}))
+        "kind": "claude_code", "command": str(FAKES / "claude"), "models": ["claude"], "isolation": "none"}}}))
     doctor = awp("doctor", packet, "--providers", providers, "--json")
     [root] = [c for c in json.loads(doctor.stdout)["checks"] if c["what"] == "root"]
     assert root["status"] == "warning" and "IS_SANDBOX" in root["fix"]

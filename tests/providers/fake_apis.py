@@ -6,19 +6,18 @@ a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via 
 with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload. "agent_control"
 (Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
 and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
-result is back it ends its turn.
+result is back it ends its turn. "bash" does the same with the one command set on the server.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TypeVar
 
-S = TypeVar("S", bound=ThreadingHTTPServer)
+from local_servers import serving
+
 REPLY = "Hello from the fake Messages API."
 ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
           "401": (401, "authentication_error", {}),
@@ -64,9 +63,9 @@ STEER = {
 }
 
 
-def _tool_use_sse(model: str, command: str) -> bytes:
-    """One assistant turn that calls the Bash tool with `command`."""
-    tool = {"type": "tool_use", "id": "toolu_fake_1", "name": "Bash", "input": {}}
+def _tool_use_sse(model: str, command: str, tool_name: str = "Bash") -> bytes:
+    """One assistant turn that calls the Bash tool (OpenCode's is `bash`) with `command`."""
+    tool = {"type": "tool_use", "id": "toolu_fake_1", "name": tool_name, "input": {}}
     arguments = json.dumps({"command": command, "description": "Steer the next iteration"})
     return _turn_sse(model, "msg_fake_tool", (20, 30), tool, {"type": "input_json_delta", "partial_json": arguments},
                      "tool_use")
@@ -88,9 +87,10 @@ def _turn_sse(model: str, message_id: str, tokens: tuple[int, int], block: dict,
     ])
 
 
-def _steering(body: dict, model: str) -> bytes | None:
+def _steering(body: dict, model: str, command: str | None = None, tool_name: str = "Bash") -> bytes | None:
     """The agent_control scenario's answer to the main conversation (the request that offers tools): a Bash
-    call until the tool's result is back, then the plain reply. None for the CLI's side requests."""
+    call until the tool's result is back, then the plain reply. None for the CLI's side requests. With
+    `command` (the "bash" scenario), that command instead of the steering one."""
     messages = body.get("messages") or []
     if not body.get("tools") or not messages:
         return None
@@ -98,7 +98,7 @@ def _steering(body: dict, model: str) -> bytes | None:
     if isinstance(last, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
         return None
     iteration = 1 if "iteration 1 of at most" in json.dumps(messages) else 2
-    return _tool_use_sse(model, STEER[iteration])
+    return _tool_use_sse(model, command or STEER[iteration], tool_name)
 
 
 def _sse(model: str) -> bytes:
@@ -137,7 +137,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/v1/messages/count_tokens"):
             self._json(200, {"input_tokens": 12})
         elif body.get("stream"):
-            steering = _steering(body, model) if scenario == "agent_control" else None
+            bash = self.server.command if scenario == "bash" else None
+            steering = (_steering(body, model, bash, self.server.tool_name)
+                        if scenario in ("agent_control", "bash") else None)
             payload = steering or (_responses_sse(model) if self.path.startswith("/v1/responses") else _sse(model))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -167,6 +169,8 @@ class FakeMessagesServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario
         self.requests: list[tuple[str, str | None, str | None]] = []
+        self.command: str | None = None  # the "bash" scenario's command for the agent's Bash tool
+        self.tool_name = "Bash"  # OpenCode calls its own `bash`
 
     @property
     def url(self) -> str:
@@ -177,15 +181,3 @@ class FakeMessagesServer(ThreadingHTTPServer):
 def fake_api(scenario: str) -> Iterator[FakeMessagesServer]:
     with serving(FakeMessagesServer(scenario)) as server:
         yield server
-
-
-@contextmanager
-def serving(server: S) -> Iterator[S]:
-    """`server` answering on a thread of its own until the block ends."""
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -173,3 +173,26 @@ def test_a_config_dir_that_cannot_be_created_blocks(tmp_path: Path, monkeypatch:
     assert check_dir("p:a", str(blocker)).status == "blocking"
     assert check_dir("p:a", str(blocker / "below")).status == "blocking"
     assert not (blocker / "below").exists()
+
+
+def test_a_command_agent_asked_for_its_version_gets_no_credential_and_what_it_says_is_redacted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`command` agents print what they like on `--version`: this one says its whole environment on one line.
+    It is handed no credential (neither its account's nor any other variable of the operator's), and a value
+    it knows some other way (here: written into its script) is redacted from the report."""
+    plain = "plain-account-credential-5b8e"  # no secret pattern finds it
+    monkeypatch.setenv("AWP_DOCTOR_A_KEY", plain)
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", "operator-database-password-1e9c")
+    agent = tmp_path / "say-env"
+    agent.write_text(f'#!/bin/sh\necho "say-env 1.0 known={plain}" $(env | tr "\\n" " ")\n')
+    agent.chmod(0o755)
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({
+        "providers": {"cmd": {"kind": "command", "command": str(agent)}},
+        "accounts": {"cmd-a": {"provider": "cmd", "credential_env": "AWP_DOCTOR_A_KEY"}}}))
+    result = CliRunner().invoke(cli, ["doctor", "--providers", str(providers), "--json"])
+    [version] = [c for c in json.loads(result.stdout)["checks"] if c["what"] == "cli" and c["subject"] == "cmd"]
+    assert version["status"] == "ok" and "say-env 1.0 known=[REDACTED]" in version["detail"]
+    assert "PATH=" in version["detail"]  # it said its environment: the basics a program needs
+    assert "AWP_DOCTOR_A_KEY" not in version["detail"] and "PASSWORD" not in version["detail"]
+    assert plain not in result.output and "operator-database-password" not in result.output

@@ -44,7 +44,9 @@ def test_root_refuses_bypass_unless_is_sandbox_is_1() -> None:
 
 
 def test_doctor_names_the_account_to_set_is_sandbox_on_and_sees_it_set(tmp_path: Path) -> None:
-    need = Need("claude", ("box",), permission_mode="bypass")
+    # In AWP's sandbox (the default) the agent is uid 1000, never root: the rule is for `isolation: none` only.
+    assert root_checks(_catalog(tmp_path), [Need("claude", ("box",), permission_mode="bypass")], euid=0) == []
+    need = Need("claude", ("box",), permission_mode="bypass", isolation="none")
     [check] = root_checks(_catalog(tmp_path), [need], euid=0)
     assert (check.subject, check.what, check.status) == ("claude:box", "root", "blocking")
     assert "account box" in check.fix and "IS_SANDBOX" in check.fix
@@ -52,7 +54,7 @@ def test_doctor_names_the_account_to_set_is_sandbox_on_and_sees_it_set(tmp_path:
     assert root_checks(_catalog(tmp_path, provider_env={"IS_SANDBOX": "1"}), [need], euid=0) == []
     assert root_checks(_catalog(tmp_path), [need], euid=1000) == []
     # A fallback is a warning: the packet can still run on its primary target.
-    fallback = Need("claude", ("box",), required=False, permission_mode="bypass")
+    fallback = Need("claude", ("box",), required=False, permission_mode="bypass", isolation="none")
     assert [c.status for c in root_checks(_catalog(tmp_path), [fallback], euid=0)] == ["warning"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,3 +26,15 @@ def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canary credentials (reliability/canaries.py) in the environment, where the catalog's accounts read them."""
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def home_folders(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder of this test's HOME, XDG and AWP config homes, AWP_CACHE_HOME and DAGSTER_HOME
+    (conftest.isolated_home), with the XDG cache, data and state homes there too: everything a command may
+    write outside the packet is under it."""
+    base = isolated_home.parent
+    for name in ("CACHE", "DATA", "STATE"):
+        (base / f"xdg-{name.lower()}").mkdir(exist_ok=True)
+        monkeypatch.setenv(f"XDG_{name}_HOME", str(base / f"xdg-{name.lower()}"))
+    return base

@@ -1,7 +1,9 @@
-"""Canary credentials through a whole `awp run`, then a dump of everything it left: every table of the Dagster
-storage (SQLite files or the Postgres database; snapshots decompressed), every file under `.awp/` and the
-instance folder (events, transcripts, records, compute logs), the run tags and every git object. No canary
-is anywhere.
+"""Canary credentials through a whole `awp run`, then every other `awp` command on the packet (plan, lint,
+verify, status, watch, doctor, blame, repair, resume, schema; text and --json), then a dump of everything
+they left: every table of the Dagster storage (SQLite files or the Postgres database; snapshots
+decompressed), every file under `.awp/` and the instance folder (events, transcripts, records, compute
+logs), the run tags, every git object, what each command printed and every file under HOME, the XDG homes
+and the AWP config and cache homes (the parse cache). No canary is anywhere.
 
 The canaries are account credential values that match no secret pattern (the account in use, another account
 of the catalog that the prompt never uses, the provider's key) and a pattern secret built at runtime. They are
@@ -12,16 +14,13 @@ dagster-daemon, launched as the UI launches it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
 import time
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,17 @@ import yaml
 from daemon.deployment import FINISHED, deployment, make_project
 from dagster import DagsterInstance
 from e2e_support import awp, postgres_instance_dir
-from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
+from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS
+from reliability.canary_scan import (
+    awp_outputs,
+    count_canaries,
+    every_command,
+    files,
+    git_objects,
+    side_door_catalog,
+    sqlite_dumps,
+    tables,
+)
 
 from awp_pipelines.cli.serve_cmd import attempt_view
 from awp_pipelines.cli_features.attempt_page import DagsterLinks, attempt_html
@@ -84,46 +93,6 @@ def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> tuple[Path, Pa
     return root, overlay
 
 
-def _text(value: object) -> str:
-    """A stored value as text; zlib-compressed blobs (Dagster's snapshots) decompressed first."""
-    if isinstance(value, bytes | memoryview):
-        raw = bytes(value)
-        with contextlib.suppress(zlib.error):
-            raw = zlib.decompress(raw)
-        return raw.decode("utf-8", errors="replace")
-    return "" if value is None else str(value)
-
-
-def _tables(engine: sa.Engine, label: str) -> Iterator[tuple[str, str]]:
-    """(`label:table`, every row of it as text) for every table the database has."""
-    meta = sa.MetaData()
-    meta.reflect(bind=engine)
-    with engine.connect() as conn:
-        for table in meta.sorted_tables:
-            rows = conn.execute(sa.select(table)).fetchall()
-            yield f"{label}:{table.name}", "\n".join(" ".join(_text(v) for v in row) for row in rows)
-
-
-def _sqlite_dumps(folder: Path) -> Iterator[tuple[str, str]]:
-    for db in sorted(folder.rglob("*.db")):
-        engine = sa.create_engine(f"sqlite:///{db}", poolclass=sa.pool.NullPool)
-        try:
-            yield from _tables(engine, db.relative_to(folder).as_posix())
-        finally:
-            engine.dispose()
-
-
-def _files(folder: Path) -> Iterator[tuple[str, str]]:
-    """Every file's raw bytes (SQLite files too: a freed page keeps what a row once held)."""
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        yield f"file {path.relative_to(folder.parent).as_posix()}", path.read_bytes().decode("utf-8", "replace")
-
-
-def _git_objects(repo: Path) -> str:
-    return subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=repo, check=True,
-                          capture_output=True).stdout.decode("utf-8", errors="replace")
-
-
 def _attempt_pages(instance: DagsterInstance, attempts: list[str]) -> dict[str, str]:
     """Each Attempt's page as `awp serve` renders it (its events, stored diff, commit message, record)."""
     links = DagsterLinks("http://127.0.0.1:3000")
@@ -131,33 +100,14 @@ def _attempt_pages(instance: DagsterInstance, attempts: list[str]) -> dict[str, 
             if (found := find_attempt(instance, a)) is not None}
 
 
-def _slugged(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower())
-
-
-# What finds a canary, whole or slugged into a name: the slug of a literal's last 12 characters (its random part);
-# for the pattern secret, its key-shaped prefix and first random character (its tail alone is in ECHO's argv, in
-# the packet by construction: no pattern finds it there).
-_NEEDLES = {secret: _slugged(secret)[-12:] for secret in SECRETS} | {PATTERN_SECRET: _slugged(PATTERN_SECRET)[:14]}
-
-
-def _count(places: dict[str, str]) -> dict[str, dict[str, int]]:
-    found = {}
-    for place, text in places.items():
-        slugged = _slugged(text)
-        found[place] = {c: slugged.count(needle) for c, needle in _NEEDLES.items() if needle in slugged}
-    return {place: counts for place, counts in found.items() if counts}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("storage", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
         storage: str, tmp_path: Path, make_git_repo: Callable[[Path], Path], canaries: None,
-        request: pytest.FixtureRequest, reliability_row: Callable[..., None]) -> None:
+        request: pytest.FixtureRequest, reliability_row: Callable[..., None], home_folders: Path) -> None:
     started = time.monotonic()
     packet, overlay = _packet(tmp_path / "canary", make_git_repo)
-    providers = tmp_path / "providers.yaml"
-    providers.write_text(PROVIDERS)
+    providers = side_door_catalog(tmp_path / "catalog")  # the canaries' catalog and a `command` agent
     home = packet / ".awp" / "dagster"
     db: sa.URL | None = None
     if storage == "postgres":
@@ -175,17 +125,22 @@ def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
         "01": "completed", "02": "verification_failed", "03": "provider_failed"}, result.stdout
 
     places: dict[str, str] = {"awp run stdout": result.stdout, "awp run stderr": result.stderr}
-    places.update(_files(packet / ".awp"))
+    # Then every other command on the packet and its instance (a repair Attempt among them), and every file
+    # they and the run left under HOME, the XDG homes and the AWP config and cache homes (the parse cache).
+    places.update(awp_outputs(*every_command(packet, providers, home, packet / "workspace" / "notes.md")))
+    places.update(files(home_folders))
+    assert [p for p in places if "/parse/" in p], "no parse cache written: the dump would prove nothing of it"
+    places.update(files(packet / ".awp"))
     if storage == "postgres":
-        places.update(_files(home))
+        places.update(files(home))
     compute_logs = [p for p in places if "/compute_logs/" in p and places[p]]
     assert compute_logs, "the run's compute logs hold nothing: the dump would prove nothing about them"
     if storage == "sqlite":
-        places.update(_sqlite_dumps(home))
+        places.update(sqlite_dumps(home))
     else:
         engine = sa.create_engine(db, poolclass=sa.pool.NullPool)  # type: ignore[arg-type]
         try:
-            places.update(_tables(engine, "postgres"))
+            places.update(tables(engine, "postgres"))
         finally:
             engine.dispose()
     instance = open_instance(packet, home)
@@ -195,16 +150,17 @@ def test_no_canary_anywhere_in_storage_files_tags_or_git_after_a_run(
     finally:
         instance.dispose()
     assert all(f"page {o['attempt']}" in places for o in outcomes.values())  # diffs: files under .awp/
-    places["git objects"] = _git_objects(packet / "workspace")
+    places["git objects"] = git_objects(packet / "workspace")
     assert "AWP-Prompt: 01" in places["git objects"]  # the dump reads what it means to
 
-    leaked = _count(places)
+    leaked = count_canaries(places)
     total = sum(sum(counts.values()) for counts in leaked.values())
     print(f"{storage}: {len(places)} places dumped; leaks: {leaked}")
     reliability_row(f"secrets: canaries through awp run, full dump ({storage})", tries=len(places),
                     survived=len(places) - len(leaked), secrets_leaked=total,
                     seconds=time.monotonic() - started,
-                    note="storage tables (snapshots decompressed), .awp/, run tags, compute logs, git objects")
+                    note="storage tables (snapshots decompressed), .awp/, run tags, compute logs, git objects, "
+                         "every command's output, HOME, XDG and cache homes")
     assert not leaked, leaked
 
 
@@ -266,13 +222,13 @@ def test_no_canary_anywhere_after_a_run_launched_as_the_ui_launches_it_under_the
     assert {r.identity.prompt: r.result for r in records} == {"01": "completed", "02": "verification_failed"}
     failed = {item.check_name for r in records if r.verifier for item in r.verifier.failures}
     assert failed == {"notes_md_contains_key_canary_other_account"}  # named, not keyed
-    places.update(_files(packet / ".awp"))  # instance files, compute logs, the daemon's and webserver's logs
+    places.update(files(packet / ".awp"))  # instance files, compute logs, the daemon's and webserver's logs
     assert [p for p in places if "/compute_logs/" in p and places[p]], "no compute logs: the dump proves nothing"
-    places.update(_sqlite_dumps(home))
-    places["git objects"] = _git_objects(packet / "workspace")
+    places.update(sqlite_dumps(home))
+    places["git objects"] = git_objects(packet / "workspace")
     assert "AWP-Prompt: 01" in places["git objects"]
 
-    leaked = _count(places)
+    leaked = count_canaries(places)
     total = sum(sum(counts.values()) for counts in leaked.values())
     print(f"daemon: {len(places)} places dumped; leaks: {leaked}")
     reliability_row("secrets: canaries through a UI launch under the daemon, full dump", tries=len(places),
@@ -296,4 +252,4 @@ def test_the_code_location_refuses_a_key_in_a_verify_argv_without_echoing_it(tmp
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "02_check.prompt.md" in output and "refusing to run: a anthropic key is written on line" in output
-    assert _count({"dagster definitions validate": output}) == {}
+    assert count_canaries({"dagster definitions validate": output}) == {}

@@ -6,6 +6,7 @@ The verifier decides completion, never the provider: provider error + contract p
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import time
 from collections.abc import Iterable, Mapping
@@ -32,7 +33,9 @@ from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
 from awp_pipelines.core.engine.confirmation import confirm
 from awp_pipelines.core.engine.interrupts import Interrupted, Stop
 from awp_pipelines.core.engine.provenance import AgentProvenance, credential_source, provenance
+from awp_pipelines.core.engine.provisioning import execution_profile, provision, unstartable
 from awp_pipelines.core.engine.remote import RemoteTrees
+from awp_pipelines.core.isolation.record import IsolationRecord
 from awp_pipelines.core.packet.bounds import human_duration
 from awp_pipelines.core.packet.model.control import AgentControlConfig
 from awp_pipelines.core.packet.model.simulate import SimulateSpec
@@ -191,6 +194,8 @@ class AttemptRecord(BaseModel):
     provenance: AgentProvenance | None = Field(None, description="Profile, permissions, the model the provider "
                                                "reported and whose credential it used (provenance.py).")
     diff_file: str | None = Field(None, description="The Attempt's stored diff (diffs.py), beside its events.")
+    isolation: IsolationRecord | None = Field(None, description="What provisioning set up: the execution profile, "
+                                              "the sandbox's grants, the node, the sandbox's version.")
 
     @property
     def completed(self) -> bool:
@@ -300,12 +305,18 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     targets = {t.name: Path(t.path) for t in spec.plan.repos}
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
+    profile = execution_profile(spec.target.provider_kind, adapter, spec.plan.isolation, _account(spec))
+    unstarted = unstartable(profile)
+    if unstarted is not None:  # never falls back to running the agent unsandboxed
+        return redactor.model(_refused(spec, sink, started, clock, trail, unstarted,
+                                       IsolationRecord(profile=profile, node=platform.node())))
     try:
         # Without commits (`--no-commit`) the trees keep each Attempt's work by design: nothing to protect.
         set_aside = ensure_clean(targets, spec.packet.manifest.dirty_tree, spec.identity.attempt_id) \
             if spec.commit else {}
     except DirtyTree as err:
-        return redactor.model(_refused(spec, sink, started, clock, trail, str(err)))
+        return redactor.model(_refused(spec, sink, started, clock, trail,
+                                       FailureEnvelope.for_class("dirty_tree", str(err))))
     for repo, sha in set_aside.items():
         sink.tree_set_aside(repo, sha)
     restored = _restore(targets, spec.restore or {})
@@ -341,7 +352,13 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         permission_mode=spec.plan.permission_mode, allowed_tools=tuple(spec.plan.allowed_tools),
         max_turns=spec.plan.max_turns, system_prompt=spec.plan.system_prompt,
         append_system_prompt=spec.plan.append_system_prompt)
-    trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}"))
+    provisioned = provision(profile, adapter, request, kind=spec.target.provider_kind, trees=targets,
+                            control=handle.request_path.parent if handle else None, state_root=spec.agent_root,
+                            packet_root=spec.packet.root, network=spec.plan.network,
+                            attempt_id=spec.identity.attempt_id)
+    request = replace(request, sandbox=provisioned.sandbox)
+    isolation = provisioned.record
+    trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}; {isolation.line()}"))
 
     def stopped(failure: FailureEnvelope, ran: tuple[ProviderOutcome, int] | None = None) -> AttemptRecord:
         """Ended before its verdict (cancelled, or the process was asked to stop): keep the partial work,
@@ -354,7 +371,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
         outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
         record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
-                         "provider_failed", failure, bool(wip), [], wip, trail, set_aside)
+                         "provider_failed", failure, bool(wip), [], wip, trail, set_aside, isolation=isolation)
         return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor)}))
 
     try:
@@ -364,6 +381,8 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
+    finally:
+        provisioned.close(sink)
     outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
     if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing
@@ -399,7 +418,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                             + (f"; {directive.line()}" if directive else ""),
                             cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
     record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes,
-                     report, result, failure, changed, commits, wip, trail, set_aside)
+                     report, result, failure, changed, commits, wip, trail, set_aside, isolation=isolation)
     # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
     return redactor.model(record.model_copy(update={"control": directive,
                                                     "diff_file": store_diff(sink, targets, record, redactor)}))
@@ -430,15 +449,17 @@ def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptReco
 
 
 def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],
-             message: str) -> AttemptRecord:
-    """The clean-tree precondition refused: the agent never started, the tree is as the person left it."""
-    failure = FailureEnvelope.for_class("dirty_tree", message)
+             failure: FailureEnvelope, isolation: IsolationRecord | None = None) -> AttemptRecord:
+    """Provisioning refused (a person's changes in the tree, a sandbox that cannot start): the agent never
+    started, the tree is as the person left it."""
     sink.run_failed(failure)
-    trail.append(transition("terminal", f"dirty_tree: {message}", cause_of("dirty_tree")))
+    cls = failure.failure_class
+    trail.append(transition("terminal", f"{cls}: {failure.message}", cause_of(cls)))
     heads = {t.name: head(t.path) for t in spec.plan.repos}
     outcome = ProviderOutcome.from_sink(sink, None, None)
-    return _record(spec, prompt_text(spec), sink, started, clock, heads, {}, outcome, 0, None, "dirty_tree", failure,
-                   False, [], {}, trail)
+    result: AttemptResult = "dirty_tree" if cls == "dirty_tree" else "provider_failed"
+    return _record(spec, prompt_text(spec), sink, started, clock, heads, {}, outcome, 0, None, result, failure,
+                   False, [], {}, trail, isolation=isolation)
 
 
 def _open_control(spec: AttemptSpec) -> ControlHandle | None:
@@ -471,7 +492,7 @@ def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: 
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
             commits: list[CommitResult], wip: dict[str, str], trail: list[Transition],
-            set_aside: Mapping[str, str] | None = None) -> AttemptRecord:
+            set_aside: Mapping[str, str] | None = None, *, isolation: IsolationRecord | None = None) -> AttemptRecord:
     usage = attempt_usage(outcome.usage, spec.target.model)
     spent = spec.spent_before + Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)
     return AttemptRecord(
@@ -483,9 +504,11 @@ def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: 
         messages=outcome.messages, verifier=report, workspace_changed=changed,
         prompt_text=sent,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
-        restored=restored, set_aside=dict(set_aside or {}), transitions=trail,
+        restored=restored, set_aside=dict(set_aside or {}), transitions=trail, isolation=isolation,
         provenance=provenance(profile=spec.plan.profile, permission_mode=spec.plan.permission_mode,
                               allowed_tools=spec.plan.allowed_tools, asked=spec.target.model,
+                              kind=spec.target.provider_kind,
+                              sandboxed=bool(isolation and isolation.grants is not None),
                               reported=outcome.reported_model, key_source=sink.counters.key_source,
                               credential=credential_source(spec.target.provider_kind, _account(spec),
                                                            spec.secret_env or {})))

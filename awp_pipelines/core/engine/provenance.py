@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.core.engine.confirmation import model_confirms
 from awp_pipelines.core.packet.providers_config import AccountBinding
+from awp_pipelines.core.providers.enforcement import Enforcer, permission_enforcer, tools_enforcer
 
 
 class AgentProvenance(BaseModel):
@@ -24,6 +25,11 @@ class AgentProvenance(BaseModel):
                             "own login when no account is configured (said so, never left as 'none').")
     cli_key_source: str | None = Field(None, description="Where the CLI said its key came from (Claude Code's "
                                        "apiKeySource), when it says.")
+    permission_mode_enforced_by: Enforcer | None = Field(
+        None, description="Who enforced permission_mode: provider (natively), sandbox (e.g. `plan` as read-only work "
+        "trees) or not enforced; None when none was asked.")
+    allowed_tools_enforced_by: Enforcer | None = Field(
+        None, description="Who enforced allowed_tools: provider or not enforced; None when none was asked.")
 
 
 def credential_source(kind: str, account: AccountBinding | None, secret_env: Mapping[str, str]) -> str:
@@ -40,8 +46,11 @@ def credential_source(kind: str, account: AccountBinding | None, secret_env: Map
 
 
 def provenance(*, profile: str | None, permission_mode: str | None, allowed_tools: list[str], asked: str | None,
-               reported: str | None, credential: str, key_source: str | None) -> AgentProvenance:
+               reported: str | None, credential: str, key_source: str | None, kind: str = "",
+               sandboxed: bool = False) -> AgentProvenance:
     return AgentProvenance(profile=profile, permission_mode=permission_mode, allowed_tools=list(allowed_tools),
+                           permission_mode_enforced_by=permission_enforcer(kind, permission_mode, sandboxed),
+                           allowed_tools_enforced_by=tools_enforcer(kind, allowed_tools, permission_mode),
                            reported_model=reported,
                            model_confirmed=model_confirms(asked, reported) if asked and reported else None,
                            credential_source=credential, cli_key_source=key_source)

@@ -13,6 +13,7 @@ while loading, so it arrives as `invalid_packet` with the clause's line and a di
     prompts     ids, filenames, duplicates, target repos, depends_on, phases, cycles, agent_control
     contracts   completion contracts: missing ones, their repos and paths, commands that cannot prove anything
     targets     providers, model aliases, accounts, fallbacks, the timeout bound, reviewer independence
+    enforcement permission_mode and allowed_tools nobody enforces, agents run with `isolation: none`
     hygiene     the home profile, templates, secrets written down, front-matter keys never sent
     linter      lint_packet: load the packet, run the rules in a fixed order
 """

@@ -8,8 +8,9 @@ from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.records.redact import Redactor
 
-from . import contracts, hygiene, prompts, settings, targets
+from . import contracts, enforcement, hygiene, prompts, settings, targets
 from .context import LintContext
 from .report import Finding, LintReport, finding
 
@@ -31,9 +32,12 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
         contracts.lint_prompt(ctx, prompt)
         targets.lint_prompt(ctx, prompt, prompt_plan)
         settings.lint_prompt(ctx, prompt, prompt_plan)
+        enforcement.lint_prompt(ctx, prompt, prompt_plan)
     prompts.lint_cycles(ctx)
     targets.lint_logins(ctx)
-    return LintReport(packet=packet.name, findings=_unique(ctx.findings))
+    # A finding may quote what is written (a command's argv): never an account's credential value.
+    redact = Redactor.for_catalog(catalog)
+    return LintReport(packet=packet.name, findings=[redact.model(f) for f in _unique(ctx.findings)])
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

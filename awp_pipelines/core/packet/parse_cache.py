@@ -3,12 +3,14 @@ load the same unchanged packets again, and composing their YAML was most of a lo
 
 An entry is keyed by the text itself (its SHA-256 with the line offset), not by a file's size and mtime, so
 any edit misses it, however fast it follows the last load. The key's salt also names AWP's version, PyYAML's
-and the source of yamlsrc.py: a change of how YAML is read never meets an entry read the old way. Only a
-document whose data JSON keeps exactly (str keys, no dates, finite floats) is stored, so a hit gives the
-data and key-path lines the parse gave. Each load writes the file again only when it changed (new texts, or
-entries no longer used, which are dropped), by an atomic rename: concurrent writers leave one whole file. The
-file carries the SHA-256 of its payload: a file that is cut short, garbled or of another version is ignored
-and rewritten, never trusted.
+and the source of yamlsrc.py and of this file: a change of how YAML is read, or of which texts are stored,
+never meets an entry of the old way. Only a document whose data JSON keeps exactly (str keys, no dates, finite
+floats) is stored, so a hit gives the data and key-path lines the parse gave. A text that holds a secret is
+never stored (it is parsed at every load): one a secret pattern finds, or that holds the value of an
+environment variable that could be a credential (redact.py). Each load writes the file again only when it
+changed (new texts, or entries no longer used, which are dropped), by an atomic rename: concurrent writers
+leave one whole file. The file carries the SHA-256 of its payload: a file that is cut short, garbled or of
+another version is ignored and rewritten, never trusted.
 
 AWP_CACHE_HOME sets the folder (default `$XDG_CACHE_HOME/awp-pipelines`, else `~/.cache/awp-pipelines`);
 `AWP_CACHE_HOME=off` turns the cache off. A folder that cannot be written only means no cache.
@@ -31,6 +33,7 @@ from typing import Any
 import yaml
 
 import awp_pipelines
+from awp_pipelines.core.records.redact import Redactor
 
 CACHE_ENV = "AWP_CACHE_HOME"
 _FOLDER = "parse"
@@ -39,7 +42,8 @@ KeyPath = tuple[str, ...]
 
 @cache
 def _salt() -> str:
-    source = Path(__file__).with_name("yamlsrc.py").read_bytes()
+    # This file's source too: entries chosen by an older rule (one stored a secret) are dropped, never kept.
+    source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("yamlsrc.py", "parse_cache.py"))
     return f"{awp_pipelines.__version__}\0{yaml.__version__}\0{hashlib.sha256(source).hexdigest()}"
 
 
@@ -77,6 +81,7 @@ class ParseCache:
         self.file = file
         self._stored = entries  # key → one entry as JSON text (decoded per hit: each caller gets its own data)
         self._used: dict[str, str] = {}
+        self._secrets: Redactor | None = None  # built at the first store: a load that hits everything needs none
         self.hits = 0
 
     @classmethod
@@ -105,7 +110,11 @@ class ParseCache:
         return found
 
     def put(self, text: str, line_offset: int, data: Any, lines: dict[KeyPath, int]) -> None:
-        if self.file is not None and _exact(data):
+        if self.file is None or not _exact(data):
+            return
+        if self._secrets is None:
+            self._secrets = Redactor.for_environment()
+        if not self._secrets.holds_secret(text):  # a secret's text is parsed each time, never written down
             self._used[self.key(text, line_offset)] = json.dumps([data, [[list(p), n] for p, n in lines.items()]])
 
     def save(self) -> None:

@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, StringConstraints
 
+from awp_pipelines.core.isolation.network_policy import NETWORK_HELP
+from awp_pipelines.core.isolation.network_setting import NetworkSetting
+from awp_pipelines.core.isolation.profile import ISOLATION_HELP, Isolation
 from awp_pipelines.core.packet.agents import AgentSpec
 from awp_pipelines.core.packet.catalog_layers import Origin, Origins, layer_over
 from awp_pipelines.core.packet.model.base import StrictModel
@@ -37,6 +40,8 @@ class ProviderSpec(StrictModel):
     models: list[str] = Field(default_factory=list, description="Model-name prefixes this provider serves "
                               "(used to infer the provider from a model).")
     env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP)
+    isolation: Isolation | None = Field(None, description=ISOLATION_HELP)
+    network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " In the sandbox only.")
 
 
 class AccountSpec(StrictModel):
@@ -47,6 +52,8 @@ class AccountSpec(StrictModel):
     base_url: str | None = Field(None, description="Endpoint for this account; overrides the provider's.")
     cooldown_s: int = Field(3600, ge=0, description="How long the account rests after exhaustion.")
     env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP + " Over the provider's.")
+    isolation: Isolation | None = Field(None, description=ISOLATION_HELP + " Over the provider's.")
+    network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " Over the provider's.")
 
 
 class AccountBinding(StrictModel):
@@ -59,6 +66,8 @@ class AccountBinding(StrictModel):
     base_url: str | None = Field(None, description="The account's endpoint, else the provider's.")
     cooldown_s: int = Field(3600, ge=0, description="Rest after exhaustion when the provider names no reset.")
     env: dict[str, str] = Field(default_factory=dict, description="The account's plain settings for the agent.")
+    isolation: Isolation | None = Field(None, description="The account's `isolation`, if it sets one.")
+    network: NetworkSetting | None = Field(None, description="The account's `network`, if it sets one.")
 
 
 class AliasSpec(StrictModel):
@@ -118,7 +127,8 @@ class Catalog(StrictModel):
         return AccountBinding(name=account, provider=spec.provider, credential_env=spec.credential_env,
                               config_dir=os.path.expanduser(spec.config_dir) if spec.config_dir else None,
                               base_url=spec.base_url or (provider.base_url if provider else None),
-                              cooldown_s=spec.cooldown_s, env=dict(spec.env))
+                              cooldown_s=spec.cooldown_s, env=dict(spec.env), isolation=spec.isolation,
+                              network=spec.network)
 
     def account_secrets(self, account: str | None) -> dict[str, str]:
         """The account's own credential, for the agent's environment and for redaction: nothing else secret."""

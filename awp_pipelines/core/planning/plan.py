@@ -87,6 +87,10 @@ class PromptPlan(BaseModel):
                         "chosen (the alias's `probe: true`).")
     permission_mode: str | None
     allowed_tools: list[str] = Field(default_factory=list, description="Tools the agent may use.")
+    isolation: str | None = Field(None, description="The packet's `isolation` (sandbox | none); None: the "
+                                  "provider's or account's, else the sandbox.")
+    network: list[str] | None = Field(None, description="The packet's `network`; None: the account's or "
+                                    "provider's, else `provider`.")
     max_turns: int | None = None
     system_prompt: str | None = Field(None, description="Replaces the provider's system prompt.")
     append_system_prompt: str | None = Field(None, description="Appended to the provider's system prompt.")
@@ -277,7 +281,9 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
         permission_mode=values.get("permission_mode"),
-        allowed_tools=allowed_tools, max_turns=values.get("max_turns"), account_bindings=bindings, argv=argv,
+        allowed_tools=allowed_tools, isolation=values.get("isolation"), network=values.get("network"),
+        max_turns=values.get("max_turns"),
+        account_bindings=bindings, argv=argv,
         system_prompt=values.get("system_prompt"), append_system_prompt=values.get("append_system_prompt"),
         cli_confirmation=values.get("cli_confirmation"), profile=ctx.overrides.profile or packet.manifest.profile,
         sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")

@@ -5,6 +5,8 @@ Checks each provider the packet may use (primary and fallback): the CLI is on PA
 writable or creatable; HTTP providers have an endpoint. Each problem names its fix. A problem on a provider
 the packet needs blocks it; one on a provider it only falls back to is a warning. Doctor only looks: it writes
 nothing, and a CLI asked for its version gets a throwaway HOME, so whatever it writes on start is not the user's.
+That CLI gets no credential either (only the basics of its environment: a `command` agent may print whatever
+it holds), and every detail is redacted of each account's credential value before it is shown.
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ from typing import TYPE_CHECKING, Literal
 import requests
 
 from awp_pipelines.core.decisions.rotation import Cooldown
+from awp_pipelines.core.isolation.bwrap import unavailable
+from awp_pipelines.core.isolation.profile import ExecutionProfile, resolve_profile
 from awp_pipelines.core.packet.providers_config import AccountBinding, Catalog, ProviderSpec
+from awp_pipelines.core.providers.environment import bare_env
 from awp_pipelines.core.providers.registry import CLI_ADAPTERS
 from awp_pipelines.core.providers.sandbox import expected_env, root_refusal
+from awp_pipelines.core.records.redact import Redactor
 
 if TYPE_CHECKING:
     from awp_pipelines.core.planning.plan import PromptPlan
@@ -55,6 +61,7 @@ class Need:
     accounts: tuple[str, ...] = ()
     required: bool = True
     permission_mode: str | None = None  # what the packet asks of the agent (root refuses some)
+    isolation: str | None = None  # the packet's `isolation`, over the provider's and account's
 
 
 def plan_needs(prompts: Iterable[PromptPlan], catalog: Catalog) -> list[Need]:
@@ -62,9 +69,9 @@ def plan_needs(prompts: Iterable[PromptPlan], catalog: Catalog) -> list[Need]:
     needs: list[Need] = []
     for prompt in prompts:
         needs.append(Need(prompt.provider, tuple(catalog.accounts_of(prompt.accounts, prompt.provider)),
-                          permission_mode=prompt.permission_mode))
-        needs += [Need(t.provider, tuple(t.accounts or ()), required=False, permission_mode=prompt.permission_mode)
-                  for t in prompt.fallback]
+                          permission_mode=prompt.permission_mode, isolation=prompt.isolation))
+        needs += [Need(t.provider, tuple(t.accounts or ()), required=False, permission_mode=prompt.permission_mode,
+                       isolation=prompt.isolation) for t in prompt.fallback]
     return needs
 
 
@@ -93,7 +100,7 @@ def check_cli(name: str, spec: ProviderSpec, required: bool, timeout_s: float = 
                      install_fix(name, spec, executable))
     try:
         with tempfile.TemporaryDirectory(prefix="awp-doctor-") as home:
-            env = {**os.environ, "HOME": home, **{f"XDG_{k}_HOME": os.path.join(home, k.lower())
+            env = {**bare_env(os.environ), "HOME": home, **{f"XDG_{k}_HOME": os.path.join(home, k.lower())
                                                   for k in ("CONFIG", "DATA", "STATE", "CACHE")}}
             done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s,
                                   stdin=subprocess.DEVNULL, env=env)
@@ -154,13 +161,31 @@ def check_models(name: str, spec: ProviderSpec, account: AccountBinding | None, 
                  "check the credential" if response.status_code in (401, 403) else "try again later")
 
 
+def need_profile(catalog: Catalog, need: Need, account: str | None) -> ExecutionProfile | None:
+    """The execution profile the agent of `need` with `account` will run under (None: unknown provider)."""
+    spec = catalog.providers.get(need.provider)
+    if spec is None:
+        return None
+    binding = catalog.binding(account)
+    isolation = need.isolation if need.isolation in ("sandbox", "none") else None
+    return resolve_profile(spec.kind, packet=isolation, account=(account, binding.isolation) if binding else None,  # type: ignore[arg-type]
+                           provider=(need.provider, spec.isolation))
+
+
+def _subjects(catalog: Catalog, need: Need) -> list[str | None]:
+    return [*catalog.accounts_of(list(need.accounts), need.provider)] or [None]
+
+
 def root_checks(catalog: Catalog, needs: list[Need], euid: int | None = None) -> list[Check]:
-    """Root + a permission mode the CLI refuses as root (sandbox.py), per provider and account: what to do."""
+    """Root + a permission mode the CLI refuses as root (sandbox.py), per provider and account: what to do.
+    Only for `isolation: none`: in the sandbox the agent is never root."""
     checks: dict[str, Check] = {}
     for need in needs:
         spec = catalog.providers.get(need.provider)
-        accounts: list[str | None] = [*catalog.accounts_of(list(need.accounts), need.provider)]
-        for account in accounts or [None]:
+        for account in _subjects(catalog, need):
+            profile = need_profile(catalog, need, account)
+            if profile is not None and profile.isolation == "sandbox":
+                continue
             found = spec and root_refusal(spec.kind, need.permission_mode,
                                           expected_env(spec, catalog.binding(account)), provider=need.provider,
                                           account=account, euid=euid)
@@ -215,7 +240,27 @@ def diagnose(catalog: Catalog, needs: list[Need], timeout_s: float = VERSION_TIM
             checks.append(check_credential(f"{need.provider}:{account}", binding.credential_env, need.required))
             if binding.config_dir:
                 checks.append(check_dir(f"{need.provider}:{account}", binding.config_dir))
-    return checks + root_checks(catalog, needs)
+    redact = Redactor.for_catalog(catalog)
+    found = checks + root_checks(catalog, needs) + isolation_checks(catalog, needs)
+    return [replace(c, detail=redact(c.detail), fix=redact(c.fix)) for c in found]
+
+
+def isolation_checks(catalog: Catalog, needs: list[Need]) -> list[Check]:
+    """Each agent that runs unsandboxed (`isolation: none`, said so), and a sandbox that cannot start here."""
+    checks: dict[str, Check] = {}
+    for need in needs:
+        for account in _subjects(catalog, need):
+            profile = need_profile(catalog, need, account)
+            subject = f"{need.provider}:{account}" if account else need.provider
+            if profile is None or subject in checks:
+                continue
+            if profile.isolation == "none":
+                checks[subject] = Check(subject, "isolation", "warning", f"isolation: none ({profile.set_by}): the "
+                                        "agent runs unsandboxed and can read everything the runner can",
+                                        "remove `isolation: none` to run it in the sandbox")
+            elif profile.isolation == "sandbox" and (why := unavailable()) is not None:
+                checks[subject] = Check(subject, "isolation", _problem(need.required), why, "see the detail")
+    return list(checks.values())
 
 
 def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:

@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from awp_pipelines.core.isolation.sandbox import Sandbox
 from awp_pipelines.core.packet.model.simulate import SimulateSpec
 from awp_pipelines.core.packet.providers_config import AccountBinding
 from awp_pipelines.core.records.events import EventSink
@@ -49,6 +50,7 @@ class ProviderRequest:
     idle_timeout_ms: int | None = None  # the plan's stream idle bound; None: bounds.stream_idle_ms(timeout_ms)
     home: Path | None = None  # the agent's scoped HOME (environment.scoped_home); None: the operator's
     tools: Path | None = None  # put first on the agent's PATH: the folder of the `awp` shim (environment.awp_shim)
+    sandbox: Sandbox | None = None  # the agent runs inside it (isolation/sandbox.py); None: beside the runner
 
     def __post_init__(self) -> None:
         if self.attempt_number < 1:

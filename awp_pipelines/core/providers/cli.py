@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from awp_pipelines.core.isolation.bwrap import SANDBOX_UID
 from awp_pipelines.core.packet.bounds import stream_idle_ms
 from awp_pipelines.core.packet.providers_config import ProviderSpec
 from awp_pipelines.core.providers.base import ProviderOutcome, ProviderRequest
@@ -153,7 +154,8 @@ class CliAdapter:
     def refusal(self, request: ProviderRequest, env: Mapping[str, str]) -> FailureEnvelope | None:
         """A refusal known before the CLI starts (root + a permission mode it refuses): deterministic."""
         found = root_refusal(self.kind, request.permission_mode, env, provider=self.name,
-                             account=request.account.name if request.account else None)
+                             account=request.account.name if request.account else None,
+                             euid=SANDBOX_UID if request.sandbox is not None else None)
         if found is None:
             return None
         return FailureEnvelope.for_class("provider_config_claim", f"{found.detail}; {found.fix}",
@@ -195,6 +197,8 @@ class CliAdapter:
         if refused is not None:  # the CLI would exit at once, the same way every time: do not start it
             sink.emit("run_failed", refused.model_dump(), ended="refused")
             return ProviderOutcome.from_sink(sink, refused, request.session_id)
+        if request.sandbox is not None:  # provisioned by the Attempt: the same session, inside bubblewrap
+            argv, env = request.sandbox.command(argv, request.cwd), request.sandbox.environment(env)
         parser = self.parser_class(sink)
         with sink.batch():  # the events of each chunk read reach the file together
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,

@@ -100,6 +100,11 @@ def awp_shim(folder: Path) -> Path:
     return folder
 
 
+def bare_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The basics a program needs to run (BASE_ENV) and nothing else: no credential, no setting."""
+    return {k: environ[k] for k in BASE_ENV if k in environ}
+
+
 def agent_env(kind: str, spec: ProviderSpec, account: AccountBinding | None, request_env: Mapping[str, str],
               environ: Mapping[str, str] | None = None, *, home: Path | None = None,
               tools: Path | None = None) -> dict[str, str]:
@@ -107,7 +112,7 @@ def agent_env(kind: str, spec: ProviderSpec, account: AccountBinding | None, req
     what the Attempt hands over (the account's credential, the control channel, the mark); `home`: the scoped
     HOME (created here); `tools`: a folder put first on PATH (the `awp` shim)."""
     environ = os.environ if environ is None else environ
-    env = {k: environ[k] for k in BASE_ENV if k in environ}
+    env = bare_env(environ)
     env.update({k: v for k, v in request_env.items() if k in BASE_ENV or k in AGENT_EXTRA})
     for name in (*ENDPOINT_ENV.get(kind, ()), *PASSTHROUGH_ENV.get(kind, ())):
         if environ.get(name):

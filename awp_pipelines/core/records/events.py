@@ -53,6 +53,7 @@ EventType = Literal[
     "tree_set_aside",
     "files_changed",
     "rate_limit_notice",
+    "network_denied",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _KNOWN_TYPES = frozenset(EVENT_TYPES)

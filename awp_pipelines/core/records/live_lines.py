@@ -27,7 +27,7 @@ LiveListener = Callable[[list[str]], None]
 LINE_TYPES = frozenset({"prompt_sent", "run_started", "message_received", "tool_call_started",
                         "tool_call_completed", "tool_call_failed", "file_written", "files_changed",
                         "resume_started", "run_completed", "run_failed", "error_occurred", "run_cancelled",
-                        "verifier_completed", "tree_set_aside", "commit_created"})
+                        "verifier_completed", "tree_set_aside", "commit_created", "network_denied"})
 
 
 def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
@@ -66,6 +66,8 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
         text = "verifier passed" if event.get("passed") else f"verifier failed: {failures}"
     elif kind == "tree_set_aside":
         text = f"set aside the changes found in {event.get('repo')} as git stash {event.get('sha')}"
+    elif kind == "network_denied":
+        text = f"network: refused {event.get('method')} {event.get('host')}:{event.get('port')} ({event.get('reason')})"
     elif kind == "commit_created":
         text = f"commit {event.get('repo')}: {event.get('status')} {event.get('sha') or ''}".rstrip()
     else:

@@ -188,6 +188,15 @@ def _redact_into(out: dict[Any, Any], obj: Mapping[Any, Any], literals: Gated) -
     return out
 
 
+# An environment value that could be a credential: one word (no blank) of this many characters or more, not a
+# path. Words of 8+ characters rarely sit in a packet by chance; when one does, the cost is a parse cache miss.
+_CREDENTIAL_LIKE = re.compile(r"[^\s/~.][^\s]{7,}")
+
+
+def credential_like(value: str) -> bool:
+    return _CREDENTIAL_LIKE.fullmatch(value) is not None
+
+
 class _Spec(Protocol):
     @property
     def credential_env(self) -> str | None: ...
@@ -231,6 +240,17 @@ class Redactor:
             specs = [*catalog.accounts.values(), *catalog.providers.values()]
             names = {spec.credential_env for spec in specs if spec.credential_env}
         return cls((*(env[name] for name in sorted(names) if env.get(name)), *extra))
+
+    @classmethod
+    def for_environment(cls, environ: Mapping[str, str] | None = None) -> Redactor:
+        """Patterns plus every value of `environ` (default: this process's) that could be a credential, whatever
+        its variable is called (`credential_like`): for what knows no catalog, such as the parse cache."""
+        env = os.environ if environ is None else environ
+        return cls(tuple(value for value in env.values() if credential_like(value)))
+
+    def holds_secret(self, text: str) -> bool:
+        """Whether redaction would change `text`: it holds a pattern secret or one of the literals."""
+        return self(text) != text
 
     def with_values(self, values: Iterable[str]) -> Redactor:
         return Redactor((*self.literals, *values))

@@ -66,6 +66,7 @@ EVENTS = f"{PREFIX}events"
 PACKET_RUN_SPEND = f"{PREFIX}packet_run_spend"
 LIFECYCLE = f"{PREFIX}lifecycle"
 CONTROL = f"{PREFIX}control"
+ISOLATION = f"{PREFIX}isolation"  # the sandbox the agent ran in, one line (isolation/record.py)
 AGENT_RUN_STATE = f"{PREFIX}agent_run_state"  # the AgentRun's state once this Attempt ended (agent_run.py)
 AGENT_RUN_CAUSE = f"{PREFIX}agent_run_cause"  # its cause category (attempt_lifecycle.Cause), when one applies
 PACKET_RUN_STATE = f"{PREFIX}packet_run_state"  # the packet run's state, a tag on its root run (UI)

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from awp_pipelines.core.isolation.network_policy import NETWORK_HELP
+from awp_pipelines.core.isolation.network_setting import NetworkSetting
+from awp_pipelines.core.isolation.profile import ISOLATION_HELP, Isolation
 from awp_pipelines.core.packet.bounds import parse_timeout_ms
 from awp_pipelines.core.packet.model.base import StrictModel
 
@@ -35,6 +38,10 @@ class ExecutionSettings(StrictModel):
     reasoning_effort: Effort | None = Field(None, description="Reasoning effort passed to the provider.")
     permission_mode: PermissionMode | None = Field(None, description="Agent permission mode.")
     allowed_tools: list[str] | None = Field(None, description="Tools the agent may use.")
+    isolation: Isolation | None = Field(None, description=ISOLATION_HELP + " The packet's word wins over the "
+                                        "provider's and the account's.")
+    network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " The packet's word wins over the "
+                                    "provider's and the account's.")
     timeout: int | str | None = Field(
         None, description="The single bound for an Attempt: milliseconds, a duration ('45m', '2h', '1d'), "
         "or 'unbounded'. Unset means seven days.")

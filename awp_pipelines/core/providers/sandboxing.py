@@ -1,0 +1,80 @@
+"""What an agent's sandbox grants, from its request: the provider side of the grants (isolation/grants.py).
+
+The Attempt hands over its own places (work trees, the control folder, what to mask); this adds what the
+CLI needs: its private HOME, its account's config folder (or the CLI's own login folder when no account is
+set), its install read-only, and the `awp` shim with the Python that runs it read-only, so `awp
+agent-control` works from inside. Nothing else of the operator's HOME is granted.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import awp_pipelines
+from awp_pipelines.core.isolation.bwrap import SYSTEM_RO
+from awp_pipelines.core.isolation.grants import Grants, PathGrant
+from awp_pipelines.core.providers.base import ProviderRequest
+from awp_pipelines.core.providers.cli import CliAdapter
+from awp_pipelines.core.providers.environment import LOGIN_DIRS
+
+
+def _system(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in SYSTEM_RO)
+
+
+def install_grants(words: Iterable[str], path_env: str | None) -> list[PathGrant]:
+    """The CLI's install, read-only: the outermost `node_modules` holding it (an npm install needs its
+    dependencies), else the folder of the executable; and the same for an absolute path among its
+    arguments (`python3 /opt/agent/run.py`). The system's folders are already there."""
+    grants: list[PathGrant] = []
+    words = list(words)
+    found = shutil.which(words[0], path=path_env) if words else None
+    candidates = [found, *(w for w in words[1:] if os.path.isabs(w) and os.path.exists(w))]
+    for word in filter(None, candidates):
+        for path in dict.fromkeys((os.path.abspath(word), os.path.realpath(word))):
+            parts = Path(path).parts
+            folder = (str(Path(*parts[:parts.index("node_modules") + 1])) if "node_modules" in parts
+                      else path if os.path.isdir(path) else os.path.dirname(path))
+            if not _system(folder):
+                grants.append(PathGrant(path=folder, mode="ro", why="the agent's install"))
+    return grants
+
+
+def runtime_grants(tools: Path | None) -> list[PathGrant]:
+    """The `awp` shim's folder and the interpreter and package it runs, read-only."""
+    if tools is None:
+        return []
+    places = (sys.base_prefix, sys.prefix, str(Path(awp_pipelines.__file__).resolve().parent), str(tools))
+    return [PathGrant(path=p, mode="ro", why="awp agent-control") for p in dict.fromkeys(places) if not _system(p)]
+
+
+def config_grants(adapter: CliAdapter, request: ProviderRequest, env: Mapping[str, str]) -> list[PathGrant]:
+    """The account's own config folder; without an account, the CLI's own login folder (never HOME itself)."""
+    operator_home = os.path.expanduser("~")
+    if request.account is not None:
+        folder = request.account.config_dir
+        return [PathGrant(path=folder, mode="rw", why=f"account {request.account.name}'s config")] if folder else []
+    grants = []
+    variable = adapter.spec.config_dir_env
+    if variable and env.get(variable) and os.path.realpath(env[variable]) != os.path.realpath(operator_home):
+        grants.append(PathGrant(path=env[variable], mode="rw", why="the CLI's config folder"))
+    if adapter.kind in LOGIN_DIRS and LOGIN_DIRS[adapter.kind][0] in env:
+        marker = LOGIN_DIRS[adapter.kind][2].replace("~", operator_home, 1)
+        grants.append(PathGrant(path=marker, mode="rw", why="the CLI's own login"))
+    return grants
+
+
+def agent_grants(adapter: CliAdapter, request: ProviderRequest, attempt: Iterable[PathGrant]) -> Grants:
+    """Every grant of the agent's sandbox: its HOME, config, install and runtime, then the Attempt's own."""
+    env = adapter.env(request)
+    home = env.get("HOME") or os.path.expanduser("~")
+    # A scoped HOME is the agent's own; the operator's (no scoped one) is replaced by an empty private one.
+    paths = [PathGrant(path=home, mode="rw" if request.home is not None else "tmpfs", why="private HOME"),
+             *config_grants(adapter, request, env), *install_grants(shlex.split(adapter.command), env.get("PATH")),
+             *runtime_grants(request.tools), *attempt]
+    return Grants(paths=paths, env_names=sorted(env))
