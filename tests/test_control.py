@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from awp_pipelines.core.decisions.agent_control import (
     ControlError,
+    Directive,
     iteration_of,
     make_request,
     open_iteration,
@@ -51,6 +54,22 @@ def test_a_request_with_another_token_or_a_malformed_one_is_invalid(tmp_path: Pa
     assert read_directive(handle, CONFIG).reason == "wrong token"
     handle.request_path.write_text("{not json")
     assert read_directive(handle, CONFIG).outcome == "invalid_request"
+
+
+def test_a_request_that_is_a_fifo_or_a_symlink_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # The agent writes these files from its sandbox; the runner reads them outside. A FIFO must not hang the
+    # runner, a symlink must not make it read a file only it can read.
+    secret = tmp_path / "runner-only.json"
+    secret.write_text('{"cursor": "runner-only-canary-7f3a", "iteration": 1, "token": "t", "summary": "s"}')
+    handle = open_iteration(tmp_path / "control", "pr-1", "01", 1)
+    os.mkfifo(handle.request_path)
+    handle.progress_path.symlink_to(secret)
+    read: list[Directive] = []
+    reader = threading.Thread(target=lambda: read.append(read_directive(handle, CONFIG)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert read, "reading the agent's request hung on a FIFO"
+    assert read[0].outcome == "invalid_request" and "runner-only-canary" not in read[0].model_dump_json()
 
 
 def test_progress_is_replaced_atomically_and_a_record_of_another_iteration_is_stale(tmp_path: Path) -> None:

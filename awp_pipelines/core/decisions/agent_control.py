@@ -15,6 +15,7 @@ import hmac
 import json
 import os
 import secrets
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -175,7 +176,7 @@ def read_directive(handle: ControlHandle, config: AgentControlConfig) -> Directi
     if not handle.request_path.exists():
         return Directive(outcome=config.default_action, source="default", **base)
     try:
-        request = ControlRequest.model_validate_json(handle.request_path.read_text(encoding="utf-8"))
+        request = ControlRequest.model_validate_json(_read_own(handle.request_path))
     except (ValidationError, ValueError, OSError) as err:
         return Directive(outcome="invalid_request", source="request", reason=f"malformed request: {_first(err)}",
                          **base)
@@ -186,6 +187,16 @@ def read_directive(handle: ControlHandle, config: AgentControlConfig) -> Directi
         return Directive(outcome="invalid_request", source="request", reason=f"{request.action} without a reason",
                          **base)
     return Directive(outcome=request.action, source="request", reason=request.reason, **base)
+
+
+def _read_own(path: Path) -> str:
+    """A file the agent wrote, never what it points at: the agent (in its sandbox) could leave a symlink to a file
+    only the runner can read, whose text would come back to it in a malformed-request reason."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return fh.read(1 << 20).decode("utf-8")
 
 
 def _mismatch(request: ControlRequest, handle: ControlHandle) -> str | None:
@@ -220,7 +231,7 @@ def read_progress(path: Path, iteration: int, token: str | None = None) -> Progr
     """The record at `path` (None when there is none, or it is unreadable), checked against the iteration
     (and the token, when the reader holds it)."""
     try:
-        record = ProgressRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        record = ProgressRecord.model_validate_json(_read_own(path))
     except (OSError, ValueError, ValidationError):
         return None
     stale = record.iteration != iteration or (
