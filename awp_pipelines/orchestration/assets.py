@@ -6,6 +6,7 @@ blocking check per verifier item, one asset group, one asset job and one recover
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
@@ -31,19 +32,22 @@ from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.storage import SharedConfigSchema, UnresolvedAssetJobDefinition
+from awp_pipelines.orchestration.storage import shared_config_schema
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
 # inference was the largest cost of loading 2,000 prompts.
-ATTEMPT_CONFIG_SCHEMA = SharedConfigSchema(AttemptConfig)
+ATTEMPT_CONFIG_SCHEMA = shared_config_schema(AttemptConfig)
+
+if TYPE_CHECKING:
+    from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
 
 
 @dataclass(frozen=True)
 class CompiledPacket:
     binding: PacketBinding
     assets: list[AssetsDefinition]
-    job: UnresolvedAssetJobDefinition
+    job: "UnresolvedAssetJobDefinition"
     sensor: SensorDefinition
     resources: Mapping[str, ConfigurableResource]
 

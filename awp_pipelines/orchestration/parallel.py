@@ -35,6 +35,7 @@ from dagster import (
     InitLoggerContext,
     JobDefinition,
     LoggerDefinition,
+    build_reconstructable_job,
     colored_console_logger,
     logger,
 )
@@ -46,8 +47,6 @@ from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.storage import (
     STEP_IMPORTS,
-    ExecutionResult,
-    build_reconstructable_job,
     execute_run,
     multi_or_in_process,
     run_event_page,
@@ -57,6 +56,7 @@ from awp_pipelines.orchestration.storage import (
 if TYPE_CHECKING:
     from awp_pipelines.orchestration.assets import CompiledPacket
     from awp_pipelines.orchestration.binding import PacketBinding
+    from awp_pipelines.orchestration.storage import ExecutionResult
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -171,7 +171,7 @@ def execute_parallel(source: JobSource, instance: DagsterInstance, keys: list[As
     # Dagster takes SIGINT and SIGTERM for the run (capture_interrupts) and tells each step process to stop; the
     # runner then sees an interrupted run and stops as for SIGINT (exit 130, whichever signal it was).
     with _forwarding_attempts(instance, run_id, prompts, listener):
-        return execute_run(recon, run, instance, raise_on_error=False)
+        return execute_run(recon, run, instance)
 
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import multiprocessing
 import multiprocessing.forkserver
@@ -36,41 +37,31 @@ from dagster import (
     ExecutorDefinition,
     Field,
     InitExecutorContext,
-    Selector,
+    deserialize_value,
     executor,
+    multi_or_in_process_executor,
+    serialize_value,
 )
-from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
-from dagster._core.definitions.executor_definition import (
-    IN_PROC_CONFIG,
-    MULTI_PROC_CONFIG,
-    _core_in_process_executor_creation,
-    _core_multiprocess_executor_creation,
-    multiple_process_executor_requirements,
-)
-from dagster._core.definitions.reconstruct import ReconstructableJob, build_reconstructable_job
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
-from dagster._core.events import RunFailureReason, StepMaterializationData
-from dagster._core.execution import compute_logs
-from dagster._core.execution.api import execute_run
-from dagster._core.execution.execution_result import ExecutionResult
-from dagster._core.instance.ref import InstanceRef
-from dagster._core.storage.tags import REPOSITORY_LABEL_TAG, ROOT_RUN_ID_TAG, SENSOR_NAME_TAG
-from dagster._core.utils import make_new_run_id
-from dagster._serdes import deserialize_value, serialize_value
 
-# SQLAlchemy and Dagster's SQL storages (with alembic) are imported by the functions that query: loading the
-# code location needs none of them (about 0.1 s and 11 MB of the load of 200 packets).
+# Dagster's private names are imported where they are used, never when this module loads: a name renamed
+# upstream fails the one function that needs it (and its canary test, tests/test_dagster_compat.py), not the
+# import of awp_pipelines. SQLAlchemy and Dagster's SQL storages (with alembic) are imported by the functions
+# that query: loading the code location needs none of them (about 0.1 s and 11 MB of the load of 200 packets).
 if TYPE_CHECKING:
     import sqlalchemy as sa
     from alembic.script import ScriptDirectory
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+    from dagster._core.execution.execution_result import ExecutionResult
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
     from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
 
-__all__ = [
-    "ROOT_RUN_ID_TAG", "SENSOR_NAME_TAG", "ExecutionResult", "InstanceRef", "RunFailureReason",
-    "UnresolvedAssetJobDefinition", "build_reconstructable_job", "compute_logs", "execute_run", "make_new_run_id",
-]
+__all__ = ["ExecutionResult", "UnresolvedAssetJobDefinition"]
 
+# Run tags Dagster owns, spelled as Dagster spells them (its constants live in a private module; the canary
+# test compares these with them).
+ROOT_RUN_ID_TAG = "dagster/root_run_id"
+SENSOR_NAME_TAG = "dagster/sensor_name"
+REPOSITORY_LABEL_TAG = ".dagster/repository"
 # The code location of workspace.yaml: runs tagged with it show under the job in the UI.
 REPOSITORY_TAG = {REPOSITORY_LABEL_TAG: "__repository__@awp_pipelines"}
 # The embedded instance's run coordinator (dagster.yaml): runs start when launched, daemon or not.
@@ -172,6 +163,8 @@ def report_materialization(instance: DagsterInstance, run_id: str, job_name: str
                            materialization: AssetMaterialization) -> None:
     """Store a materialization in a run's event log from outside its steps (an ended run's log still takes
     events)."""
+    from dagster._core.events import StepMaterializationData
+
     instance.report_dagster_event(
         DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value, job_name=job_name,
                      event_specific_data=StepMaterializationData(materialization)),
@@ -261,23 +254,39 @@ def kv_delete(instance: DagsterInstance, keys: Sequence[str]) -> None:
 
 # --- Op config ---------------------------------------------------------------------------------------------
 
-class SharedConfigSchema(DefinitionConfigSchema, Mapping[str, Field]):
+def shared_config_schema(config: type[Config]) -> Mapping[str, Field]:
     """The op config schema Dagster infers from an argument `config: <Config class>`, inferred once for many
     assets. `multi_asset` takes a mapping of fields and converts it into a schema again for each asset (for a
-    code location of 2,000 prompts, a tenth of its load); this is both, so Dagster keeps it as it is."""
+    code location of 2,000 prompts, a tenth of its load); a subclass of Dagster's private schema class that is
+    also that mapping makes Dagster keep it as it is. Without that class (renamed upstream) the plain mapping
+    serves, converted per asset as Dagster does by default: slower to load, the same definitions."""
+    fields = config.to_fields_dict()
+    shared = _shared_schema_class()
+    return shared(config.to_config_schema().as_field(), fields) if shared is not None else dict(fields)
 
-    def __init__(self, config: type[Config]) -> None:
-        super().__init__(config.to_config_schema().as_field())
-        self._fields = config.to_fields_dict()
 
-    def __getitem__(self, name: str) -> Field:
-        return self._fields[name]
+@functools.cache
+def _shared_schema_class() -> type[Any] | None:
+    try:
+        from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
+    except ImportError:
+        return None
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._fields)
+    class SharedConfigSchema(DefinitionConfigSchema, Mapping[str, Field]):
+        def __init__(self, field: Field, fields: Mapping[str, Field]) -> None:
+            super().__init__(field)
+            self._fields = fields
 
-    def __len__(self) -> int:
-        return len(self._fields)
+        def __getitem__(self, name: str) -> Field:
+            return self._fields[name]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(self._fields)
+
+        def __len__(self) -> int:
+            return len(self._fields)
+
+    return SharedConfigSchema
 
 
 # --- Executors -------------------------------------------------------------------------------------------
@@ -287,21 +296,26 @@ def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorD
     `execution: {config: {in_process: {}}}` runs the steps in the run worker's own process, and so does a
     daemonic process (a Celery prefork child), which may not start step processes."""
 
-    @executor(name=name, config_schema=Field(Selector({"multiprocess": MULTI_PROC_CONFIG,
-                                                       "in_process": IN_PROC_CONFIG}),
+    base = multi_or_in_process_executor  # Dagster's public executor: its config schema, requirements and executors
+
+    @executor(name=name, config_schema=Field(base.config_schema.config_type,
                                              default_value={"multiprocess": dict(multiprocess)}),
-              requirements=lambda config: multiple_process_executor_requirements() if "multiprocess" in config
-              else [])
+              requirements=base.get_requirements)
     def _executor(init_context: InitExecutorContext) -> Executor:
         config = init_context.executor_config
+        chosen: Mapping[str, Any] = config
         if "multiprocess" in config and not multiprocessing.current_process().daemon:
             multi: Mapping[str, Any] = config["multiprocess"]  # type: ignore[assignment]
             start: Mapping[str, Any] = multi.get("start_method") or {}
             if "forkserver" in start:
                 start_step_server((start["forkserver"] or {}).get("preload_modules") or [], init_context.job)
-            return _core_multiprocess_executor_creation(config["multiprocess"])  # type: ignore[arg-type]
-        chosen = config.get("in_process") or {"retries": config["multiprocess"]["retries"]}  # type: ignore[index]
-        return _core_in_process_executor_creation(chosen)  # type: ignore[arg-type]
+        else:
+            chosen = {"in_process": config.get("in_process")
+                      or {"retries": config["multiprocess"]["retries"]}}  # type: ignore[index]
+        create = base.executor_creation_fn
+        assert create is not None  # Dagster's own executor always has one
+        return create(InitExecutorContext(job=init_context.job, executor_def=base, executor_config=chosen,
+                                          instance=init_context.instance))
 
     return _executor
 
@@ -325,6 +339,8 @@ def start_step_server(preload: Sequence[str], job: object) -> None:
     and building `job` before it forks a step: each step then finds the job built instead of loading and
     compiling the packet again. One forkserver serves the process for good: a later run of another job finds
     it running, and its steps build their own job, as without it."""
+    from dagster._core.definitions.reconstruct import ReconstructableJob
+
     text = serialize_value(job) if isinstance(job, ReconstructableJob) else ""
     if not text or len(text) > _MAX_ENV:
         return
@@ -378,7 +394,32 @@ def build_preloaded_job() -> None:
         # Any failure is the step's to report: it builds the job itself, as without the forkserver's, and the
         # forkserver must not die of it (it would fail every step of the run).
         with contextlib.suppress(Exception):
+            from dagster._core.definitions.reconstruct import ReconstructableJob
+
             deserialize_value(text, ReconstructableJob).get_definition()
+
+
+# --- Runs ---------------------------------------------------------------------------------------------------
+
+def execute_run(recon: Any, run: Any, instance: DagsterInstance) -> ExecutionResult:
+    """Execute a run already created (Dagster's public `execute_job` creates its own, with its own run id)."""
+    from dagster._core.execution.api import execute_run as execute
+
+    return execute(recon, run, instance, raise_on_error=False)
+
+
+def ended_by_interrupt(result: ExecutionResult) -> bool:
+    """Whether Dagster ended the run because a signal interrupted it."""
+    from dagster._core.events import RunFailureReason
+
+    return any(event.event_type == DagsterEventType.RUN_FAILURE and event.job_failure_data is not None
+               and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
+               for event in result.all_events)
+
+
+def instance_from_folder(folder: Path) -> DagsterInstance:
+    """The instance whose dagster.yaml is in `folder`."""
+    return DagsterInstance.from_config(str(folder))
 
 
 # --- Pool slots ------------------------------------------------------------------------------------------
