@@ -79,9 +79,9 @@ def test_the_preload_builds_the_named_job_drops_the_variable_and_survives_a_bad_
     """What the forkserver runs at its start: the job named in the variable is built (and kept by JobSource),
     the variable is gone for the agents the steps start, and a job that cannot be built leaves the forkserver
     alive (each step then builds it and reports the error itself)."""
-    from awp_pipelines.orchestration import parallel
     from dagster import build_reconstructable_job
 
+    from awp_pipelines.orchestration import parallel
     from awp_pipelines.orchestration.storage import PRELOAD_JOB_ENV, build_preloaded_job
 
     packet = write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b"}, name="preload")
