@@ -144,7 +144,9 @@ SPLITS: dict[str, dict[str, list[str]]] = {
         f"{COMPAT}/executor.py": ["multi_or_in_process", "STEP_IMPORTS", "PRELOAD_JOB_ENV", "_MAX_ENV",
                                   "start_step_server", "build_preloaded_job"],
         f"{COMPAT}/migrations.py": ["_MigrationsReadOnce", "read_migrations_once"],
-        f"{COMPAT}/runs.py": ["__all__", "UNFINISHED", "execute_run", "ended_by_interrupt"],
+        # (ExecutionResult and UnresolvedAssetJobDefinition: Dagster's types, re-exported for type checking only)
+        f"{COMPAT}/runs.py": ["__all__", "ExecutionResult", "UnresolvedAssetJobDefinition", "UNFINISHED",
+                              "execute_run", "ended_by_interrupt"],
         f"{COMPAT}/pools.py": ["pools_supported", "_pools_lock", "_KNOWN_POOLS", "ensure_pool", "claim_slot",
                                "_claim_idle", "free_slot", "_free_in_one", "free_run_slots", "slot_holders",
                                "claimed_slots"],
@@ -366,11 +368,20 @@ def _used(nodes: Iterable[ast.AST]) -> set[str]:
     """The names these statements read (and the names an `__all__` list spells)."""
     found: set[str] = set()
     for node in nodes:
+        names: set[str] = set()
+        local: set[str] = set()  # imported inside the function itself: no module-level import needed for it
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name):
-                found.add(sub.id)
+                names.add(sub.id)
             elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
-                found.add(sub.value)  # `__all__` entries and quoted annotations
+                names.add(sub.value)  # `__all__` entries and quoted annotations
+            elif isinstance(sub, ast.Import | ast.ImportFrom):
+                local |= {_bound(alias) for alias in sub.names}
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):  # annotations read module-level names
+                notes = [a.annotation for a in [*sub.args.args, *sub.args.kwonlyargs] if a.annotation]
+                found |= {n.id for note in [*notes, sub.returns] if note for n in ast.walk(note)
+                          if isinstance(n, ast.Name)}
+        found |= names - local
     return found
 
 
