@@ -17,11 +17,11 @@ from dagster._core.executor.multiprocess import MultiprocessExecutor
 from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.core.engine.hosts import container_host, host_id
+from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
 from awp_pipelines.orchestration.parallel import parallel_executor
-from awp_pipelines.orchestration.storage import claimed_slots
 
 
 @pytest.fixture

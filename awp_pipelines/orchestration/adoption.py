@@ -18,10 +18,10 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
+from awp_pipelines.dagster_compat.events import report_materialization
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import record_metadata
-from awp_pipelines.orchestration.storage import report_materialization
 
 ADOPTED_REASON = "adopted: committed before its process died"
 

@@ -25,6 +25,7 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.redact import Redactor
+from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.launch_choice import NEEDS_DAEMON
@@ -32,7 +33,6 @@ from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.storage import shared_config_schema
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
@@ -40,7 +40,7 @@ from awp_pipelines.orchestration.translator import PacketTranslator, load_transl
 ATTEMPT_CONFIG_SCHEMA = shared_config_schema(AttemptConfig)
 
 if TYPE_CHECKING:
-    from awp_pipelines.orchestration.storage import UnresolvedAssetJobDefinition
+    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
 
 
 @dataclass(frozen=True)

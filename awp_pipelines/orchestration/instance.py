@@ -26,7 +26,7 @@ import sqlalchemy.exc
 from dagster import DagsterInstance
 from dagster_postgres.utils import DagsterPostgresException
 
-from awp_pipelines.orchestration.storage import (
+from awp_pipelines.dagster_compat.embedded_instance import (
     CONSOLIDATED_EVENT_LOG,
     DEFAULT_RUN_COORDINATOR,
     instance_from_folder,

@@ -43,20 +43,16 @@ from dagster import (
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.events import run_event_page
+from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_process, start_step_server
+from awp_pipelines.dagster_compat.runs import execute_run
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.storage import (
-    STEP_IMPORTS,
-    execute_run,
-    multi_or_in_process,
-    run_event_page,
-    start_step_server,
-)
 
 if TYPE_CHECKING:
+    from awp_pipelines.dagster_compat.runs import ExecutionResult
     from awp_pipelines.orchestration.assets import CompiledPacket
     from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.storage import ExecutionResult
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.

@@ -21,10 +21,11 @@ from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import live_holder, process_start_time
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.workspace import WorkspaceError, discard_changes, head, save_checkpoint
+from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
+from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.orchestration.storage import UNFINISHED, free_run_slots, slot_holders
 
 RUNNER = tags.RUNNER
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.

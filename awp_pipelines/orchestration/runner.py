@@ -35,6 +35,9 @@ from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.log_mirrors import keep_log_mirrors_out_of_the_terminal_group
+from awp_pipelines.dagster_compat.runs import ended_by_interrupt
+from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
 from awp_pipelines.orchestration.adoption import ADOPTED_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.attempt_config import launch_run_config
@@ -46,14 +49,12 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.orchestration.storage import REPOSITORY_TAG, ended_by_interrupt
 
 if TYPE_CHECKING:
-    from awp_pipelines.orchestration.storage import ExecutionResult
+    from awp_pipelines.dagster_compat.runs import ExecutionResult
 
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 
