@@ -63,7 +63,8 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
     run's tag); the pools' list once per lease taken. Counted from the compute's own frames."""
     import inspect
 
-    from awp_pipelines.orchestration import stop_store, storage
+    from awp_pipelines.dagster_compat import pools as storage
+    from awp_pipelines.orchestration import stop_store
 
     stop_reads: Counter[str] = Counter()
     pool_lists = Counter[str]()
