@@ -41,7 +41,7 @@ SLOW_ELSEWHERE = {
     "tests/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
         "walks every Unicode code point",
     "tests/test_vocabulary.py::test_no_module_but_tags_spells_an_awp_key": "parses every module of the package",
-    "tests/test_storage_boundary.py::test_no_module_but_storage_touches_dagster_internals":
+    "tests/test_storage_boundary.py::test_no_module_but_dagster_compat_touches_dagster_internals":
         "reads every module of the package; the finder's own test stays fast",
     "tests/test_vocabulary.py::test_each_vocabulary_word_is_defined_in_one_module":
         "parses every module of the package",
