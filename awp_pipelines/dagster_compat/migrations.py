@@ -30,9 +30,13 @@ class _MigrationsReadOnce:
 def read_migrations_once() -> None:
     """In the forkserver: Dagster's revision check reads the migration scripts once, there, and each step
     forked from it finds them read. Only there: the scripts cannot change under a step, which never migrates."""
-    from dagster._core.storage import sql as dagster_sql
-    from dagster._core.storage.sql import get_alembic_config
-
+    try:  # a speed-up only: without Dagster's names (renamed upstream) each step reads them, as before
+        from dagster._core.storage import sql as dagster_sql
+        from dagster._core.storage.sql import get_alembic_config
+    except ImportError:
+        return
+    if not hasattr(dagster_sql, "ScriptDirectory"):
+        return
     dagster_sql.ScriptDirectory = _MigrationsReadOnce  # type: ignore[misc,assignment]
     with contextlib.suppress(Exception):  # a failure leaves each step to read them, as before
         _MigrationsReadOnce.from_config(get_alembic_config(dagster_sql.__file__)).as_revision_number("head")
