@@ -127,3 +127,16 @@ def test_a_split_that_misses_a_name_stops_and_names_it() -> None:
 
     with pytest.raises(SystemExit, match="write"):
         relayout.split_text(SPLIT_SOURCE, {"pkg/a.py": ["KEY", "read"]})
+
+
+def test_a_split_that_keeps_the_old_file_only_takes_out_what_moves() -> None:
+    """With the old file among the targets (`["*"]`), what stays is the old text, verbatim, less the moved
+    statements and their comments, plus an import of the moved names it still uses; the moved file imports
+    what it uses from the one that stays."""
+    source = SPLIT_SOURCE.replace("def write() -> str:\n    return json.dumps(read(None))",
+                                  "def write() -> str:\n    return json.dumps(read(None)) + str(KEY)")
+    texts = relayout.split_text(source, {"pkg/a.py": ["read"], "pkg/old.py": ["*"]}, stays="pkg/old.py")
+    old, a = texts["pkg/old.py"], texts["pkg/a.py"]
+    assert old.startswith('"""Old module."""') and "# a comment that goes with KEY\nKEY = " in old
+    assert "def read(" not in old and "from pkg.a import read" in old and "def write()" in old
+    assert "from pkg.old import KEY" in a and "def read(" in a

@@ -48,6 +48,9 @@ FOLDERS: dict[str, str] = {
     "awp_pipelines/core/engine": "The Attempt engine: one Attempt run end to end, and what reads its records back "
                                  "(status report).",
     "awp_pipelines/cli_features": "Features only the CLI uses: prompt authoring, blame, JSON Schemas.",
+    "awp_pipelines/orchestration/compute": "The compute of a prompt asset: `prompt_compute.py` (what the asset "
+                                           "calls), `attempt_compute.py` (a thin sequence) over the launch choice, "
+                                           "the target check, the work trees, the stops and the Attempt's marks.",
     "awp_pipelines/dagster_compat": "Every use of Dagster's private names, one module per concern (docs/upstream.md). "
                                     "None is imported when a module here loads: a name renamed upstream fails the "
                                     "function that uses it and its canary test (tests/test_dagster_compat.py), "
@@ -122,9 +125,17 @@ MOVES: dict[str, str] = {
     "awp_pipelines/components.py": "awp_pipelines/orchestration/components.py",
     "awp_pipelines/orchestration/state.py": "awp_pipelines/orchestration/standing.py",
     "awp_pipelines/orchestration/manual.py": "awp_pipelines/orchestration/manual_repair.py",
-    "awp_pipelines/orchestration/attempt_step.py": "awp_pipelines/orchestration/attempt_compute.py",
+    "awp_pipelines/orchestration/attempt_step.py": "awp_pipelines/orchestration/compute/attempt_compute.py",
     # Dagster's private names, one module per concern (issue 25): see SPLITS for storage.py
     "awp_pipelines/orchestration/quiet_tail.py": "awp_pipelines/dagster_compat/log_mirrors.py",
+    # The compute of a prompt asset, in a folder of its own
+    "awp_pipelines/orchestration/attempt_compute.py": "awp_pipelines/orchestration/compute/attempt_compute.py",
+    "awp_pipelines/orchestration/launch_choice.py": "awp_pipelines/orchestration/compute/launch_choice.py",
+    "awp_pipelines/orchestration/target_check.py": "awp_pipelines/orchestration/compute/target_check.py",
+    "awp_pipelines/orchestration/work_trees.py": "awp_pipelines/orchestration/compute/work_trees.py",
+    "awp_pipelines/orchestration/attempt_stops.py": "awp_pipelines/orchestration/compute/attempt_stops.py",
+    "awp_pipelines/orchestration/attempt_marks.py": "awp_pipelines/orchestration/compute/attempt_marks.py",
+    "awp_pipelines/orchestration/prompt_compute.py": "awp_pipelines/orchestration/compute/prompt_compute.py",
 }
 
 # Modules split by concept: old file -> {new file: the top-level names it takes}. `python tools/relayout.py` moves
@@ -153,6 +164,17 @@ SPLITS: dict[str, dict[str, list[str]]] = {
         f"{COMPAT}/embedded_instance.py": ["DEFAULT_RUN_COORDINATOR", "CONSOLIDATED_EVENT_LOG",
                                            "instance_from_folder", "stamp_consolidated_event_log"],
     },
+    # The checkpoints of dead Attempts leave the reaper (which ends dead runs and frees their slots).
+    "awp_pipelines/orchestration/reaper.py": {
+        "awp_pipelines/orchestration/interrupted_work.py": ["checkpoint_interrupted", "save_unrecorded_work"],
+        "awp_pipelines/orchestration/reaper.py": ["*"],
+    },
+    # The packet's executor leaves parallel.py, which builds and runs the job: assets.py imports the executor,
+    # parallel.py imports assets.py, and no longer the other way round too (the assets <-> parallel cycle).
+    "awp_pipelines/orchestration/parallel.py": {
+        "awp_pipelines/orchestration/step_executor.py": ["DEFAULT_PARALLEL", "STEP_PRELOAD", "parallel_executor"],
+        "awp_pipelines/orchestration/parallel.py": ["*"],
+    },
 }
 # The docstring of each file a split makes.
 SPLIT_DOCS: dict[str, str] = {
@@ -176,6 +198,13 @@ SPLIT_DOCS: dict[str, str] = {
     f"{COMPAT}/pools.py": "Pool slots: Dagster's global concurrency pools, created, claimed and freed with AWP's "
                           "own SQL over Dagster's slot and queue tables (docs/upstream.md: the two Dagster bugs it "
                           "works around), and their holders listed.",
+    "awp_pipelines/orchestration/interrupted_work.py": "The partial work of Attempts that died (no record), saved "
+                                                       "as their AgentRun's checkpoint before anything else edits "
+                                                       "the tree: the next `awp run`, or the next Attempt's "
+                                                       "compute, does it.",
+    "awp_pipelines/orchestration/step_executor.py": "The packet job's executor: prompts that may overlap run as "
+                                                    "step processes forked from a forkserver that imported AWP "
+                                                    "and Dagster once (parallel.py builds and runs the job).",
     f"{COMPAT}/embedded_instance.py": "The embedded instance's Dagster parts: the run coordinator and the "
                                       "consolidated SQLite event log named in its dagster.yaml, its alembic stamp, "
                                       "and an instance opened from its folder.",
@@ -197,7 +226,7 @@ MODULES: dict[str, str] = {dotted(old): dotted(new) for old, new in MOVES.items(
 # a split module's names: old dotted name -> new dotted name (`from old import name` imports it from its new home)
 NAMES: dict[str, str] = {f"{dotted(old)}.{name}": f"{dotted(new)}.{name}"
                          for old, parts in SPLITS.items() for new, names in parts.items() for name in names
-                         if not name.startswith("__")}
+                         if new != old and not name.startswith("__")}
 MODULES.update(NAMES)
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 # an old module name standing alone: not inside a longer dotted name or identifier
@@ -399,16 +428,20 @@ def _import_lines(node: ast.Import | ast.ImportFrom, wanted: set[str], indent: s
     return [f"{indent}from {'.' * node.level}{node.module or ''} import {spelled}"]
 
 
-def split_text(text: str, parts: dict[str, list[str]]) -> dict[str, str]:
+def split_text(text: str, parts: dict[str, list[str]], stays: str | None = None) -> dict[str, str]:
     """The new files' texts from the old file's: each top-level statement (with its decorators and the
-    comments right above it; `# ---` section rulers dropped) in the file that lists its name."""
+    comments right above it; `# ---` section rulers dropped) in the file that lists its name. With `stays`
+    (the old file's own path, listed with `["*"]`), what no other file lists stays there, verbatim: the old
+    file only loses the moved statements (its unused imports go with ruff)."""
     tree = ast.parse(text)
     lines = text.splitlines()
-    home = {name: new for new, names in parts.items() for name in names}
+    moved_lines: set[int] = set()  # 0-based lines of the statements (and comments) that leave the old file
+    home = {name: new for new, names in parts.items() if new != stays for name in names}
     imports: list[ast.Import | ast.ImportFrom] = []
     guarded: list[ast.Import | ast.ImportFrom] = []  # under `if TYPE_CHECKING:`
-    body: dict[str, list[tuple[ast.stmt, str]]] = {new: [] for new in parts}
+    body: dict[str, list[tuple[ast.stmt, str]]] = {new: [] for new in parts if new != stays}
     unlisted: list[str] = []
+    kept: list[ast.stmt] = []  # statements that stay in the old file (with `stays`)
     previous_end = 0
     for index, node in enumerate(tree.body):
         start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
@@ -424,15 +457,22 @@ def split_text(text: str, parts: dict[str, list[str]]) -> dict[str, str]:
             continue
         names = _defined(node)
         targets = {home.get(name) for name in names}
+        if stays is not None and targets == {None}:
+            kept.append(node)
+            continue  # stays where it is
         if not names or None in targets or len(targets) != 1:
             unlisted.append(", ".join(names) or f"line {start}: {lines[start - 1].strip()}")
             continue
+        first_comment = start - 1 - len(lead) + next((i for i, line in enumerate(lead) if line.strip()), len(lead))
+        moved_lines |= set(range(first_comment, node.end_lineno or start))
         comments = [line for line in lead if line.strip().startswith("#") and not line.strip().startswith("# ---")]
         source = "\n".join([*comments, *lines[start - 1:node.end_lineno]])
         body[targets.pop() or ""].append((node, source))
     if unlisted:
         raise SystemExit("relayout: a split lists no new file for: " + "; ".join(unlisted))
     defined_in = {name: new for new, items in body.items() for node, _ in items for name in _defined(node)}
+    if stays is not None:
+        defined_in.update({name: stays for node in kept for name in _defined(node)})
     out: dict[str, str] = {}
     for new, items in body.items():
         used = _used(node for node, _ in items)
@@ -452,6 +492,17 @@ def split_text(text: str, parts: dict[str, list[str]]) -> dict[str, str]:
         doc = "\n".join(textwrap.wrap(f'"""{SPLIT_DOCS.get(new, "")}"""', 116))
         blocks = "\n\n\n".join(source for _, source in items)
         out[new] = f"{doc}\n\n" + "\n".join(head) + f"\n\n\n{blocks}\n"
+    if stays is not None:
+        needed: dict[str, list[str]] = {}
+        for name in sorted(_used(kept) - {n for node in kept for n in _defined(node)}):
+            if name in defined_in and defined_in[name] != stays:
+                needed.setdefault(dotted(defined_in[name]), []).append(name)
+        last_import = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)),
+                          default=0)
+        staying = [line for index, line in enumerate(lines[:last_import]) if index not in moved_lines]
+        staying += [f"from {module} import {', '.join(names)}" for module, names in needed.items()]
+        staying += [line for index, line in enumerate(lines) if index >= last_import and index not in moved_lines]
+        out[stays] = re.sub(r"\n{4,}", "\n\n\n", "\n".join(staying)).rstrip("\n") + "\n"
     return out
 
 
@@ -459,23 +510,28 @@ def split(report: Report, dry: bool) -> None:
     for old, parts in SPLITS.items():
         if not Path(old).is_file():
             continue
-        existing = [new for new in parts if Path(new).exists()]
+        stays = old if old in parts else None
+        existing = [new for new in parts if new != stays and Path(new).exists()]
         if existing:
             report.skipped.append(f"{old} (split already: {', '.join(existing)} exist; remove them to split again)")
             continue
-        texts = split_text(Path(old).read_text(encoding="utf-8"), parts)
+        texts = split_text(Path(old).read_text(encoding="utf-8"), parts, stays)
         for new, text in texts.items():
             _ensure_package(Path(new).parent, report, dry)
-            report.moved.append(f"{old} -> {new}")
+            if new != stays:
+                report.moved.append(f"{old} -> {new}")
             if not dry:
                 Path(new).write_text(text, encoding="utf-8")
                 git("add", new)
         if not dry:
-            git("rm", "-q", old)
+            if stays is None:
+                git("rm", "-q", old)
             python = list(texts)
             ruff = Path(".venv/bin/ruff") if Path(".venv/bin/ruff").exists() else shutil.which("ruff")
-            if ruff:  # imports sorted; a TYPE_CHECKING block's names used only in strings stay
+            if ruff:  # imports sorted; the file that stays loses the imports only its moved statements used
                 subprocess.run([str(ruff), "check", "--quiet", "--select", "I", "--fix", *python], check=False)
+                if stays:
+                    subprocess.run([str(ruff), "check", "--quiet", "--select", "F401", "--fix", stays], check=False)
 
 
 def text_files() -> Iterable[Path]:
