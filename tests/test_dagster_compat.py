@@ -180,7 +180,7 @@ print("imported", _shared_schema_class() is None, type(ATTEMPT_CONFIG_SCHEMA).__
 
 def test_awp_pipelines_imports_whole_when_every_private_name_is_renamed_upstream() -> None:
     """Nothing private is imported when a module loads: a rename upstream fails the function that uses it (and
-    its canary above), never `import awp_pipelines` or the code location's load (awp_pipelines.definitions
+    its canary above), never `import awp_pipelines` or the code location's load (awp_pipelines.orchestration.definitions
     builds the demo's definitions); the shared config schema then falls back to a plain mapping."""
     done = subprocess.run([sys.executable, "-c", _RENAMED_UPSTREAM], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=300)

@@ -21,7 +21,7 @@ from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
-from awp_pipelines.orchestration.parallel import parallel_executor
+from awp_pipelines.orchestration.step_executor import parallel_executor
 
 
 @pytest.fixture

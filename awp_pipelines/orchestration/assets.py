@@ -29,11 +29,11 @@ from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.launch_choice import NEEDS_DAEMON
+from awp_pipelines.orchestration.compute.launch_choice import NEEDS_DAEMON
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
+from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
@@ -108,7 +108,7 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
         # The compute's modules (the engine, the providers, the storages' SQL) load when a step runs, not
         # with the code location.
-        from awp_pipelines.orchestration.prompt_compute import attempt_results
+        from awp_pipelines.orchestration.compute.prompt_compute import attempt_results
 
         config = AttemptConfig(**context.op_execution_context.op_config)
         yield from attempt_results(context, binding, prompt, config)

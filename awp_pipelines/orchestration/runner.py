@@ -48,8 +48,9 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
 )
 from awp_pipelines.orchestration.instance import storage_failure
+from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
 from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
+from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.stop_store import StopStore
 

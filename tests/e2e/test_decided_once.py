@@ -13,7 +13,8 @@ from e2e_support import stored_events
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import attempt_compute, history, packet_run_tag
+from awp_pipelines.orchestration import history, packet_run_tag
+from awp_pipelines.orchestration.compute import attempt_compute
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(

@@ -141,7 +141,7 @@ def test_every_module_the_forkserver_imports_for_the_steps_exists_in_this_dagste
     import importlib
 
     from awp_pipelines.dagster_compat.executor import STEP_IMPORTS
-    from awp_pipelines.orchestration.parallel import STEP_PRELOAD
+    from awp_pipelines.orchestration.step_executor import STEP_PRELOAD
 
     for name in STEP_IMPORTS:
         importlib.import_module(name)
