@@ -11,11 +11,10 @@ from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_proc
 # this number, keep two agents off one work tree or one account.
 DEFAULT_PARALLEL = 8
 
-
-# What the forkserver imports before it forks a step: AWP's assets and compute (and Dagster), what a step imports as it
-# starts, then the run's job, built.
-STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.compute.prompt_compute", *STEP_IMPORTS,
-                "awp_pipelines.orchestration.step_preload"]
+# What the forkserver imports before it forks a step: AWP's assets and compute (and Dagster), what a step imports
+# as it starts, then the run's job, built.
+STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.compute.prompt_compute",
+                *STEP_IMPORTS, "awp_pipelines.orchestration.step_preload"]
 
 
 def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:
