@@ -154,10 +154,11 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.core.packet.providers_config import default_catalog_file
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, JobSource, can_overlap, start_steps_early
+    from awp_pipelines.orchestration.parallel import JobSource, can_overlap, start_steps_early
     from awp_pipelines.orchestration.resources import AwpResource
     from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.standing import agent_run_records
+    from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL
     from awp_pipelines.orchestration.translator import load_translator, translator_path
 
     translator = load_translator(translator)

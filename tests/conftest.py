@@ -21,6 +21,7 @@ pytest_plugins = ["pytester"]  # tests/test_suite_rules.py runs pytest on this c
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 E2E_DIR = REPO_ROOT / "tests" / "e2e"
+DAEMON_DIR = REPO_ROOT / "tests" / "daemon"  # marked `daemon`: the oldest-Dagster leg runs them (oldest_dagster.sh)
 # Slow tests outside tests/e2e, by node id, each with why: kept out of `make test-fast`.
 SLOW_ELSEWHERE = {
     "tests/test_definitions.py::test_dagster_validates_the_workspace": "a `dagster` subprocess loads the code location",
@@ -40,7 +41,7 @@ SLOW_ELSEWHERE = {
     "tests/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
         "walks every Unicode code point",
     "tests/test_vocabulary.py::test_no_module_but_tags_spells_an_awp_key": "parses every module of the package",
-    "tests/test_storage_boundary.py::test_no_module_but_storage_touches_dagster_internals":
+    "tests/test_storage_boundary.py::test_no_module_but_dagster_compat_touches_dagster_internals":
         "reads every module of the package; the finder's own test stays fast",
     "tests/test_vocabulary.py::test_each_vocabulary_word_is_defined_in_one_module":
         "parses every module of the package",
@@ -190,3 +191,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if (item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE
                 or any(item.path.match(pattern) for pattern in SLOW_MODULES)):
             item.add_marker(pytest.mark.slow)
+        if item.path.is_relative_to(DAEMON_DIR):
+            item.add_marker(pytest.mark.daemon)

@@ -43,11 +43,19 @@ bash tests/install_redis.sh  # Debian's redis-server: the Celery broker of tests
 bash tests/install_docker.sh  # Debian's docker.io: the test starts a private dockerd (tests/e2e/test_docker_runs.py)
 bash tests/providers/install_real_clis.sh  # the pinned real agent CLIs (npm), into a cache outside the repo
 
-# 4. pytest. Exit code 5 = no tests collected: a run that proves nothing is not green.
+# 4. pytest on the newest Dagster of the supported range. Exit code 5 = no tests collected: not green.
 rc=0
 .venv/bin/python -m pytest -q -n 2 "$@" </dev/null || rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "run_tests.sh: FAILED: pytest collected no tests (exit 5); a run with no tests is not a pass." >&2
   exit 1
 fi
-exit "$rc"
+
+# 5. The oldest Dagster of the range: the fast suite plus tests/daemon, in .venv-oldest (a few minutes). Only for
+# the whole suite: a run narrowed by pytest arguments is someone's inner loop (`bash tests/oldest_dagster.sh ARGS`).
+old_rc=0
+if [ "$#" -eq 0 ]; then
+  bash tests/oldest_dagster.sh || old_rc=$?
+fi
+[ "$rc" -ne 0 ] && exit "$rc"
+exit "$old_rc"

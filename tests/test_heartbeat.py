@@ -17,11 +17,11 @@ from dagster._core.executor.multiprocess import MultiprocessExecutor
 from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.core.engine.hosts import container_host, host_id
+from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
-from awp_pipelines.orchestration.parallel import parallel_executor
-from awp_pipelines.orchestration.storage import claimed_slots
+from awp_pipelines.orchestration.step_executor import parallel_executor
 
 
 @pytest.fixture
@@ -80,16 +80,29 @@ def test_a_beat_says_how_often_its_writer_beats_so_its_reader_needs_no_setting()
 def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Celery workers (and the sensor's one-prompt launches) ask for `in_process`: it was ignored, the
     executor's config being fixed, and a Celery prefork child (daemonic) failed to start step processes."""
-    create = parallel_executor().executor_creation_fn
+    from dagster import InitExecutorContext, job
+    from dagster._core.definitions.job_base import InMemoryJob
+
+    @job
+    def nothing() -> None:
+        pass
+
+    executor_def = parallel_executor()
+    create = executor_def.executor_creation_fn
+    assert create is not None
+    instance = DagsterInstance.ephemeral()
+
+    def context(config: dict) -> InitExecutorContext:  # type: ignore[type-arg]
+        # (an in-memory job: no job to build in a forkserver; a real run's job is its ReconstructableJob)
+        return InitExecutorContext(job=InMemoryJob(nothing), executor_def=executor_def, executor_config=config,
+                                   instance=instance)
+
     retries = {"enabled": {}}
-    assert isinstance(create(SimpleNamespace(executor_config={"in_process": {"retries": retries}})),
-                      InProcessExecutor)
+    assert isinstance(create(context({"in_process": {"retries": retries}})), InProcessExecutor)
     multi = {"max_concurrent": 2, "retries": retries, "start_method": {"forkserver": {}}}
-    # (no job to build in a forkserver: a real context's job is the run's ReconstructableJob)
-    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi}, job=None)),
-                      MultiprocessExecutor)
+    assert isinstance(create(context({"multiprocess": multi})), MultiprocessExecutor)
     monkeypatch.setattr("multiprocessing.current_process", lambda: SimpleNamespace(daemon=True))
-    assert isinstance(create(SimpleNamespace(executor_config={"multiprocess": multi}, job=None)), InProcessExecutor)
+    assert isinstance(create(context({"multiprocess": multi})), InProcessExecutor)
 
 
 def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) -> None:

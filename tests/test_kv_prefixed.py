@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
+from awp_pipelines.dagster_compat.kvs import kv_prefixed, kv_set, prefixed_query
 from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.storage import kv_prefixed, kv_set, prefixed_query
 
 PREFIX = "awp/heartbeat/"
 

@@ -80,3 +80,63 @@ def test_the_repository_holds_no_old_path_and_nothing_is_left_to_move() -> None:
                           text=True)
     assert done.returncode == 0, "run `python tools/relayout.py --rewrite-only`:\n" + done.stdout
     assert "nothing to do" in done.stdout
+
+
+SPLIT_SOURCE = '''"""Old module."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from dagster import AssetKey, DagsterInstance
+
+if TYPE_CHECKING:
+    from dagster._core.x import Private
+
+# --- Keys ---
+
+# a comment that goes with KEY
+KEY = AssetKey("k")
+
+
+def read(instance: DagsterInstance) -> Private:
+    return json.loads(str(KEY))
+
+
+@staticmethod
+def write() -> str:
+    return json.dumps(read(None))
+'''
+
+
+def test_a_split_moves_each_statement_with_its_comments_and_only_the_imports_it_uses() -> None:
+    """Each statement lands in the file listing its name (its comment along, the `# ---` ruler dropped), with
+    the imports it uses, TYPE_CHECKING ones under the guard, and an import of what it uses from a sister file."""
+    texts = relayout.split_text(SPLIT_SOURCE, {"pkg/a.py": ["KEY", "read"], "pkg/b.py": ["write"]})
+    a, b = texts["pkg/a.py"], texts["pkg/b.py"]
+    assert "# a comment that goes with KEY\nKEY = " in a and "# ---" not in a + b
+    assert "from dagster import AssetKey, DagsterInstance" in a and "import json" in a
+    assert "if TYPE_CHECKING:\n    from dagster._core.x import Private" in a
+    assert "from pkg.a import read" in b and "AssetKey" not in b and "TYPE_CHECKING" not in b
+    assert "@staticmethod\ndef write()" in b
+
+
+def test_a_split_that_misses_a_name_stops_and_names_it() -> None:
+    import pytest
+
+    with pytest.raises(SystemExit, match="write"):
+        relayout.split_text(SPLIT_SOURCE, {"pkg/a.py": ["KEY", "read"]})
+
+
+def test_a_split_that_keeps_the_old_file_only_takes_out_what_moves() -> None:
+    """With the old file among the targets (`["*"]`), what stays is the old text, verbatim, less the moved
+    statements and their comments, plus an import of the moved names it still uses; the moved file imports
+    what it uses from the one that stays."""
+    source = SPLIT_SOURCE.replace("def write() -> str:\n    return json.dumps(read(None))",
+                                  "def write() -> str:\n    return json.dumps(read(None)) + str(KEY)")
+    texts = relayout.split_text(source, {"pkg/a.py": ["read"], "pkg/old.py": ["*"]}, stays="pkg/old.py")
+    old, a = texts["pkg/old.py"], texts["pkg/a.py"]
+    assert old.startswith('"""Old module."""') and "# a comment that goes with KEY\nKEY = " in old
+    assert "def read(" not in old and "from pkg.a import read" in old and "def write()" in old
+    assert "from pkg.old import KEY" in a and "def read(" in a

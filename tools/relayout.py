@@ -48,6 +48,13 @@ FOLDERS: dict[str, str] = {
     "awp_pipelines/core/engine": "The Attempt engine: one Attempt run end to end, and what reads its records back "
                                  "(status report).",
     "awp_pipelines/cli_features": "Features only the CLI uses: prompt authoring, blame, JSON Schemas.",
+    "awp_pipelines/orchestration/compute": "The compute of a prompt asset: `prompt_compute.py` (what the asset "
+                                           "calls), `attempt_compute.py` (a thin sequence) over the launch choice, "
+                                           "the target check, the work trees, the stops and the Attempt's marks.",
+    "awp_pipelines/dagster_compat": "Every use of Dagster's private names, one module per concern (docs/upstream.md). "
+                                    "None is imported when a module here loads: a name renamed upstream fails the "
+                                    "function that uses it and its canary test (tests/test_dagster_compat.py), "
+                                    "never the import of awp_pipelines.",
 }
 
 # old path -> new path (a file, or a whole package folder). Keep sorted by new folder.
@@ -118,7 +125,89 @@ MOVES: dict[str, str] = {
     "awp_pipelines/components.py": "awp_pipelines/orchestration/components.py",
     "awp_pipelines/orchestration/state.py": "awp_pipelines/orchestration/standing.py",
     "awp_pipelines/orchestration/manual.py": "awp_pipelines/orchestration/manual_repair.py",
-    "awp_pipelines/orchestration/attempt_step.py": "awp_pipelines/orchestration/attempt_compute.py",
+    "awp_pipelines/orchestration/attempt_step.py": "awp_pipelines/orchestration/compute/attempt_compute.py",
+    # Dagster's private names, one module per concern (issue 25): see SPLITS for storage.py
+    "awp_pipelines/orchestration/quiet_tail.py": "awp_pipelines/dagster_compat/log_mirrors.py",
+    # The compute of a prompt asset, in a folder of its own
+    "awp_pipelines/orchestration/attempt_compute.py": "awp_pipelines/orchestration/compute/attempt_compute.py",
+    "awp_pipelines/orchestration/launch_choice.py": "awp_pipelines/orchestration/compute/launch_choice.py",
+    "awp_pipelines/orchestration/target_check.py": "awp_pipelines/orchestration/compute/target_check.py",
+    "awp_pipelines/orchestration/work_trees.py": "awp_pipelines/orchestration/compute/work_trees.py",
+    "awp_pipelines/orchestration/attempt_stops.py": "awp_pipelines/orchestration/compute/attempt_stops.py",
+    "awp_pipelines/orchestration/attempt_marks.py": "awp_pipelines/orchestration/compute/attempt_marks.py",
+    "awp_pipelines/orchestration/prompt_compute.py": "awp_pipelines/orchestration/compute/prompt_compute.py",
+}
+
+# Modules split by concept: old file -> {new file: the top-level names it takes}. `python tools/relayout.py` moves
+# each top-level statement (with the comments above it) to the file that lists its name, gives each new file the
+# imports it uses (and imports of the names it uses from its sister files) and removes the old file; a name no
+# file lists stops the split (the old file stays whole). Each name then moves for every importer (NAMES).
+COMPAT = "awp_pipelines/dagster_compat"
+SPLITS: dict[str, dict[str, list[str]]] = {
+    "awp_pipelines/orchestration/storage.py": {
+        f"{COMPAT}/tags.py": ["ROOT_RUN_ID_TAG", "SENSOR_NAME_TAG", "REPOSITORY_LABEL_TAG", "REPOSITORY_TAG"],
+        f"{COMPAT}/events.py": ["RECORD_EVENTS", "plain_value", "AttemptEvent", "_CHUNK", "attempt_events",
+                                "events_by_run", "_events_by_sql", "_stored_metadata", "run_event_page",
+                                "latest_event_time", "report_materialization"],
+        f"{COMPAT}/kvs.py": ["kv_get", "kv_set", "_sql_run_storage", "kv_insert", "kv_value", "kv_swap",
+                             "kv_prefixed", "prefixed_query", "kv_delete"],
+        f"{COMPAT}/config_schema.py": ["shared_config_schema", "_shared_schema_class"],
+        f"{COMPAT}/executor.py": ["multi_or_in_process", "STEP_IMPORTS", "PRELOAD_JOB_ENV", "_MAX_ENV",
+                                  "start_step_server", "build_preloaded_job"],
+        f"{COMPAT}/migrations.py": ["_MigrationsReadOnce", "read_migrations_once"],
+        # (ExecutionResult and UnresolvedAssetJobDefinition: Dagster's types, re-exported for type checking only)
+        f"{COMPAT}/runs.py": ["__all__", "ExecutionResult", "UnresolvedAssetJobDefinition", "UNFINISHED",
+                              "execute_run", "ended_by_interrupt"],
+        f"{COMPAT}/pools.py": ["pools_supported", "_pools_lock", "_KNOWN_POOLS", "ensure_pool", "claim_slot",
+                               "_claim_idle", "free_slot", "_free_in_one", "free_run_slots", "slot_holders",
+                               "claimed_slots"],
+        f"{COMPAT}/embedded_instance.py": ["DEFAULT_RUN_COORDINATOR", "CONSOLIDATED_EVENT_LOG",
+                                           "instance_from_folder", "stamp_consolidated_event_log"],
+    },
+    # The checkpoints of dead Attempts leave the reaper (which ends dead runs and frees their slots).
+    "awp_pipelines/orchestration/reaper.py": {
+        "awp_pipelines/orchestration/interrupted_work.py": ["checkpoint_interrupted", "save_unrecorded_work"],
+        "awp_pipelines/orchestration/reaper.py": ["*"],
+    },
+    # The packet's executor leaves parallel.py, which builds and runs the job: assets.py imports the executor,
+    # parallel.py imports assets.py, and no longer the other way round too (the assets <-> parallel cycle).
+    "awp_pipelines/orchestration/parallel.py": {
+        "awp_pipelines/orchestration/step_executor.py": ["DEFAULT_PARALLEL", "STEP_PRELOAD", "parallel_executor"],
+        "awp_pipelines/orchestration/parallel.py": ["*"],
+    },
+}
+# The docstring of each file a split makes.
+SPLIT_DOCS: dict[str, str] = {
+    f"{COMPAT}/tags.py": "Run tags Dagster owns, spelled as Dagster spells them (its constants live in a private "
+                         "module; the canary test compares these with them).",
+    f"{COMPAT}/events.py": "Event queries: a packet run's Attempt events read from the event-log table by its "
+                           "run-id index, the stored serdes JSON decoded here (SQL storages); a run's event "
+                           "records, newest or by page; a materialization reported into an ended run's log.",
+    f"{COMPAT}/kvs.py": "A key-value store: the run storage's key-value table (`set_cursor_values`), for the "
+                        "accounts' cooldowns and usage, the user's stops and the Attempt claims (a unique insert, "
+                        "then compare-and-set).",
+    f"{COMPAT}/config_schema.py": "The op config schema of every prompt asset, inferred once (a subclass of "
+                                  "Dagster's private schema class, or a plain mapping without it).",
+    f"{COMPAT}/executor.py": "The packet's executor: Dagster's public multi-or-in-process executor with AWP's "
+                             "defaults, whose forkserver imports the step's modules and builds the run's job "
+                             "before it forks a step.",
+    f"{COMPAT}/migrations.py": "Dagster's migration scripts read once in the forkserver (alembic's ScriptDirectory "
+                               "replaced inside Dagster's private SQL module, there only).",
+    f"{COMPAT}/runs.py": "Runs: the statuses of an unfinished run, a created run executed, and whether a signal "
+                         "ended it.",
+    f"{COMPAT}/pools.py": "Pool slots: Dagster's global concurrency pools, created, claimed and freed with AWP's "
+                          "own SQL over Dagster's slot and queue tables (docs/upstream.md: the two Dagster bugs it "
+                          "works around), and their holders listed.",
+    "awp_pipelines/orchestration/interrupted_work.py": "The partial work of Attempts that died (no record), saved "
+                                                       "as their AgentRun's checkpoint before anything else edits "
+                                                       "the tree: the next `awp run`, or the next Attempt's "
+                                                       "compute, does it.",
+    "awp_pipelines/orchestration/step_executor.py": "The packet job's executor: prompts that may overlap run as "
+                                                    "step processes forked from a forkserver that imported AWP "
+                                                    "and Dagster once (parallel.py builds and runs the job).",
+    f"{COMPAT}/embedded_instance.py": "The embedded instance's Dagster parts: the run coordinator and the "
+                                      "consolidated SQLite event log named in its dagster.yaml, its alembic stamp, "
+                                      "and an instance opened from its folder.",
 }
 
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".sh", ".txt", ".json"}
@@ -134,6 +223,11 @@ def dotted(path: str) -> str:
 
 # old dotted module -> new dotted module; a folder's entry maps every module under it by prefix
 MODULES: dict[str, str] = {dotted(old): dotted(new) for old, new in MOVES.items()}
+# a split module's names: old dotted name -> new dotted name (`from old import name` imports it from its new home)
+NAMES: dict[str, str] = {f"{dotted(old)}.{name}": f"{dotted(new)}.{name}"
+                         for old, parts in SPLITS.items() for new, names in parts.items() for name in names
+                         if new != old and not name.startswith("__")}
+MODULES.update(NAMES)
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 # an old module name standing alone: not inside a longer dotted name or identifier
 _DOTTED = re.compile(r"(?<![\w.])(" + "|".join(re.escape(m) for m in sorted(MODULES, key=len, reverse=True))
@@ -290,6 +384,156 @@ def move(report: Report, dry: bool) -> None:
                     folder.rmdir()
 
 
+def _defined(node: ast.stmt) -> list[str]:
+    """The names a top-level statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+        node, ast.AnnAssign | ast.AugAssign) else []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _used(nodes: Iterable[ast.AST]) -> set[str]:
+    """The names these statements read (and the names an `__all__` list spells)."""
+    found: set[str] = set()
+    for node in nodes:
+        names: set[str] = set()
+        local: set[str] = set()  # imported inside the function itself: no module-level import needed for it
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+                names.add(sub.value)  # `__all__` entries and quoted annotations
+            elif isinstance(sub, ast.Import | ast.ImportFrom):
+                local |= {_bound(alias) for alias in sub.names}
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):  # annotations read module-level names
+                notes = [a.annotation for a in [*sub.args.args, *sub.args.kwonlyargs] if a.annotation]
+                found |= {n.id for note in [*notes, sub.returns] if note for n in ast.walk(note)
+                          if isinstance(n, ast.Name)}
+        found |= names - local
+    return found
+
+
+def _bound(alias: ast.alias) -> str:
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _import_lines(node: ast.Import | ast.ImportFrom, wanted: set[str], indent: str = "") -> list[str]:
+    names = [a for a in node.names if _bound(a) in wanted]
+    if not names:
+        return []
+    spelled = ", ".join(f"{a.name} as {a.asname}" if a.asname else a.name for a in names)
+    if isinstance(node, ast.Import):
+        return [f"{indent}import {spelled}"]
+    return [f"{indent}from {'.' * node.level}{node.module or ''} import {spelled}"]
+
+
+def split_text(text: str, parts: dict[str, list[str]], stays: str | None = None) -> dict[str, str]:
+    """The new files' texts from the old file's: each top-level statement (with its decorators and the
+    comments right above it; `# ---` section rulers dropped) in the file that lists its name. With `stays`
+    (the old file's own path, listed with `["*"]`), what no other file lists stays there, verbatim: the old
+    file only loses the moved statements (its unused imports go with ruff)."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    moved_lines: set[int] = set()  # 0-based lines of the statements (and comments) that leave the old file
+    home = {name: new for new, names in parts.items() if new != stays for name in names}
+    imports: list[ast.Import | ast.ImportFrom] = []
+    guarded: list[ast.Import | ast.ImportFrom] = []  # under `if TYPE_CHECKING:`
+    body: dict[str, list[tuple[ast.stmt, str]]] = {new: [] for new in parts if new != stays}
+    unlisted: list[str] = []
+    kept: list[ast.stmt] = []  # statements that stay in the old file (with `stays`)
+    previous_end = 0
+    for index, node in enumerate(tree.body):
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        lead = lines[previous_end:start - 1]  # between the statement before and this one
+        previous_end = node.end_lineno or node.lineno
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the old module's docstring
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.append(node)
+            continue
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            guarded.extend(n for n in node.body if isinstance(n, ast.Import | ast.ImportFrom))
+            continue
+        names = _defined(node)
+        targets = {home.get(name) for name in names}
+        if stays is not None and targets == {None}:
+            kept.append(node)
+            continue  # stays where it is
+        if not names or None in targets or len(targets) != 1:
+            unlisted.append(", ".join(names) or f"line {start}: {lines[start - 1].strip()}")
+            continue
+        first_comment = start - 1 - len(lead) + next((i for i, line in enumerate(lead) if line.strip()), len(lead))
+        moved_lines |= set(range(first_comment, node.end_lineno or start))
+        comments = [line for line in lead if line.strip().startswith("#") and not line.strip().startswith("# ---")]
+        source = "\n".join([*comments, *lines[start - 1:node.end_lineno]])
+        body[targets.pop() or ""].append((node, source))
+    if unlisted:
+        raise SystemExit("relayout: a split lists no new file for: " + "; ".join(unlisted))
+    defined_in = {name: new for new, items in body.items() for node, _ in items for name in _defined(node)}
+    if stays is not None:
+        defined_in.update({name: stays for node in kept for name in _defined(node)})
+    out: dict[str, str] = {}
+    for new, items in body.items():
+        used = _used(node for node, _ in items)
+        own = {name for node, _ in items for name in _defined(node)}
+        head = ["from __future__ import annotations", ""]
+        head += [line for node in imports if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+                 for line in _import_lines(node, used)]
+        sisters: dict[str, list[str]] = {}
+        for name in sorted(used - own):
+            if name in defined_in:
+                sisters.setdefault(dotted(defined_in[name]), []).append(name)
+        head += [f"from {module} import {', '.join(names)}" for module, names in sisters.items()]
+        checking = [line for node in guarded for line in _import_lines(node, used, "    ")]
+        if checking:
+            head += ["from typing import TYPE_CHECKING"] if "TYPE_CHECKING" not in used else []
+            head += ["", "if TYPE_CHECKING:", *checking]
+        doc = "\n".join(textwrap.wrap(f'"""{SPLIT_DOCS.get(new, "")}"""', 116))
+        blocks = "\n\n\n".join(source for _, source in items)
+        out[new] = f"{doc}\n\n" + "\n".join(head) + f"\n\n\n{blocks}\n"
+    if stays is not None:
+        needed: dict[str, list[str]] = {}
+        for name in sorted(_used(kept) - {n for node in kept for n in _defined(node)}):
+            if name in defined_in and defined_in[name] != stays:
+                needed.setdefault(dotted(defined_in[name]), []).append(name)
+        last_import = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)),
+                          default=0)
+        staying = [line for index, line in enumerate(lines[:last_import]) if index not in moved_lines]
+        staying += [f"from {module} import {', '.join(names)}" for module, names in needed.items()]
+        staying += [line for index, line in enumerate(lines) if index >= last_import and index not in moved_lines]
+        out[stays] = re.sub(r"\n{4,}", "\n\n\n", "\n".join(staying)).rstrip("\n") + "\n"
+    return out
+
+
+def split(report: Report, dry: bool) -> None:
+    for old, parts in SPLITS.items():
+        if not Path(old).is_file():
+            continue
+        stays = old if old in parts else None
+        existing = [new for new in parts if new != stays and Path(new).exists()]
+        if existing:
+            report.skipped.append(f"{old} (split already: {', '.join(existing)} exist; remove them to split again)")
+            continue
+        texts = split_text(Path(old).read_text(encoding="utf-8"), parts, stays)
+        for new, text in texts.items():
+            _ensure_package(Path(new).parent, report, dry)
+            if new != stays:
+                report.moved.append(f"{old} -> {new}")
+            if not dry:
+                Path(new).write_text(text, encoding="utf-8")
+                git("add", new)
+        if not dry:
+            if stays is None:
+                git("rm", "-q", old)
+            python = list(texts)
+            ruff = Path(".venv/bin/ruff") if Path(".venv/bin/ruff").exists() else shutil.which("ruff")
+            if ruff:  # imports sorted; the file that stays loses the imports only its moved statements used
+                subprocess.run([str(ruff), "check", "--quiet", "--select", "I", "--fix", *python], check=False)
+                if stays:
+                    subprocess.run([str(ruff), "check", "--quiet", "--select", "F401", "--fix", stays], check=False)
+
+
 def text_files() -> Iterable[Path]:
     for name in tracked():
         path = Path(name)
@@ -335,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     report = Report()
     if not args.rewrite_only:
         move(report, args.check)
+        split(report, args.check)
     rewrite_all(report, args.check)
     if not args.check:
         sort_imports(report.rewritten)

@@ -23,7 +23,7 @@ from awp_pipelines.core.decisions.rotation import (
 )
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.orchestration.storage import kv_get, kv_set
+from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 
 _COOLDOWN = tags.COOLDOWN_KEY
 _USAGE = tags.USAGE_KEY

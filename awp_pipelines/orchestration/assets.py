@@ -6,6 +6,7 @@ blocking check per verifier item, one asset group, one asset job and one recover
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
@@ -24,26 +25,30 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.redact import Redactor
+from awp_pipelines.dagster_compat.config_schema import shared_config_schema
+from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.launch_choice import NEEDS_DAEMON
+from awp_pipelines.orchestration.compute.launch_choice import NEEDS_DAEMON
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.parallel import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.sensors import recovery_sensor
-from awp_pipelines.orchestration.storage import SharedConfigSchema, UnresolvedAssetJobDefinition
+from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
 # inference was the largest cost of loading 2,000 prompts.
-ATTEMPT_CONFIG_SCHEMA = SharedConfigSchema(AttemptConfig)
+ATTEMPT_CONFIG_SCHEMA = shared_config_schema(AttemptConfig)
+
+if TYPE_CHECKING:
+    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
 
 
 @dataclass(frozen=True)
 class CompiledPacket:
     binding: PacketBinding
     assets: list[AssetsDefinition]
-    job: UnresolvedAssetJobDefinition
+    job: "UnresolvedAssetJobDefinition"
     sensor: SensorDefinition
     resources: Mapping[str, ConfigurableResource]
 
@@ -77,7 +82,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
     resource = (runtime or AwpResource()).with_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
-                           tags={tags.PACKET: packet.name, **tags.WORKER_LOSS_ONLY},
+                           tags={tags.PACKET: packet.name, **WORKER_LOSS_ONLY},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
     sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
@@ -103,7 +108,7 @@ def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTran
     def _attempt(context: AssetExecutionContext) -> Iterator[MaterializeResult]:
         # The compute's modules (the engine, the providers, the storages' SQL) load when a step runs, not
         # with the code location.
-        from awp_pipelines.orchestration.prompt_compute import attempt_results
+        from awp_pipelines.orchestration.compute.prompt_compute import attempt_results
 
         config = AttemptConfig(**context.op_execution_context.op_config)
         yield from attempt_results(context, binding, prompt, config)

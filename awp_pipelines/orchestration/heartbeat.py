@@ -28,7 +28,9 @@ from dagster import DagsterInstance, DagsterRun, RunsFilter
 
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.storage import UNFINISHED, free_run_slots, kv_delete, kv_prefixed, kv_set
+from awp_pipelines.dagster_compat.kvs import kv_delete, kv_prefixed, kv_set
+from awp_pipelines.dagster_compat.pools import free_run_slots
+from awp_pipelines.dagster_compat.runs import UNFINISHED
 
 DEFAULT_EVERY_S = 15.0
 

@@ -26,10 +26,10 @@ import sqlalchemy.exc
 from dagster import DagsterInstance
 from dagster_postgres.utils import DagsterPostgresException
 
-from awp_pipelines.orchestration.storage import (
+from awp_pipelines.dagster_compat.embedded_instance import (
     CONSOLIDATED_EVENT_LOG,
     DEFAULT_RUN_COORDINATOR,
-    InstanceRef,
+    instance_from_folder,
     stamp_consolidated_event_log,
 )
 
@@ -135,7 +135,7 @@ def open_instance_folder(folder: Path) -> DagsterInstance:
             partial = folder / f".dagster.yaml.{os.getpid()}"
             partial.write_text(text, encoding="utf-8")
             partial.replace(config)
-        instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(folder)))
+        instance = instance_from_folder(folder)
         stamp_consolidated_event_log(instance)
         if new:
             small_pages(folder)

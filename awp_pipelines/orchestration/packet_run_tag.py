@@ -10,9 +10,9 @@ from dagster import AssetExecutionContext, DagsterRun
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.tags import ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, packet_run_history, packet_runs
-from awp_pipelines.orchestration.storage import ROOT_RUN_ID_TAG
 
 
 def tag_root_run(context: AssetExecutionContext, binding: PacketBinding, known: PacketRunHistory | None = None) -> None:

@@ -31,10 +31,10 @@ from dagster import (
     DagsterInstance,
     Definitions,
     EventLogEntry,
-    ExecutorDefinition,
     InitLoggerContext,
     JobDefinition,
     LoggerDefinition,
+    build_reconstructable_job,
     colored_console_logger,
     logger,
 )
@@ -42,40 +42,17 @@ from dagster import (
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.events import run_event_page
+from awp_pipelines.dagster_compat.executor import start_step_server
+from awp_pipelines.dagster_compat.runs import execute_run
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.storage import (
-    STEP_IMPORTS,
-    ExecutionResult,
-    build_reconstructable_job,
-    execute_run,
-    multi_or_in_process,
-    run_event_page,
-    start_step_server,
-)
+from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
 
 if TYPE_CHECKING:
+    from awp_pipelines.dagster_compat.runs import ExecutionResult
     from awp_pipelines.orchestration.assets import CompiledPacket
     from awp_pipelines.orchestration.binding import PacketBinding
-
-# Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
-# this number, keep two agents off one work tree or one account.
-DEFAULT_PARALLEL = 8
-# What the forkserver imports before it forks a step: AWP's assets and compute (and Dagster), what a step imports as it
-# starts, then the run's job, built.
-STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.prompt_compute", *STEP_IMPORTS,
-                "awp_pipelines.orchestration.step_preload"]
-
-
-def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:
-    """Step processes forked from a server that imported Dagster and AWP once: spawning each step afresh cost
-    it those imports (8 prompts of 5 s in process: 2.2x one prompt spawned, 1.4x forked; make bench).
-
-    Run config `execution: {config: {in_process: {}}}` runs the steps in the run worker's process instead (a
-    Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
-    child), which may not start the forkserver's children."""
-    return multi_or_in_process("awp_multiprocess", {"max_concurrent": max_concurrent, "start_method": {
-        "forkserver": {"preload_modules": STEP_PRELOAD}}})
 
 
 def start_steps_early(source: JobSource) -> None:
@@ -171,8 +148,7 @@ def execute_parallel(source: JobSource, instance: DagsterInstance, keys: list[As
     # Dagster takes SIGINT and SIGTERM for the run (capture_interrupts) and tells each step process to stop; the
     # runner then sees an interrupted run and stops as for SIGINT (exit 130, whichever signal it was).
     with _forwarding_attempts(instance, run_id, prompts, listener):
-        return execute_run(recon, run, instance, raise_on_error=False)
-
+        return execute_run(recon, run, instance)
 
 
 @contextmanager

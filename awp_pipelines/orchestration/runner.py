@@ -13,12 +13,13 @@ import os
 import secrets
 import signal
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import (
-    DagsterEventType,
     DagsterInstance,
     InitLoggerContext,
     JobDefinition,
@@ -34,6 +35,9 @@ from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.log_mirrors import keep_log_mirrors_out_of_the_terminal_group
+from awp_pipelines.dagster_compat.runs import ended_by_interrupt
+from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.attempt_config import launch_run_config
@@ -44,18 +48,15 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
 )
 from awp_pipelines.orchestration.instance import storage_failure
+from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
 from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.quiet_tail import keep_log_mirrors_out_of_the_terminal_group
-from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag, save_unrecorded_work
+from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.orchestration.storage import (
-    REPOSITORY_TAG,
-    ExecutionResult,
-    RunFailureReason,
-    make_new_run_id,
-)
+
+if TYPE_CHECKING:
+    from awp_pipelines.dagster_compat.runs import ExecutionResult
 
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 
@@ -268,7 +269,7 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
     return [run.run_id for run in reaped]
 
 
-Executor = Callable[[DagsterInstance, list, dict[str, str], str, bool], ExecutionResult]
+Executor = Callable[[DagsterInstance, list, dict[str, str], str, bool], "ExecutionResult"]
 
 
 def _in_parallel(source: JobSource, binding: PacketBinding, progress: Progress) -> Executor:
@@ -286,7 +287,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     stop = interrupts.current()
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # a run id as Dagster makes one
     try:
         result: ExecutionResult
         if executor is not None:
@@ -301,16 +302,10 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
         end_run(instance, run_id)
     if stop is not None:
         stop.check()
-        if _interrupted(result):
+        if ended_by_interrupt(result):
             # The signal came while Dagster, not the compute, held the handler (between steps): Dagster ended
             # the run and kept no signal number.
             raise Interrupted(signal.SIGINT)
-
-
-def _interrupted(result: ExecutionResult) -> bool:
-    return any(event.event_type == DagsterEventType.RUN_FAILURE and event.job_failure_data is not None
-               and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
-               for event in result.all_events)
 
 
 def _job(compiled: CompiledPacket) -> JobDefinition:

@@ -33,6 +33,7 @@ from dagster import (
 from awp_pipelines.core.decisions.next_launches import Launch, next_launches
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -85,8 +86,8 @@ def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launc
     out = launch.run_tags(binding.packet.name, history.packet_run)
     if launch.parent_run:
         parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
-        root = parent.tags.get(tags.DAGSTER_ROOT_RUN, parent.run_id) if parent else launch.parent_run
-        out.update({tags.DAGSTER_PARENT_RUN: launch.parent_run, tags.DAGSTER_ROOT_RUN: root})
+        root = parent.tags.get(ROOT_RUN_ID_TAG, parent.run_id) if parent else launch.parent_run
+        out.update({PARENT_RUN_ID_TAG: launch.parent_run, ROOT_RUN_ID_TAG: root})
     return out
 
 

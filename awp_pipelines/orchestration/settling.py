@@ -21,11 +21,11 @@ from dagster import DagsterInstance, RunsFilter
 from awp_pipelines.core.decisions.agent_run import UNFINISHED_BY_HAND, packet_run_state
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.orchestration.storage import kv_get, kv_set
 
 _UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
 

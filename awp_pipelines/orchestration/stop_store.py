@@ -10,7 +10,7 @@ from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.storage import kv_get, kv_set
+from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 
 
 class StopStore:

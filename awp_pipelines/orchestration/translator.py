@@ -30,6 +30,7 @@ from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.planning.plan import PromptPlan
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.verifiers.items import contract_items
+from awp_pipelines.dagster_compat.tags import CODE_REFERENCES_KEY
 from awp_pipelines.orchestration.naming import dagster_name, prompt_key
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
@@ -101,7 +102,7 @@ class PacketTranslator:
             reference = CodeReferencesMetadataValue(code_references=[LocalFileCodeReference(
                 file_path=str(packet.resolved_file(prompt)), line_number=1, label="prompt file")])
         return {tags.PROMPT_FILE: MetadataValue.path(prompt_file_path(packet, prompt)),
-                "dagster/code_references": reference}
+                CODE_REFERENCES_KEY: reference}
 
 
 def load_translator(translator: PacketTranslator | str | None) -> PacketTranslator:

@@ -21,6 +21,7 @@ from awp_pipelines.core.engine.status_report import (
 )
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.agent_files import last_activity
+from awp_pipelines.dagster_compat.events import latest_event_time
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     FINISHED,
@@ -31,7 +32,6 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
 from awp_pipelines.orchestration.status_read import newest_packet_run
-from awp_pipelines.orchestration.storage import latest_event_time
 
 
 def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,

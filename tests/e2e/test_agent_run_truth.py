@@ -21,13 +21,13 @@ from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_pac
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.adoption import OUTAGE_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
 from awp_pipelines.orchestration.reaper import end_run
-from awp_pipelines.orchestration.storage import UNFINISHED
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}

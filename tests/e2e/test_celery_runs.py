@@ -202,8 +202,8 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     worker running 01's second Attempt is killed with kill -9: Dagster's run monitoring keeps reading its
     Celery task STARTED, but its heartbeat goes silent, so the sensor fails the run, frees its slots and
     launches the third Attempt, which runs on the other worker from the checkpoint the first one pushed."""
+    from awp_pipelines.dagster_compat.pools import slot_holders
     from awp_pipelines.orchestration.heartbeat import beats
-    from awp_pipelines.orchestration.storage import slot_holders
 
     a2, a3 = f"{PACKET_RUN}.01.a2", f"{PACKET_RUN}.01.a3"
     with _topology(tmp_path, fresh_pg_database, make_git_repo, repos=FOUR, attempts=KILLED_MID_ATTEMPT,

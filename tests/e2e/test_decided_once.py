@@ -13,7 +13,8 @@ from e2e_support import stored_events
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import attempt_compute, history, packet_run_tag
+from awp_pipelines.orchestration import history, packet_run_tag
+from awp_pipelines.orchestration.compute import attempt_compute
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(
@@ -63,7 +64,8 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
     run's tag); the pools' list once per lease taken. Counted from the compute's own frames."""
     import inspect
 
-    from awp_pipelines.orchestration import stop_store, storage
+    from awp_pipelines.dagster_compat import pools as storage
+    from awp_pipelines.orchestration import stop_store
 
     stop_reads: Counter[str] = Counter()
     pool_lists = Counter[str]()

@@ -122,8 +122,8 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     """01's first Attempt hangs in its agent, in its container; `docker kill` ends the container (pid 1 is the
     run worker): run monitoring fails the run, the recovery sensor launches the second Attempt in a new
     container, which pushes the prompt's one commit; no run is left unfinished and no slot held."""
+    from awp_pipelines.dagster_compat.pools import slot_holders
     from awp_pipelines.orchestration.heartbeat import beats
-    from awp_pipelines.orchestration.storage import slot_holders
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     remote = tmp_path / "alpha.git"

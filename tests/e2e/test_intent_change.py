@@ -13,7 +13,7 @@ from e2e_support import awp, stored_events, stored_records
 from test_agent_run_truth import _packet, _prompt, _sensor_launches, _writes
 
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.storage import plain_value
+from awp_pipelines.dagster_compat.events import plain_value
 
 FAILS = {"error": {"kind": "provider_runtime_claim"}}
 

@@ -134,7 +134,7 @@ def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-u
     """SQL storages read the Attempt events in one query and decode the stored JSON themselves: they must
     find what Dagster's own per-run API finds, with the same values, in the same order."""
     from awp_pipelines.core.packet.packet import load_packet
-    from awp_pipelines.orchestration import storage
+    from awp_pipelines.dagster_compat import events as storage
     from awp_pipelines.orchestration.naming import prompt_key
 
     packet = load_packet(demo)

@@ -79,8 +79,10 @@ def test_the_preload_builds_the_named_job_drops_the_variable_and_survives_a_bad_
     """What the forkserver runs at its start: the job named in the variable is built (and kept by JobSource),
     the variable is gone for the agents the steps start, and a job that cannot be built leaves the forkserver
     alive (each step then builds it and reports the error itself)."""
+    from dagster import build_reconstructable_job
+
+    from awp_pipelines.dagster_compat.executor import PRELOAD_JOB_ENV, build_preloaded_job
     from awp_pipelines.orchestration import parallel
-    from awp_pipelines.orchestration.storage import PRELOAD_JOB_ENV, build_preloaded_job, build_reconstructable_job
 
     packet = write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b"}, name="preload")
     source = parallel.JobSource(str(packet), build="test").to_json()
@@ -108,7 +110,7 @@ def test_the_forkserver_reads_dagsters_migration_scripts_once_for_every_instance
     from alembic.script import ScriptDirectory
     from dagster._core.storage import sql
 
-    from awp_pipelines.orchestration import storage
+    from awp_pipelines.dagster_compat import migrations as storage
     from awp_pipelines.orchestration.instance import open_instance_folder
 
     monkeypatch.setattr(sql, "ScriptDirectory", ScriptDirectory)  # put back after the test
@@ -138,8 +140,8 @@ def test_every_module_the_forkserver_imports_for_the_steps_exists_in_this_dagste
     its import again. Each is found, and the preload list names them before the job's build."""
     import importlib
 
-    from awp_pipelines.orchestration.parallel import STEP_PRELOAD
-    from awp_pipelines.orchestration.storage import STEP_IMPORTS
+    from awp_pipelines.dagster_compat.executor import STEP_IMPORTS
+    from awp_pipelines.orchestration.step_executor import STEP_PRELOAD
 
     for name in STEP_IMPORTS:
         importlib.import_module(name)

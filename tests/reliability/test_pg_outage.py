@@ -26,11 +26,11 @@ from reliability.crash import commits_per_prompt
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
-from awp_pipelines.orchestration.storage import UNFINISHED
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"

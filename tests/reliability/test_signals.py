@@ -136,8 +136,8 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     from dagster import DagsterRun, DagsterRunStatus
     from dagster._core.utils import make_new_run_id
 
+    from awp_pipelines.dagster_compat.pools import ensure_pool
     from awp_pipelines.orchestration.reaper import runner_tag
-    from awp_pipelines.orchestration.storage import ensure_pool
     from awp_pipelines.orchestration.translator import repo_pools
 
     packet = write_packet(tmp_path / "p", make_git_repo)

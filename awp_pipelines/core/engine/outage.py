@@ -14,7 +14,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from typing import TextIO
 
 RETRY_WARNING = "Retrying failed database connection"  # dagster_postgres.utils.retry_pg_connection_fn
@@ -91,14 +91,12 @@ def quiet_outages(say: Callable[[str], None]) -> Iterator[OutageLines]:
     keep_back = _KeepBackRetries(lines)
     root = logging.getLogger()
     root.addFilter(keep_back)
-    stderr = sys.stderr
-    sys.stderr = _KeepBackLogWriteFailures(stderr, lines)
     _current = lines
     try:
-        yield lines
+        with redirect_stderr(_KeepBackLogWriteFailures(sys.stderr, lines)):  # type: ignore[type-var]
+            yield lines
     finally:
         _current = None
-        sys.stderr = stderr
         root.removeFilter(keep_back)
 
 

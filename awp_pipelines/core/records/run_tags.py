@@ -34,10 +34,8 @@ PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attem
 RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
 IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
 # The run tags of an Attempt's run: what a user filters the Runs page on. Its agent run, reason, effort and
-# parent run are Attempt metadata (the parent is also Dagster's own tag, below), not tags.
+# parent run are Attempt metadata (the parent is also Dagster's own tag, dagster_compat/tags.py), not tags.
 RUN_TAGS = (PACKET, PACKET_RUN, PROMPT, ATTEMPT, MODE, PROVIDER, ACCOUNT, MODEL)
-DAGSTER_PARENT_RUN = "dagster/parent_run_id"
-DAGSTER_ROOT_RUN = "dagster/root_run_id"
 
 # Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
 RESULT = f"{PREFIX}result"
@@ -81,9 +79,6 @@ SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer 
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
 HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
-# Dagster's run retries (a deployment's `run_retries`) re-launch a run only when its worker was lost (a pod
-# evicted, a host gone): an Attempt's own failure is for AWP's recovery to decide, never a blind re-run.
-WORKER_LOSS_ONLY = {"dagster/retry_on_asset_or_op_failure": "false"}
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
 # already: these are also the decision function's actions that launch (`policy.Action`).

@@ -15,7 +15,7 @@ from awp_pipelines.core.planning.plan import PromptPlan, WorkRepo
 from awp_pipelines.core.records.workspace import WorkspaceError, latest_checkpoint
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.orchestration.reaper import save_unrecorded_work
+from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
 
 
 def clear_dead_work(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,

@@ -13,8 +13,8 @@ from awp_pipelines.core.decisions.policy import Target, past_unavailable
 from awp_pipelines.core.engine.progress import AttemptNote
 from awp_pipelines.core.packet.providers_config import AccountSpec, ProviderSpec
 from awp_pipelines.core.planning.target_probe import probe
-from awp_pipelines.orchestration.attempt_marks import said
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.compute.attempt_marks import said
 from awp_pipelines.orchestration.resources import AwpResource
 
 

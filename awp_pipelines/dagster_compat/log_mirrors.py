@@ -12,8 +12,6 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-from awp_pipelines.orchestration.storage import compute_logs
-
 
 class _OwnGroupSubprocess:
     """The subprocess module as compute_logs sees it: every Popen in a process group of its own."""
@@ -28,6 +26,9 @@ class _OwnGroupSubprocess:
 
 
 def keep_log_mirrors_out_of_the_terminal_group() -> None:
-    """Idempotent; for the `awp run` process (a run worker under the daemon has no terminal)."""
+    """Idempotent; for the `awp run` process (a run worker under the daemon has no terminal). Patches a private
+    module's attribute (imported here, not when AWP loads: a rename upstream fails this call, and its canary)."""
+    from dagster._core.execution import compute_logs
+
     if not isinstance(compute_logs.subprocess, _OwnGroupSubprocess):
         compute_logs.subprocess = _OwnGroupSubprocess()  # type: ignore[assignment]

@@ -11,8 +11,8 @@ from dagster import AssetExecutionContext, Failure
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
 from awp_pipelines.orchestration.stop_store import StopStore
-from awp_pipelines.orchestration.storage import SENSOR_NAME_TAG
 
 
 def signal_stop() -> AbstractContextManager[object]:

@@ -1,0 +1,22 @@
+"""docs/upstream.md's reproductions of the Dagster bugs AWP works around (tools/upstream/) run on bare Dagster
+and reproduce them. When one stops reproducing, Dagster fixed the bug: docs/upstream.md says which of AWP's
+workarounds in dagster_compat/pools.py may then go."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+UPSTREAM = Path(__file__).resolve().parent.parent / "tools" / "upstream"
+
+
+@pytest.mark.parametrize("script", ["sqlite_slot_claim_race.py", "slot_freed_queue_row_left.py"])
+def test_the_reproduction_shows_the_dagster_bug(script: str) -> None:
+    done = subprocess.run([sys.executable, str(UPSTREAM / script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "REPRODUCED" in done.stdout, (
+        f"{script} no longer reproduces its Dagster bug: if Dagster fixed it, see docs/upstream.md for the "
+        f"workaround that may go\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    assert "awp_pipelines" not in (UPSTREAM / script).read_text(encoding="utf-8")  # bare Dagster only
