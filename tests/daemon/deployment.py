@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
@@ -57,6 +58,30 @@ class Deployment:
         """What "Materialize all" sends: the launchRun mutation for the packet's job."""
         return self.client().submit_job_execution(job, repository_location_name="awp_pipelines",
                                                   repository_name="__repository__")
+
+    def materialize_all(self, group: str) -> str:
+        """What "Materialize all" on the lineage page sends (dagster-webserver 1.13's launch): the implicit
+        `__ASSET_JOB` with every asset of the group and their checks, no run config, no tags."""
+        nodes = self._graphql("""query { assetNodes { assetKey { path } groupName
+            assetChecksOrError { ... on AssetChecks { checks { name } } } } }""")["assetNodes"]
+        mine = [n for n in nodes if n["groupName"] == group]
+        selector = {"repositoryLocationName": "awp_pipelines", "repositoryName": "__repository__",
+                    "jobName": "__ASSET_JOB", "assetSelection": [n["assetKey"] for n in mine],
+                    "assetCheckSelection": [{"assetKey": n["assetKey"], "name": c["name"]} for n in mine
+                                            for c in n["assetChecksOrError"].get("checks", [])]}
+        launched = self._graphql("""mutation ($params: ExecutionParams!) {
+            launchPipelineExecution(executionParams: $params) { __typename
+              ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }""",
+                                 {"params": {"selector": selector, "runConfigData": {}, "mode": "default",
+                                             "executionMetadata": {"tags": []}}})["launchPipelineExecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        return str(launched["run"]["runId"])
+
+    def _graphql(self, query: str, variables: dict[str, object] | None = None) -> dict[str, Any]:
+        answer = requests.post(f"http://127.0.0.1:{self.port}/graphql", json={"query": query,
+                               "variables": variables or {}}, timeout=60).json()
+        assert "errors" not in answer, answer
+        return dict(answer["data"])
 
     def instance(self) -> DagsterInstance:
         return DagsterInstance.from_config(str(self.home))
@@ -117,7 +142,7 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
             procs.append(subprocess.Popen(argv, cwd=project, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True))
         dep = Deployment(home, project, port)
-        _wait_for_webserver(port, procs, logs)
+        wait_for_webserver(port, procs, logs)
         dep.wait_until(lambda i: "SENSOR" in i.get_daemon_heartbeats(), 180, "the daemon's sensor heartbeat")
         yield dep
     finally:
@@ -136,7 +161,7 @@ def stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:
+def wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):
