@@ -86,6 +86,12 @@ class Deployment:
     def instance(self) -> DagsterInstance:
         return DagsterInstance.from_config(str(self.home))
 
+    def wait_for_ticks(self, sensor: str, count: int, timeout_s: float = 180) -> None:
+        """Wait until `sensor` has completed `count` ticks (succeeded or skipped) that started from now, read
+        from the instance's tick table: a test that then asserts "nothing launched" knows the sensor looked."""
+        since = time.time()
+        self.wait_until(lambda i: sensor_ticks(i, sensor, since) >= count, timeout_s, f"{count} ticks of {sensor}")
+
     def wait_until(self, done: Callable[[DagsterInstance], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         with self.instance() as instance:
@@ -95,6 +101,17 @@ class Deployment:
                 time.sleep(2)
             runs = [(r.run_id[:8], r.status.value, dict(r.tags)) for r in instance.get_runs(limit=20)]
         raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; runs: {runs}")
+
+
+def sensor_ticks(instance: DagsterInstance, sensor: str, since: float) -> int:
+    """How many ticks of `sensor` started after `since` and completed without an error."""
+    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.name == sensor:
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since)
+            return sum(1 for tick in ticks if tick.status in (TickStatus.SUCCESS, TickStatus.SKIPPED))
+    return 0
 
 
 def init_workspaces(project: Path, packets: list[str]) -> None:
