@@ -114,3 +114,25 @@ def test_a_packets_recovery_sensor_does_no_housekeeping(instance: DagsterInstanc
     assert seen, "the tick read nothing: it did not run"
     assert not any("kvs" in s or "concurrency" in s or "pending_steps" in s for s in seen), seen
     assert [b.run_id for b in beats(instance)] == silent and slot_holders(instance) == set(ended)
+
+
+def test_one_read_of_the_ended_runs_serves_every_packets_tick_of_a_round(instance: DagsterInstance,
+                                                                         tmp_path: Path) -> None:
+    """Three packets' sensors tick one after the other (a daemon round): the runs that ended are read once; a
+    sensor's own next tick reads again, so it never misses a run that ended after its last look."""
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.resources import AwpResource
+    from tests.dag_packets import write_dag_packet
+
+    compiled = [packet_assets(load_packet(write_dag_packet(tmp_path / name, {"01": "r1"}, name=name)), BUILTIN,
+                              AwpResource(state_dir=str(tmp_path / "state"))) for name in ("pa", "pb", "pc")]
+
+    def tick(packet: object) -> int:
+        with counted_queries() as seen:
+            packet.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=packet.definitions()))
+        return sum(1 for s in seen if "FROM runs" in s and "update_timestamp" in s)
+
+    assert [tick(c) for c in compiled] == [1, 0, 0]
+    assert tick(compiled[1]) == 1  # its own second look: read afresh
