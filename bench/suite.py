@@ -119,6 +119,19 @@ def _tick_rows(d: dict[str, Any]) -> list[Row]:
                 _verdict(d["met"]))]
 
 
+def _scale_rows(d: dict[str, Any]) -> list[Row]:
+    base, top = d["rows"][0], d["rows"][-1]
+    rows = [Row(f"one recovery-sensor tick, {r['packets']} packets in the location (sqlite)", f"{r['tick_ms']} ms "
+                f"(housekeeping tick {r['housekeeping_ms']} ms)", f"{base['packets']} packet: {base['tick_ms']} ms",
+                f"{r['tick_ms'] / base['tick_ms']:.2f}x", f"<= {d['tick_goal']}x",
+                _verdict(r["tick_ms"] / base["tick_ms"] <= d["tick_goal"])) for r in d["rows"][1:]]
+    rows += [Row(f"the location's sensors' CPU, {r['packets']} packets (one round x rounds a minute)",
+                 f"{r['cpu_s_per_min']} CPU s/min = {r['core_pct']}% of a core",
+                 f"{base['packets']} packet: {base['core_pct']}%", "—", f"<= {d['cpu_goal_pct']}% of a core",
+                 _verdict(r["core_pct"] <= d["cpu_goal_pct"])) for r in d["rows"] if r is top]
+    return rows
+
+
 def _limit_rows(d: dict[str, Any]) -> list[Row]:
     if d["where"] == "under the daemon":
         return [Row("rate limit → next Attempt started, under the daemon",
@@ -158,6 +171,8 @@ BENCHES = [
           _stream_rows, ".venv/bin/python bench/stream_throughput.py --mb 1024"),
     Bench("tick", [PY + "sensor_tick.py"], [PY + "sensor_tick.py", "--past", "10", "1000", "--ticks", "5"],
           _tick_rows, ".venv/bin/python bench/sensor_tick.py"),
+    Bench("scale", [PY + "sensor_scale.py"], [PY + "sensor_scale.py", "--packets", "1", "10", "--ticks", "3"],
+          _scale_rows, ".venv/bin/python bench/sensor_scale.py"),
     Bench("limit", [PY + "rate_limit.py"], [PY + "rate_limit.py", "--repeat", "1", "--backoff-ms", "1000"],
           _limit_rows, ".venv/bin/python bench/rate_limit.py"),
     Bench("limit-daemon", [PY + "rate_limit.py", "--daemon"],

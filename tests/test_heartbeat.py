@@ -105,29 +105,19 @@ def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch
     assert isinstance(create(context({"multiprocess": multi})), InProcessExecutor)
 
 
-def test_the_recovery_sensor_fails_a_silent_run_of_its_packet(tmp_path: Path) -> None:
-    """The sensor's tick is the judge under the daemon: a run of its packet whose beat went silent is failed."""
-    import shutil
-    import subprocess
-
+def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path) -> None:
+    """Under the daemon the location's housekeeping tick is the judge (once for every packet): a run whose beat
+    went silent is failed, so its packet's recovery sensor launches the retry."""
     from dagster import build_sensor_context
 
-    from awp_pipelines.core.packet.packet import load_packet
-    from awp_pipelines.core.packet.providers_config import BUILTIN
-    from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
 
-    demo = tmp_path / "demo"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "assets" / "demo", demo,
-                    ignore=shutil.ignore_patterns("workspace", ".awp"))
-    subprocess.run(["bash", str(demo / "setup.sh")], check=True, capture_output=True)
-    compiled = packet_assets(load_packet(demo), BUILTIN, AwpResource())
     instance = open_instance_folder(tmp_path / "home")
     try:
         silent = create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.STARTED,
                                      tags={"awp/packet": "demo", "awp/packet_run": "pr-silent"}).run_id
         write_beat(instance, Beat(silent, "demo__01", "demo", "host-b", 4242, time.time() - 600, 15.0))
-        compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=compiled.definitions()))
+        HOUSEKEEPING.evaluate_tick(build_sensor_context(instance=instance))
         run = instance.get_run_by_id(silent)
         assert run is not None and run.status == DagsterRunStatus.FAILURE
     finally:

@@ -12,7 +12,15 @@ import click
 from rich.markup import escape
 
 from awp_pipelines import api
-from awp_pipelines.cli.common import emit_json, json_option, out, providers_option, translator_option, user_errors
+from awp_pipelines.cli.common import (
+    console,
+    emit_json,
+    json_option,
+    out,
+    providers_option,
+    translator_option,
+    user_errors,
+)
 from awp_pipelines.core.engine.status_report import AttemptSummary, StatusReport
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
@@ -23,7 +31,8 @@ _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "
 def instance_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--instance", "instance_dir", type=click.Path(path_type=Path, file_okay=False),
                         envvar="AWP_DAGSTER_HOME", help="Dagster home the runs are stored in (its dagster.yaml, "
-                        "e.g. Postgres, is honoured). Default: <packet>/.awp/dagster.")(func)
+                        "e.g. Postgres, is honoured). Default: $DAGSTER_HOME when it holds an instance, else "
+                        "<packet>/.awp/dagster; the first line says which.")(func)
 
 
 @click.command("status")
@@ -39,8 +48,12 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
-    report = api.status(packet, packet_run=packet_run, instance=instance_dir, providers=providers_file,
+    from awp_pipelines.orchestration.instance_choice import instance_to_read
+
+    chosen = instance_to_read(api.load(packet).root, instance_dir)
+    report = api.status(packet, packet_run=packet_run, instance=chosen.home, providers=providers_file,
                         translator=translator)
+    (console if as_json else out).print(chosen.line(), highlight=False)  # JSON on stdout stays one document
     if as_json:
         emit_json(report)
     else:

@@ -15,7 +15,15 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from awp_pipelines.cli.common import open_catalog, open_packet, out, providers_option, translator_option, user_errors
+from awp_pipelines.cli.common import (
+    console,
+    open_catalog,
+    open_packet,
+    out,
+    providers_option,
+    translator_option,
+    user_errors,
+)
 from awp_pipelines.cli.status_cmd import instance_option
 from awp_pipelines.core.engine.status_report import WatchReading
 
@@ -48,7 +56,11 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
 
     loaded = open_packet(packet)
     binding = PacketBinding.of(loaded, open_catalog(providers_file), translator=load_translator(translator))
-    instance = hold_connections(open_instance(loaded.root, instance_dir))
+    from awp_pipelines.orchestration.instance_choice import instance_to_read
+
+    chosen = instance_to_read(loaded.root, instance_dir)
+    (console if as_json else out).print(chosen.line(), highlight=False)  # JSON lines on stdout stay clean
+    instance = hold_connections(open_instance(loaded.root, chosen.home))
     try:
         def read() -> WatchReading:
             return watch_reading(instance, binding, packet_run, progress_timeout)

@@ -119,12 +119,13 @@ def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
             kv_delete(instance, [first.key])
 
 
-def reap_silent_runs(instance: DagsterInstance, packet: str, now: float | None = None) -> list[DagsterRun]:
-    """Fail the packet's unfinished runs whose compute stopped beating (its worker or host died), and drop the
-    beats of runs that have ended. Their pool slots (work tree, account) are freed at once: the retry waits
-    for them."""
+def reap_silent_runs(instance: DagsterInstance, packet: str | None = None,
+                     now: float | None = None) -> list[DagsterRun]:
+    """Fail the unfinished runs (of `packet`, or of every packet) whose compute stopped beating (its worker or
+    host died), and drop the beats of runs that have ended. Their pool slots (work tree, account) are freed at
+    once: the retry waits for them. Two reads whatever the number of beats: the beats, then their live runs."""
     now = time.time() if now is None else now
-    mine = [b for b in beats(instance) if b.packet == packet]
+    mine = [b for b in beats(instance) if packet is None or b.packet == packet]
     if not mine:
         return []
     live = {run.run_id: run for run in instance.get_runs(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterRun, RunsFilter
+from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
 
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import live_holder, process_start_time
@@ -79,25 +79,27 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     free_run_slots(instance, run_id)
 
 
-def _settling(instance: DagsterInstance, run_ids: set[str]) -> set[str]:
-    """Runs the daemon launched that ended less than SLOT_GRACE_S ago: a run worker's step can outlive the
-    run's end by a moment, so Dagster's run monitoring waits that long before it frees their slots; so do we.
-    An `awp run` run (tagged with its runner) has no such step: its slots go at once."""
-    if not run_ids:
-        return set()
-    cutoff = time.time() - SLOT_GRACE_S
-    return {record.dagster_run.run_id for record in instance.get_run_records(RunsFilter(run_ids=sorted(run_ids)))
-            if RUNNER not in record.dagster_run.tags and (record.end_time or 0) > cutoff}
+def _keeps_slots(record: RunRecord | None, cutoff: float) -> bool:
+    """Whether a holder keeps its slots: its run has not ended, or the daemon launched it and it ended after
+    `cutoff` (a run worker's step can outlive the run's end by a moment, so Dagster's run monitoring waits
+    SLOT_GRACE_S before it frees their slots; so do we). An `awp run` run (tagged with its runner) has no such
+    step: its slots go at once. A run that no longer exists keeps nothing."""
+    if record is None:
+        return False
+    run = record.dagster_run
+    return run.status in UNFINISHED or (RUNNER not in run.tags and (record.end_time or 0) > cutoff)
 
 
 def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     """Free the pool slots and queue entries held by runs that have ended (or no longer exist): nothing will ever
-    free them without a daemon, and every later step of their pools would wait forever. The run ids freed."""
+    free them without a daemon, and every later step of their pools would wait forever. The run ids freed.
+    Two reads: the holders of every pool, then their runs."""
     holders = slot_holders(instance)  # a pending step (a queue entry) holds its pool too
     if not holders:
         return []
-    live = {run.run_id for run in instance.get_runs(RunsFilter(run_ids=sorted(holders), statuses=UNFINISHED))}
-    ended = sorted(holders - live - _settling(instance, holders - live))
+    records = {r.dagster_run.run_id: r for r in instance.get_run_records(RunsFilter(run_ids=sorted(holders)))}
+    cutoff = time.time() - SLOT_GRACE_S
+    ended = sorted(run_id for run_id in holders if not _keeps_slots(records.get(run_id), cutoff))
     for run_id in ended:
         free_run_slots(instance, run_id)
     return ended

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from dagster import (
     DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
-    RunsFilter,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
@@ -37,10 +35,10 @@ from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.heartbeat import reap_silent_runs
-from awp_pipelines.orchestration.history import FINISHED, PacketRunHistory, decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ended_runs import ended_since
+from awp_pipelines.orchestration.history import PacketRunHistory, decision_inputs, packet_run_history
 from awp_pipelines.orchestration.naming import recovery_sensor_name
-from awp_pipelines.orchestration.reaper import driven_in_process, free_slots_of_ended_runs
+from awp_pipelines.orchestration.reaper import driven_in_process
 from awp_pipelines.orchestration.stop_store import StopStore
 
 # Dagster's sensor daemon wakes every 5 s (MIN_INTERVAL_LOOP_TIME) and ticks a sensor only if at least its minimum
@@ -102,17 +100,13 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
     def _recover(context: SensorEvaluationContext) -> SensorResult:
         cursor = RecoveryCursor.parse(context.cursor)
         instance = context.instance
-        # A run whose worker died unseen (a Celery worker killed, a host lost) is failed here, so this tick
-        # or the next one launches its retry; the slots of ended runs go back to their pools.
-        for run in reap_silent_runs(instance, packet.name):
-            context.log.warning(f"run {run.run_id[:8]} failed: its compute stopped beating")
-        free_slots_of_ended_runs(instance)
+        # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
+        # housekeeping sensor (housekeeping.py), once for every packet; this tick or the next launches its retry.
         # Every packet's runs that ended since the cursor, this packet's picked out here: a filter on the packet
         # tag makes the query walk the packet's whole history (1.6x slower at 10,000 past runs than at 100),
         # while status and update time are one index range that only holds what ended since.
-        finished = instance.get_run_records(
-            RunsFilter(statuses=list(FINISHED), updated_after=datetime.fromtimestamp(cursor.after, UTC)),
-            limit=_BATCH, order_by="update_timestamp", ascending=True)
+        # One read serves every packet's tick of a round (ended_runs.py).
+        finished = ended_since(instance, cursor.after, _BATCH, recovery_sensor_name(packet))
         packet_runs = set(cursor.waiting) | cursor.stopped
         after = cursor.after
         stops = StopStore(instance)

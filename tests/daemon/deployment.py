@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
@@ -58,8 +59,38 @@ class Deployment:
         return self.client().submit_job_execution(job, repository_location_name="awp_pipelines",
                                                   repository_name="__repository__")
 
+    def materialize_all(self, group: str) -> str:
+        """What "Materialize all" on the lineage page sends (dagster-webserver 1.13's launch): the implicit
+        `__ASSET_JOB` with every asset of the group and their checks, no run config, no tags."""
+        nodes = self._graphql("""query { assetNodes { assetKey { path } groupName
+            assetChecksOrError { ... on AssetChecks { checks { name } } } } }""")["assetNodes"]
+        mine = [n for n in nodes if n["groupName"] == group]
+        selector = {"repositoryLocationName": "awp_pipelines", "repositoryName": "__repository__",
+                    "jobName": "__ASSET_JOB", "assetSelection": [n["assetKey"] for n in mine],
+                    "assetCheckSelection": [{"assetKey": n["assetKey"], "name": c["name"]} for n in mine
+                                            for c in n["assetChecksOrError"].get("checks", [])]}
+        launched = self._graphql("""mutation ($params: ExecutionParams!) {
+            launchPipelineExecution(executionParams: $params) { __typename
+              ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }""",
+                                 {"params": {"selector": selector, "runConfigData": {}, "mode": "default",
+                                             "executionMetadata": {"tags": []}}})["launchPipelineExecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        return str(launched["run"]["runId"])
+
+    def _graphql(self, query: str, variables: dict[str, object] | None = None) -> dict[str, Any]:
+        answer = requests.post(f"http://127.0.0.1:{self.port}/graphql", json={"query": query,
+                               "variables": variables or {}}, timeout=60).json()
+        assert "errors" not in answer, answer
+        return dict(answer["data"])
+
     def instance(self) -> DagsterInstance:
         return DagsterInstance.from_config(str(self.home))
+
+    def wait_for_ticks(self, sensor: str, count: int, timeout_s: float = 180) -> None:
+        """Wait until `sensor` has completed `count` ticks (succeeded or skipped) that started from now, read
+        from the instance's tick table: a test that then asserts "nothing launched" knows the sensor looked."""
+        since = time.time()
+        self.wait_until(lambda i: sensor_ticks(i, sensor, since) >= count, timeout_s, f"{count} ticks of {sensor}")
 
     def wait_until(self, done: Callable[[DagsterInstance], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -70,6 +101,17 @@ class Deployment:
                 time.sleep(2)
             runs = [(r.run_id[:8], r.status.value, dict(r.tags)) for r in instance.get_runs(limit=20)]
         raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; runs: {runs}")
+
+
+def sensor_ticks(instance: DagsterInstance, sensor: str, since: float) -> int:
+    """How many ticks of `sensor` started after `since` and completed without an error."""
+    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.name == sensor:
+            ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since)
+            return sum(1 for tick in ticks if tick.status in (TickStatus.SUCCESS, TickStatus.SKIPPED))
+    return 0
 
 
 def init_workspaces(project: Path, packets: list[str]) -> None:
@@ -117,7 +159,7 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
             procs.append(subprocess.Popen(argv, cwd=project, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True))
         dep = Deployment(home, project, port)
-        _wait_for_webserver(port, procs, logs)
+        wait_for_webserver(port, procs, logs)
         dep.wait_until(lambda i: "SENSOR" in i.get_daemon_heartbeats(), 180, "the daemon's sensor heartbeat")
         yield dep
     finally:
@@ -136,7 +178,7 @@ def stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:
+def wait_for_webserver(port: int, procs: list[subprocess.Popen[bytes]], logs: Path) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in procs):

@@ -6,7 +6,6 @@ packet run (nothing more launches until a resume). One deployment serves the mod
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,7 +80,7 @@ def _steered_to_the_end(running: Deployment, packet: str, iterations: int) -> tu
     first = running.launch_job(f"packet__{packet}")
     running.wait_until(lambda i: len(_runs(i, packet)) >= iterations and all_finished(i, _runs(i, packet)), 300,
                        f"{iterations} iterations")
-    time.sleep(3 * 5)  # three sensor ticks: the finish ended it, nothing more may be launched
+    running.wait_for_ticks(f"packet__{packet}__recovery", 3)  # the finish ended it: nothing more may launch
     with running.instance() as instance:
         runs = _runs(instance, packet)
         return first, runs, _records(instance, runs)
@@ -94,7 +93,7 @@ def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_th
     assert running.client().terminate_run(slow) is None  # what the UI's Terminate button sends
     running.wait_until(lambda i: len(_runs(i, "capped")) >= 3 and all_finished(i, _runs(i, "capped"))
                        and all_finished(i, _runs(i, "slow")), 300, "the capped packet's three Attempts")
-    time.sleep(3 * 5)  # three sensor ticks: nothing more may be launched
+    running.wait_for_ticks("packet__capped__recovery", 3)  # three ticks looked: nothing more may be launched
     with running.instance() as instance:
         runs = _runs(instance, "capped")
         assert runs[0].run_id == capped and len(runs) == 3

@@ -21,7 +21,6 @@ from deployment import Deployment, all_finished, deployment, embedded_home, init
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.sensors import TICK_EVERY_S
 from awp_pipelines.orchestration.stop_store import StopStore
 
 pytestmark = pytest.mark.slow
@@ -69,7 +68,7 @@ def _sensor_holds_stopped(packet_run: str):  # noqa: ANN202
 
 def _nothing_launched_for_two_intervals(dep: Deployment, packet_run: str, runs: int) -> None:
     dep.wait_until(_sensor_holds_stopped(packet_run), 120, "the sensor to hold the packet run as stopped")
-    time.sleep(2 * TICK_EVERY_S)  # two more ticks: a launch would show as a run
+    dep.wait_for_ticks("packet__held__recovery", 2)  # two more ticks: a launch would show as a run
     with dep.instance() as instance:
         assert len(_runs(instance)) == runs, [(r.run_id[:8], dict(r.tags)) for r in _runs(instance)]
         assert StopStore(instance).state(packet_run).stopped
@@ -138,7 +137,7 @@ def test_a_ui_cancel_stops_the_packet_run_and_a_ui_launch_of_it_resumes_and_comp
                                                   repository_name="__repository__",
                                                   tags={tags.PACKET_RUN: packet_run})
         dep.wait_until(lambda i: len(_runs(i)) >= 2 and all_finished(i, _runs(i)), 300, "the relaunch to end")
-        time.sleep(2 * TICK_EVERY_S)  # the sensor has nothing left to launch
+        dep.wait_for_ticks("packet__held__recovery", 2)  # it looked twice: nothing left to launch
         with dep.instance() as instance:
             runs = _runs(instance)
             assert [r.run_id for r in runs] == [first, again] and runs[1].status == DagsterRunStatus.SUCCESS

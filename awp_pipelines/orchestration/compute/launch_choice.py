@@ -16,6 +16,7 @@ from awp_pipelines.core.packet.ids import check_id
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
+from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
@@ -48,6 +49,10 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     except ValueError as err:
         raise Failure(description=str(err), allow_retries=False) from None
     wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
+    if tags.PACKET not in run.tags:
+        # A run of a job Dagster made (`__ASSET_JOB`: "Materialize all", the asset pages) has none of the
+        # packet job's tags: Dagster's run retries must leave its Attempts' failures to AWP too.
+        wanted.update(WORKER_LOSS_ONLY)
     if len(held) > 1:
         wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
     known = {**run.tags, **_TAGGED.get(run.run_id, {})}

@@ -1,0 +1,72 @@
+"""One housekeeping loop per instance, not per packet: the code location's `awp_housekeeping` sensor.
+
+What no packet owns is done here once a tick, one query per concern, whatever the number of packets:
+- silent runs: the unfinished runs whose compute stopped beating (a Celery worker killed, a host lost) are
+  failed and their slots freed, and the beats of ended runs dropped (heartbeat.py: every beat in one read,
+  their runs in one more);
+- ended runs' pool slots and queue rows: given back (reaper.py: the holders in one read, their runs in one
+  more), unless Dagster's run monitoring does it (`run_monitoring.free_slots_after_run_end_seconds` on an
+  enabled run monitoring: the daemon that ticks this sensor runs it too).
+
+Each packet's recovery sensor (sensors.py) then reads only what its packet needs. `awp run`, which has no daemon,
+does the same work for its packet before it starts (reaper.reap_dead_runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dagster import (
+    DagsterInstance,
+    DefaultSensorStatus,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SkipReason,
+    sensor,
+)
+
+from awp_pipelines.orchestration.heartbeat import reap_silent_runs
+from awp_pipelines.orchestration.reaper import free_slots_of_ended_runs
+from awp_pipelines.orchestration.sensors import INTERVAL_S
+
+HOUSEKEEPING_SENSOR = "awp_housekeeping"
+
+
+@dataclass(frozen=True)
+class Swept:
+    failed: list[str] = field(default_factory=list)  # runs failed for a silent compute
+    freed: list[str] = field(default_factory=list)  # ended runs whose slots and queue rows were given back
+
+    def summary(self) -> str:
+        return f"{len(self.failed)} silent run(s) failed, slots of {len(self.freed)} ended run(s) freed"
+
+
+def run_monitoring_frees_slots(instance: DagsterInstance) -> bool:
+    """Whether Dagster's run monitoring gives back the slots of ended runs on this instance (under the daemon)."""
+    return bool(instance.run_monitoring_enabled
+                and instance.run_monitoring_settings.get("free_slots_after_run_end_seconds"))
+
+
+def sweep(instance: DagsterInstance, slots: bool = True) -> Swept:
+    """One round of the instance's housekeeping; `slots=False` leaves the ended runs' slots to run monitoring."""
+    failed = [run.run_id for run in reap_silent_runs(instance)]
+    return Swept(failed, free_slots_of_ended_runs(instance) if slots else [])
+
+
+def housekeeping_sensor() -> SensorDefinition:
+    @sensor(name=HOUSEKEEPING_SENSOR, minimum_interval_seconds=INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
+            description="AWP's housekeeping for every packet of the instance: fails the runs whose compute stopped "
+                        "beating (a dead worker or host) and frees their slots; frees the slots of ended runs "
+                        "where run monitoring does not. Launches nothing.")
+    def _housekeeping(context: SensorEvaluationContext) -> SkipReason:
+        swept = sweep(context.instance, slots=not run_monitoring_frees_slots(context.instance))
+        for run_id in swept.failed:
+            context.log.warning(f"run {run_id[:8]} failed: its compute stopped beating")
+        return SkipReason(swept.summary())
+
+    return _housekeeping
+
+
+# One object for every place that adds it (the code location, each PacketComponent): Dagster merges the same
+# sensor object into one, where two equal ones would clash by name.
+HOUSEKEEPING = housekeeping_sensor()

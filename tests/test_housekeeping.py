@@ -1,0 +1,138 @@
+"""One housekeeping loop per instance (orchestration/housekeeping.py): the location's sensor does the work no
+packet owns, one query per concern whatever the number of packets; each packet's recovery sensor does none of
+it; under run monitoring the ended runs' slots are left to Dagster."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
+from dagster._core.test_utils import create_run_for_test
+
+from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
+from awp_pipelines.orchestration.heartbeat import Beat, beats, write_beat
+from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING, run_monitoring_frees_slots, sweep
+from awp_pipelines.orchestration.instance import open_instance_folder
+
+
+@pytest.fixture
+def instance(tmp_path: Path) -> Iterator[DagsterInstance]:
+    opened = open_instance_folder(tmp_path / "home")
+    yield opened
+    opened.dispose()
+
+
+@contextmanager
+def counted_queries() -> Iterator[list[str]]:
+    """Every SQL statement any engine runs while the block runs."""
+    seen: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        seen.append(statement)
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", count)
+
+
+def _packets(instance: DagsterInstance, count: int) -> tuple[list[str], list[str]]:
+    """`count` packets, each with one silent run (beat 10 minutes old) and one ended run holding a slot."""
+    silent, ended = [], []
+    now = time.time()
+    for n in range(count):
+        packet = f"p{n:03d}"
+        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED,
+                                  tags={"awp/packet": packet}).run_id
+        write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now - 600, 15.0))
+        silent.append(run)
+        done = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.SUCCESS,
+                                   tags={"awp/packet": packet, "awp/runner": "h:1:1"}).run_id
+        ensure_pool(instance, f"awp_{packet}_docs")
+        assert claim_slot(instance, f"awp_{packet}_docs", done, "step")
+        ended.append(done)
+    return silent, ended
+
+
+def test_a_sweep_fails_every_packets_silent_runs_and_frees_every_ended_runs_slots(instance: DagsterInstance) -> None:
+    silent, ended = _packets(instance, 3)
+    swept = sweep(instance)
+    assert sorted(swept.failed) == sorted(silent) and sorted(swept.freed) == sorted(ended)
+    assert not beats(instance) and not slot_holders(instance)
+
+
+@pytest.mark.parametrize("packets", [1, 12])
+def test_a_sweep_reads_each_concern_once_whatever_the_number_of_packets(instance: DagsterInstance,
+                                                                         packets: int) -> None:
+    """Every packet with a live run that beats and holds its slot (a tick's usual state): the beats, their
+    runs; the pools' holders, their runs. Four reads, 1 packet or 12 (before: per packet and per pool)."""
+    now = time.time()
+    for n in range(packets):
+        packet = f"p{n:03d}"
+        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED,
+                                  tags={"awp/packet": packet}).run_id
+        write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now, 15.0))
+        ensure_pool(instance, f"awp_{packet}_docs")
+        assert claim_slot(instance, f"awp_{packet}_docs", run, "step")
+    with counted_queries() as seen:
+        swept = sweep(instance)
+    assert swept.failed == [] and swept.freed == [] and len(slot_holders(instance)) == packets
+    reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 4, reads
+
+
+def test_under_run_monitoring_the_sensor_leaves_ended_runs_slots_to_dagster(instance: DagsterInstance) -> None:
+    """The embedded instance's dagster.yaml enables run monitoring with `free_slots_after_run_end_seconds`: the
+    daemon that ticks the sensor frees ended runs' slots itself. A silent run's slots still go at once."""
+    silent, ended = _packets(instance, 2)
+    assert run_monitoring_frees_slots(instance)
+    HOUSEKEEPING.evaluate_tick(build_sensor_context(instance=instance))
+    assert all(r.status == DagsterRunStatus.FAILURE for r in instance.get_runs() if r.run_id in silent)
+    assert slot_holders(instance) == set(ended)
+
+
+def test_a_packets_recovery_sensor_does_no_housekeeping(instance: DagsterInstance, tmp_path: Path) -> None:
+    """A packet's tick reads its own packet only: another packet's silent run and the ended runs' slots are
+    the housekeeping sensor's, so 200 packets do not repeat them 200 times a tick."""
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.resources import AwpResource
+    from tests.dag_packets import write_dag_packet
+
+    silent, ended = _packets(instance, 1)
+    compiled = packet_assets(load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="p000")),
+                             BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))
+    with counted_queries() as seen:
+        compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=compiled.definitions()))
+    assert seen, "the tick read nothing: it did not run"
+    assert not any("kvs" in s or "concurrency" in s or "pending_steps" in s for s in seen), seen
+    assert [b.run_id for b in beats(instance)] == silent and slot_holders(instance) == set(ended)
+
+
+def test_one_read_of_the_ended_runs_serves_every_packets_tick_of_a_round(instance: DagsterInstance,
+                                                                         tmp_path: Path) -> None:
+    """Three packets' sensors tick one after the other (a daemon round): the runs that ended are read once; a
+    sensor's own next tick reads again, so it never misses a run that ended after its last look."""
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import BUILTIN
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.resources import AwpResource
+    from tests.dag_packets import write_dag_packet
+
+    compiled = [packet_assets(load_packet(write_dag_packet(tmp_path / name, {"01": "r1"}, name=name)), BUILTIN,
+                              AwpResource(state_dir=str(tmp_path / "state"))) for name in ("pa", "pb", "pc")]
+
+    def tick(packet: object) -> int:
+        with counted_queries() as seen:
+            packet.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=packet.definitions()))
+        return sum(1 for s in seen if "FROM runs" in s and "update_timestamp" in s)
+
+    assert [tick(c) for c in compiled] == [1, 0, 0]
+    assert tick(compiled[1]) == 1  # its own second look: read afresh
