@@ -6,9 +6,17 @@ attacks.txt in its work tree; a write outside and a push are judged outside, by 
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "providers"))
+from fake_apis import FakeMessagesServer, fake_api  # noqa: E402
+from provider_helpers import real_cli  # noqa: E402
 
 ATTACKER = Path(__file__).resolve().parent / "fixtures" / "agents" / "attacker.sh"
 ROWS = ("home_canary", "proc_environ", "other_account", "instance_db", "write_outside", "git_hook", "local_http",
@@ -71,6 +79,34 @@ def command_provider(tmp: Path, extra_account: dict[str, object] | None = None) 
     return {"providers": {"agent": {"kind": "command", "command": str(ATTACKER), "models": ["m"],
                                     "config_dir_env": "AGENT_CONFIG_DIR"}},
             "accounts": accounts(tmp, "agent", extra_account)}
+
+
+AGENTS = ("command", "claude")  # a `command` agent, and the real Claude Code CLI through its own Bash tool
+MANIFESTS = {"command": {"provider": "agent", "model": "m"},
+             "claude": {"provider": "agent", "model": "claude-haiku-4-5", "permission_mode": "bypass"}}
+# The runner's environment for the real CLI: no update check or telemetry to hosts the fake API is not.
+QUIET_CLI = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+
+
+def agent_provider(tmp: Path, agent: str, api: FakeMessagesServer) -> dict[str, object]:
+    """providers.yaml (as data) for `agent`: its account `a` (own credential and config folder) and account `b`.
+    The real CLI is pointed at the fake Messages API `api`, whose Bash tool call runs the attacking script."""
+    if agent == "command":
+        return command_provider(tmp)
+    return {"providers": {"agent": {
+        "kind": "claude_code", "command": str(real_cli("claude")), "models": ["claude"],
+        "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
+        "env": {"IS_SANDBOX": "1"}}},  # lets `isolation: none` run bypass as root; moot in the sandbox
+        "accounts": accounts(tmp, "agent", {"base_url": api.url})}
+
+
+@contextmanager
+def attacking_api(body: str) -> Iterator[FakeMessagesServer]:
+    """The local fake Messages API whose one Bash tool call runs the attacking script, fed the prompt's lines
+    `body` as a `command` agent is."""
+    with fake_api("bash") as api:
+        api.command = f"printf '%s\\n' {shlex.quote(body)} | sh -c {shlex.quote(ATTACKER.read_text())}"
+        yield api
 
 
 def accounts(tmp: Path, provider: str, extra: dict[str, object] | None = None) -> dict[str, object]:

@@ -12,7 +12,6 @@ The packet is its own work tree (`path: .`), so the instance (`.awp/`) sits insi
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import sys
 from http.server import ThreadingHTTPServer
@@ -21,13 +20,15 @@ from pathlib import Path
 import pytest
 import yaml
 from attack_support import (
-    ATTACKER,
+    AGENTS,
+    MANIFESTS,
+    QUIET_CLI,
     ROWS,
     SECRET,
     Canary,
-    accounts,
     add_remote,
-    command_provider,
+    agent_provider,
+    attacking_api,
     plant_canaries,
     rows_of,
     targets,
@@ -35,11 +36,7 @@ from attack_support import (
 from e2e_support import git_log, stored_records
 from local_servers import serving
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
-from fake_apis import FakeMessagesServer, fake_api  # noqa: E402
-from provider_helpers import real_cli  # noqa: E402
-
-from awp_pipelines.core.isolation.bwrap import unavailable  # noqa: E402
+from awp_pipelines.core.isolation.bwrap import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
 
@@ -58,34 +55,15 @@ def attack_packet(root: Path, make_git_repo, manifest: dict[str, object], body: 
     return root
 
 
-def providers_file(tmp: Path, agent: str, api: FakeMessagesServer | None) -> Path:
-    """The agent's provider with account `a` (its own credential and config folder) and another account `b`."""
-    catalog = command_provider(tmp)
-    if agent == "claude":
-        catalog = {"providers": {"agent": {
-            "kind": "claude_code", "command": str(real_cli("claude")), "models": ["claude"],
-            "credential_env": "ANTHROPIC_API_KEY", "config_dir_env": "CLAUDE_CONFIG_DIR",
-            "env": {"IS_SANDBOX": "1"}}},  # lets `isolation: none` run bypass as root; moot in the sandbox
-            "accounts": accounts(tmp, "agent", {"base_url": api.url} if api else None)}
-    file = tmp / "providers.yaml"
-    file.write_text(yaml.safe_dump(catalog))
-    return file
-
-
-MANIFESTS = {"command": {"provider": "agent", "model": "m"},
-             "claude": {"provider": "agent", "model": "claude-haiku-4-5", "permission_mode": "bypass"}}
-
-
 def run_attacked(tmp_path: Path, make_git_repo, isolation: str, agent: str) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]
     home = plant_canaries(tmp_path)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "AWP_TEST_AGENT_KEY": "own-key",
-           "LANG": "C.UTF-8", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+           "LANG": "C.UTF-8", **QUIET_CLI}
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
-    with serving(server), fake_api("bash") as api:
-        body = targets(tmp_path, tmp_path / "p" / ".awp", server.server_address[1])
-        # The real CLI's Bash tool runs the same script, fed the same lines.
-        api.command = f"printf '%s\\n' {shlex.quote(body)} | sh -c {shlex.quote(ATTACKER.read_text())}"
-        providers = providers_file(tmp_path, agent, api if agent == "claude" else None)
+    body = targets(tmp_path, tmp_path / "p" / ".awp", server.server_address[1])
+    with serving(server), attacking_api(body) as api:
+        providers = tmp_path / "providers.yaml"
+        providers.write_text(yaml.safe_dump(agent_provider(tmp_path, agent, api)))
         packet = attack_packet(tmp_path / "p", make_git_repo, {**MANIFESTS[agent], "isolation": isolation}, body)
         done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run",
                                str(packet), "--providers", str(providers), "--json"], env=env, cwd=tmp_path,
@@ -109,7 +87,7 @@ def metadata_of(packet: Path) -> dict:
         instance.dispose()
 
 
-@pytest.mark.parametrize("agent", ["command", "claude"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_control_works(
         tmp_path: Path, make_git_repo, agent: str) -> None:  # type: ignore[no-untyped-def]
     packet, rows = run_attacked(tmp_path, make_git_repo, "sandbox", agent)
@@ -136,7 +114,7 @@ def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_cont
         assert any(h.startswith("127.0.0.1:") for h in isolation["grants"]["hosts"])
 
 
-@pytest.mark.parametrize("agent", ["command", "claude"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_every_row_gets_through_without_the_sandbox(tmp_path: Path, make_git_repo, agent: str) -> None:  # type: ignore[no-untyped-def]
     packet, rows = run_attacked(tmp_path, make_git_repo, "none", agent)
     assert {r: rows[r] for r in ROWS} == dict.fromkeys(ROWS, "LEAK"), rows
