@@ -33,6 +33,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, unclaimed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.ended_runs import ended_since
@@ -112,12 +113,18 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
         stops = StopStore(instance)
         for record in finished:
             after = max(after, record.update_timestamp.timestamp())
-            if record.dagster_run.tags.get(tags.PACKET) != packet.name:
+            run = record.dagster_run
+            if unclaimed(run, binding):  # a run of `__ASSET_JOB` that ended before its first compute tagged it
+                run = claim_ended_run(instance, run, binding)
+                if run.tags.get(tags.PACKET) == packet.name:
+                    context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
+                                     f"{run.tags.get(tags.PACKET_RUN)}")
+            if run.tags.get(tags.PACKET) != packet.name:
                 continue
-            packet_run = record.dagster_run.tags.get(tags.PACKET_RUN)
+            packet_run = run.tags.get(tags.PACKET_RUN)
             if packet_run:
                 packet_runs.add(packet_run)
-                marker = cancel_marker(record.dagster_run, (record.end_time or record.update_timestamp.timestamp()))
+                marker = cancel_marker(run, (record.end_time or record.update_timestamp.timestamp()))
                 if marker is not None:
                     stops.stop(packet_run, marker)
         requests, waiting, stopped = [], set(), set()

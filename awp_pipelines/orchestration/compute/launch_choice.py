@@ -16,8 +16,8 @@ from awp_pipelines.core.packet.ids import check_id
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
-from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.adoption import adopt_committed
+from awp_pipelines.orchestration.asset_job_runs import joining_tags, own_packet_run
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
@@ -43,18 +43,12 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
     several prompts carry only packet-level tags; each Attempt's identity is in its events."""
     run = context.run
     held = prompts_of_run(run, binding.keys)
-    packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or f"pr-{run.run_id[:8]}"
+    packet_run = run.tags.get(tags.PACKET_RUN) or _repair_target(context, binding, held) or own_packet_run(run)
     try:
         check_id(packet_run, "packet run id")  # it names folders under .awp/: a tag of ../.. is refused
     except ValueError as err:
         raise Failure(description=str(err), allow_retries=False) from None
-    wanted = {tags.PACKET: binding.packet.name, tags.PACKET_RUN: packet_run}
-    if tags.PACKET not in run.tags:
-        # A run of a job Dagster made (`__ASSET_JOB`: "Materialize all", the asset pages) has none of the
-        # packet job's tags: Dagster's run retries must leave its Attempts' failures to AWP too.
-        wanted.update(WORKER_LOSS_ONLY)
-    if len(held) > 1:
-        wanted[tags.PROMPTS] = tags.short(",".join(sorted(held)))
+    wanted = joining_tags(run, binding, packet_run)
     known = {**run.tags, **_TAGGED.get(run.run_id, {})}
     missing = {k: v for k, v in wanted.items() if known.get(k) != v}
     if missing:
