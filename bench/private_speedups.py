@@ -6,12 +6,12 @@ measured in one run, as ms per prompt and the ratio to the baseline of the same 
 
 Each measurement is a fresh process (`--one NAME`; a parallel run's forkserver lives as long as its process):
 it switches the one speed-up off by patching the compat function back to Dagster's public or plain behaviour in
-that process only (no production toggle), runs `api.run` once untimed on a 2-prompt packet (imports, first-use
-caches), then times `api.run` (compile and run, as `awp run` does) on a fresh packet and instance. Two shapes:
-`chain` (prompts one after another, steps in process) and `parallel` (independent prompts on their own repos:
-steps forked from the forkserver, where the step preload and the migrations read once act). Rounds interleave
-the variants in a rotating order; the figures are medians over rounds. The machine is shared: only the ratios
-within one run mean anything."""
+that process only (no production toggle), runs `api.run` once untimed on a 2-prompt packet, one prompt at a
+time (imports, first-use caches; no forkserver yet), then times `api.run` (compile and run, as `awp run` does)
+on a fresh packet and instance. Two shapes: `chain` (prompts one after another, steps in process) and
+`parallel` (independent prompts on their own repos: steps forked from the forkserver, where the step preload
+and the migrations read once act). Rounds interleave the variants in a rotating order; the figures are medians
+over rounds. The machine is shared: only the ratios within one run mean anything."""
 
 from __future__ import annotations
 
@@ -137,13 +137,13 @@ def _packet(folder: Path, shape: str, prompts: int) -> Path:
     return write_dag_packet(folder, dict.fromkeys(ids, "w"), 0, {pid: [ids[i - 1]] for i, pid in enumerate(ids) if i})
 
 
-def _timed_run(folder: Path, shape: str, prompts: int) -> tuple[float, float]:
+def _timed_run(folder: Path, shape: str, prompts: int, parallel: int | None = None) -> tuple[float, float]:
     """(wall, this process's CPU) seconds of one `api.run`."""
     from awp_pipelines import api
 
     packet = _packet(folder / "packet", shape, prompts)
     start, cpu = time.perf_counter(), time.process_time()
-    result = api.run(packet, instance=folder / "instance", recover=False)
+    result = api.run(packet, instance=folder / "instance", recover=False, parallel=parallel)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert all(o.completed for o in result.outcomes), [o.result for o in result.outcomes if not o.completed]
     return seconds, cpu
@@ -155,7 +155,9 @@ def one(name: str, prompts: int) -> dict[str, float]:
     if variant.off is not None:
         variant.off()
     with tempfile.TemporaryDirectory(prefix="awp-bench-speedups-") as tmp:
-        _timed_run(Path(tmp) / "warm", variant.shape, 2)
+        # One at a time: no forkserver yet. A process has one for good, built with its first parallel run's
+        # job; the timed run's steps would build their own and the job preload would act in no variant.
+        _timed_run(Path(tmp) / "warm", variant.shape, 2, parallel=1)
         seconds, cpu = _timed_run(Path(tmp) / "timed", variant.shape, prompts)
     return {"ms_per_prompt": seconds * 1e3 / prompts, "cpu_ms_per_prompt": cpu * 1e3 / prompts}
 

@@ -252,7 +252,7 @@ Written by `make bench` (`bench/suite.py`) on {dt.datetime.now(dt.UTC):%Y-%m-%d 
 
 ## How to reproduce
 
-`make bench` runs every row (about 8 minutes on 2 CPUs; `make bench ARGS="--skip status"` leaves one out). Each
+`make bench` runs every row (about 18 minutes on 2 CPUs; `make bench ARGS="--skip status"` leaves one out). Each
 script also runs alone and prints its own details (`bench/README.md` says what each measures):
 
 {chr(10).join(ran)}
