@@ -53,7 +53,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 # Every benchmark of issue 17, each beside its baseline from the same run, with ratio and verdict; writes
-# docs/benchmarks.md (about 8 minutes on 2 CPUs; ARGS="--skip status" leaves one out; see bench/README.md).
+# docs/benchmarks.md (about 18 minutes on 2 CPUs; ARGS="--skip status" leaves one out; see bench/README.md).
 .PHONY: bench
 bench: install
 	$(VENV)/bin/python bench/suite.py $(ARGS)

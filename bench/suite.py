@@ -153,6 +153,16 @@ def _sandbox_rows(d: dict[str, Any]) -> list[Row]:
                 f"<= +{d['goal_ms']:g} ms", _verdict(r["met"])) for r in d["rows"]]
 
 
+def _speedup_rows(d: dict[str, Any]) -> list[Row]:
+    base = {r["shape"]: r for r in d["rows"] if r["name"] in ("baseline", "parallel_baseline")}
+    return [Row(f"per-prompt time of `awp run` ({r['shape']}, {d['prompts']} prompts), this private speed-up off: "
+                f"{r['what']}", f"{r['ms_per_prompt']:.0f} ms (CPU {r['cpu_ms_per_prompt']:.0f} ms)",
+                f"every speed-up on: {base[r['shape']]['ms_per_prompt']:.0f} ms "
+                f"(CPU {base[r['shape']]['cpu_ms_per_prompt']:.0f} ms)", f"{r['ratio']}x (CPU {r['cpu_ratio']}x)",
+                "what it buys (docs/upstream.md)", "measured") for r in d["rows"] if r["shape"] in base
+            and r is not base[r["shape"]]]
+
+
 PY = "bench/"
 BENCHES = [
     Bench("prompts", [PY + "prompt_overhead.py"], [PY + "prompt_overhead.py", "--sizes", "5", "10"], _prompt_rows,
@@ -180,6 +190,8 @@ BENCHES = [
           ".venv/bin/python bench/rate_limit.py --daemon"),
     Bench("sandbox", [PY + "sandbox_start.py"], [PY + "sandbox_start.py", "--repeat", "3"], _sandbox_rows,
           ".venv/bin/python bench/sandbox_start.py"),
+    Bench("speedups", [PY + "private_speedups.py"], [PY + "private_speedups.py", "--prompts", "3", "--repeat", "1"],
+          _speedup_rows, ".venv/bin/python bench/private_speedups.py"),
     Bench("status", [PY + "status_speed.py"], [PY + "status_speed.py", "--attempts", "200", "--long", "50"],
           _status_rows, ".venv/bin/python bench/status_speed.py (starts a throwaway PostgreSQL)"),
 ]
@@ -240,7 +252,7 @@ Written by `make bench` (`bench/suite.py`) on {dt.datetime.now(dt.UTC):%Y-%m-%d 
 
 ## How to reproduce
 
-`make bench` runs every row (about 8 minutes on 2 CPUs; `make bench ARGS="--skip status"` leaves one out). Each
+`make bench` runs every row (about 18 minutes on 2 CPUs; `make bench ARGS="--skip status"` leaves one out). Each
 script also runs alone and prints its own details (`bench/README.md` says what each measures):
 
 {chr(10).join(ran)}
