@@ -50,7 +50,7 @@ def test_a_custom_key_and_pool_hold_for_status_remaining_and_the_leases(tmp_path
         "01": ("completed", 1), "02": ("completed", 1), "03": ("not_selected", 0)}
     shown = awp("status", root, "--translator", DOTTED, "--json")
     assert shown.exit_code == 0, shown.output
-    assert [p["state"] for p in json.loads(shown.output)["prompts"]] == ["completed", "completed", "not_selected"]
+    assert [p["state"] for p in json.loads(shown.stdout)["prompts"]] == ["completed", "completed", "not_selected"]
 
     remaining = api.plan(root, api.Select(remaining=True), translator=DOTTED)
     assert [p.id for p in remaining.prompts] == ["03"]

@@ -30,7 +30,7 @@ CHANGELOG = AssetKey(["demo", "02_write_changelog"])
 def _status_json(*args: str | Path) -> dict:
     result = awp("status", *args, "--json")
     assert result.exit_code == 0, result.output
-    payload = json.loads(result.output)
+    payload = json.loads(result.stdout)  # the instance line goes to stderr
     jsonschema.validate(payload, _shipped_schema("status"))
     return payload
 

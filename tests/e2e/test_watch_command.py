@@ -36,7 +36,7 @@ def _demo_without_recovery(tmp_path: Path) -> tuple[Path, str]:
 
 def _watch(demo: Path, *args: str) -> tuple[int, dict]:
     result = awp("watch", demo, "--once", "--json", *args)
-    return result.exit_code, json.loads(result.output)
+    return result.exit_code, json.loads(result.stdout)  # the instance line goes to stderr
 
 
 def test_watch_reports_not_running_when_due_work_has_no_run(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_an_agent_whose_events_reach_its_file_but_not_the_runs_log_is_live_and_i
     [current] = reading["current"]
     assert current["dagster_run"] == run_id and current["minutes_quiet"] < 1
     assert current["progress"] == "3/5 tests pass"
-    status = json.loads(awp("status", demo, "--json").output)
+    status = json.loads(awp("status", demo, "--json").stdout)
     [running] = [a for p in status["prompts"] for a in p["attempts"] if a["result"] == "running"]
     assert running["progress"] == "3/5 tests pass"
     (control / "progress.json").write_text(json.dumps({**record, "iteration": 7}))

@@ -42,7 +42,9 @@ def _packet(tmp: Path, claude: Path, url: str, account_env: dict[str, str], make
     providers = tmp / "providers.yaml"
     providers.write_text(yaml.safe_dump({
         "providers": {"claude": {"kind": "claude_code", "command": str(claude), "credential_env": "ANTHROPIC_API_KEY",
-                                 "config_dir_env": "CLAUDE_CONFIG_DIR", "models": ["claude"]}},
+                                 "config_dir_env": "CLAUDE_CONFIG_DIR", "models": ["claude"],
+                                 # As root beside the runner: in AWP's sandbox the agent is never root.
+                                 "isolation": "none"}},
         "accounts": {"box": {"provider": "claude", "credential_env": "AWP_ROOT_KEY", "base_url": url,
                              "config_dir": str(tmp / "cfg"), "env": account_env}}}))
     return packet, providers

@@ -210,7 +210,10 @@ def agent_packet(root: Path, make_git_repo) -> tuple[Path, Path, Path]:
     script = root / "agent.sh"
     script.write_text(AGENT.format(ledger=ledger))
     providers = root / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": f"sh {script}"}}}))
+    # Beside the runner (`isolation: none`): the ledger outside the tree holds the agent's host pids, which the
+    # tests signal and look for; a sandboxed agent sees neither (its own pid namespace, no such folder).
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": f"sh {script}",
+                                                                 "isolation": "none"}}}))
     packet = write_packet(root / "p", make_git_repo, {"provider": "agent", "simulate": None})
     return packet, providers, ledger
 
