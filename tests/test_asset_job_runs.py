@@ -1,7 +1,7 @@
 """A run of a job Dagster made that ended before its first compute (no AWP tag): the recovery sensor of the packet
 whose prompts it selected tags it as its compute would have and launches the prompts it held in its packet run;
 a run of no packet's prompts, or one another packet claimed, is left as it is. (The same under a real daemon and
-UI launch: tests/daemon/test_asset_job_runs.py.)"""
+UI launch: tests/daemon/test_daemon_asset_job_runs.py.)"""
 
 from __future__ import annotations
 
