@@ -32,9 +32,9 @@ CLOCK = os.sysconf("SC_CLK_TCK")
 FIRST = "packet__p000__recovery"
 
 
-def session_cpu_s(sid: int) -> float:
-    """CPU seconds of every process in session `sid`, with the children each has reaped."""
-    total = 0
+def session_cpu_s(sid: int) -> tuple[float, float]:
+    """CPU seconds of every process in session `sid`, with the children each has reaped, and of its leader."""
+    total = leader = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -43,8 +43,10 @@ def session_cpu_s(sid: int) -> float:
         except (OSError, IndexError):
             continue  # ended meanwhile
         if int(fields[3]) == sid:  # field 6: session; 14-17: utime, stime, cutime, cstime
-            total += sum(int(f) for f in fields[11:15])
-    return total / CLOCK
+            ticks = sum(int(f) for f in fields[11:15])
+            total += ticks
+            leader += ticks if int(entry.name) == sid else 0
+    return total / CLOCK, leader / CLOCK
 
 
 def tick_latencies(instance: Any, sensor: str, start: float, end: float) -> list[float]:
@@ -102,9 +104,11 @@ def measure(count: int, seconds: float) -> dict[str, Any]:
         finally:
             stop_groups([proc])
             instance.dispose()
-    per_min = (cpu1 - cpu0) * 60 / (t1 - t0)
+    per_min = (cpu1[0] - cpu0[0]) * 60 / (t1 - t0)
+    daemon_per_min = (cpu1[1] - cpu0[1]) * 60 / (t1 - t0)
     return {"packets": count, "ready_s": round(ready_s, 1), "window_s": round(t1 - t0, 1),
             "cpu_s_per_min": round(per_min, 2), "core_pct": round(per_min / 60 * 100, 1),
+            "daemon_only_s_per_min": round(daemon_per_min, 2),
             "tick_ms": round(statistics.median(packet) * 1000, 1) if packet else None, "ticks": len(packet),
             "housekeeping_ms": round(statistics.median(house) * 1000, 1) if house else None,
             "housekeeping_ticks": len(house)}
@@ -127,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                "cpu_met": top["core_pct"] <= CPU_GOAL_PCT,
                "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
     lines = [f"{r['packets']:>4} packets: daemon {r['cpu_s_per_min']} CPU s/min ({r['core_pct']}% of a core, "
-             f"{r['cpu_ratio']}x), packet tick {r['tick_ms']} ms ({r['tick_ratio']}x, {r['ticks']} ticks), "
+             f"{r['cpu_ratio']}x; the daemon process alone {r['daemon_only_s_per_min']}), "
+             f"packet tick {r['tick_ms']} ms ({r['tick_ratio']}x, {r['ticks']} ticks), "
              f"housekeeping tick {r['housekeeping_ms']} ms ({r['housekeeping_ticks']} ticks); "
              f"ready after {r['ready_s']} s, window {r['window_s']} s" for r in rows]
     lines.append(f"tick at {top['packets']} packets / at {base['packets']}: {top['tick_ratio']}x "
