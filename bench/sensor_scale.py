@@ -34,6 +34,15 @@ WARM = 3
 def setup(folder: Path, count: int) -> tuple[Any, list[tuple[Any, Any]]]:
     """The instance and each packet's (sensor, definitions), with a live beating run holding a slot and an
     ended run per packet."""
+    from awp_pipelines.orchestration.instance import open_instance_folder
+
+    instance = open_instance_folder(folder / "instance")
+    return instance, [add_packet(instance, folder, f"p{n:03d}", folder / "state") for n in range(count)]
+
+
+def add_packet(instance: Any, folder: Path, name: str, state: Path) -> tuple[Any, Any]:
+    """A one-prompt packet at folder/name with a live run (beating, holding its tree's slot) and an ended run
+    on `instance`: its recovery sensor and definitions."""
     from dagster import DagsterRun, DagsterRunStatus
 
     from awp_pipelines.core.packet.packet import load_packet
@@ -41,27 +50,20 @@ def setup(folder: Path, count: int) -> tuple[Any, list[tuple[Any, Any]]]:
     from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.heartbeat import Beat, write_beat
-    from awp_pipelines.orchestration.instance import open_instance_folder
     from awp_pipelines.orchestration.resources import AwpResource
 
-    instance = open_instance_folder(folder / "instance")
-    sensors = []
-    for n in range(count):
-        name = f"p{n:03d}"
-        packet = load_packet(write_dag_packet(folder / name, {"01": "r1"}, name=name))
-        compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))
-        sensors.append((compiled.sensor, compiled.definitions()))
-        job = f"packet__{name}"
-        tags = {"awp/packet": name, "awp/packet_run": f"pr-{name}", "awp/prompt": "01"}
-        live = instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.STARTED,
-                                           tags=tags))
-        instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.SUCCESS,
-                                    tags=tags))
-        write_beat(instance, Beat(live.run_id, f"{name}__01", name, "bench-host", 1, time.time() + 3600, 15.0))
-        pool = compiled.binding.pools["01"]
-        ensure_pool(instance, pool)
-        claim_slot(instance, pool, live.run_id, f"{name}__01")
-    return instance, sensors
+    packet = load_packet(write_dag_packet(folder / name, {"01": "r1"}, name=name))
+    compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(state)))
+    job = f"packet__{name}"
+    tags = {"awp/packet": name, "awp/packet_run": f"pr-{name}", "awp/prompt": "01"}
+    live = instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.STARTED,
+                                       tags=tags))
+    instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.SUCCESS, tags=tags))
+    write_beat(instance, Beat(live.run_id, f"{name}__01", name, "bench-host", 1, time.time() + 3600, 15.0))
+    pool = compiled.binding.pools["01"]
+    ensure_pool(instance, pool)
+    claim_slot(instance, pool, live.run_id, f"{name}__01")
+    return compiled.sensor, compiled.definitions()
 
 
 def timed(sensor: Any, instance: Any, defs: Any, cursors: dict[str, str | None]) -> tuple[float, float]:

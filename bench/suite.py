@@ -132,6 +132,20 @@ def _scale_rows(d: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _daemon_cpu_rows(d: dict[str, Any]) -> list[Row]:
+    base = d["rows"][0]
+    rows = [Row(f"the real `dagster-daemon`, {r['packets']} packets in the location: one packet's recovery tick",
+                f"{r['tick_ms']} ms (housekeeping tick {r['housekeeping_ms']} ms)",
+                f"{base['packets']} packet: {base['tick_ms']} ms", f"{r['tick_ratio']}x", f"<= {d['tick_goal']}x",
+                _verdict(r["tick_ratio"] is not None and r["tick_ratio"] <= d["tick_goal"])) for r in d["rows"][1:]]
+    rows += [Row(f"the real `dagster-daemon`'s CPU (daemon + code server, measured over {r['window_s']:g} s), "
+                 f"{r['packets']} packets", f"{r['cpu_s_per_min']} CPU s/min = {r['core_pct']}% of a core",
+                 f"{base['packets']} packet: {base['cpu_s_per_min']} CPU s/min", f"{r['cpu_ratio']}x",
+                 f"<= {d['cpu_goal_pct']}% of a core", _verdict(r["core_pct"] <= d["cpu_goal_pct"]))
+             for r in d["rows"]]
+    return rows
+
+
 def _limit_rows(d: dict[str, Any]) -> list[Row]:
     if d["where"] == "under the daemon":
         return [Row("rate limit → next Attempt started, under the daemon",
@@ -183,6 +197,9 @@ BENCHES = [
           _tick_rows, ".venv/bin/python bench/sensor_tick.py"),
     Bench("scale", [PY + "sensor_scale.py"], [PY + "sensor_scale.py", "--packets", "1", "10", "--ticks", "3"],
           _scale_rows, ".venv/bin/python bench/sensor_scale.py"),
+    Bench("daemon-cpu", [PY + "sensor_daemon_cpu.py"],
+          [PY + "sensor_daemon_cpu.py", "--packets", "1", "10", "--seconds", "10"], _daemon_cpu_rows,
+          ".venv/bin/python bench/sensor_daemon_cpu.py"),
     Bench("limit", [PY + "rate_limit.py"], [PY + "rate_limit.py", "--repeat", "1", "--backoff-ms", "1000"],
           _limit_rows, ".venv/bin/python bench/rate_limit.py"),
     Bench("limit-daemon", [PY + "rate_limit.py", "--daemon"],
