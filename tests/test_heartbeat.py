@@ -21,7 +21,7 @@ from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.lease import leased, tree_pool
-from awp_pipelines.orchestration.step_executor import parallel_executor
+from awp_pipelines.orchestration.step_executor import RunBeatingExecutor, parallel_executor
 
 
 @pytest.fixture
@@ -97,12 +97,17 @@ def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch
         return InitExecutorContext(job=InMemoryJob(nothing), executor_def=executor_def, executor_config=config,
                                    instance=instance)
 
+    def chosen(config: dict) -> object:  # type: ignore[type-arg]
+        made = create(context(config))
+        assert isinstance(made, RunBeatingExecutor)  # every choice beats for its run
+        return made.inner
+
     retries = {"enabled": {}}
-    assert isinstance(create(context({"in_process": {"retries": retries}})), InProcessExecutor)
+    assert isinstance(chosen({"in_process": {"retries": retries}}), InProcessExecutor)
     multi = {"max_concurrent": 2, "retries": retries, "start_method": {"forkserver": {}}}
-    assert isinstance(create(context({"multiprocess": multi})), MultiprocessExecutor)
+    assert isinstance(chosen({"multiprocess": multi}), MultiprocessExecutor)
     monkeypatch.setattr("multiprocessing.current_process", lambda: SimpleNamespace(daemon=True))
-    assert isinstance(create(context({"multiprocess": multi})), InProcessExecutor)
+    assert isinstance(chosen({"multiprocess": multi}), InProcessExecutor)
 
 
 def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -22,10 +22,12 @@ from dagster import (
 )
 
 
-def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorDefinition:
+def multi_or_in_process(name: str, multiprocess: Mapping[str, Any],
+                        wrap: Callable[[Executor], Executor] = lambda chosen: chosen) -> ExecutorDefinition:
     """Dagster's multi-or-in-process executor with AWP's multiprocess settings as its default: run config
     `execution: {config: {in_process: {}}}` runs the steps in the run worker's own process, and so does a
-    daemonic process (a Celery prefork child), which may not start step processes."""
+    daemonic process (a Celery prefork child), which may not start step processes. `wrap` is given the
+    executor chosen and returns the one that runs."""
 
     base = multi_or_in_process_executor  # Dagster's public executor: its config schema, requirements and executors
 
@@ -45,8 +47,8 @@ def multi_or_in_process(name: str, multiprocess: Mapping[str, Any]) -> ExecutorD
                       or {"retries": config["multiprocess"]["retries"]}}  # type: ignore[index]
         create = base.executor_creation_fn
         assert create is not None  # Dagster's own executor always has one
-        return create(InitExecutorContext(job=init_context.job, executor_def=base, executor_config=chosen,
-                                          instance=init_context.instance))
+        return wrap(create(InitExecutorContext(job=init_context.job, executor_def=base, executor_config=chosen,
+                                               instance=init_context.instance)))
 
     return _executor
 

@@ -6,8 +6,9 @@ leaves its task STARTED forever: the run stays STARTED and holds its work tree a
 prompt compute, while it runs, writes a beat (time, host, pid, every how often) to the instance's key-value
 table every `AWP_HEARTBEAT_S` seconds, from a thread of its own. The recovery sensor (and the next `awp run`)
 fails the packet's unfinished runs whose beat is older than its bound and frees their slots, so the retry is
-launched on a live worker. The beat is removed when the compute ends, so a run waiting between steps (for a
-pool slot, say) is never judged by it.
+launched on a live worker. The beat is removed when the compute ends. The run worker beats too, for the whole
+run (step_executor.py): a run waiting between steps (for a pool slot, say) is alive while its worker is, and a
+worker killed before any compute began is noticed as well.
 
 The bound is in the beat (`4 x every + 10 s`): the writer, not the reader, says how often it beats. Beats
 are stamped with the writer's clock: hosts need synchronized clocks (NTP) well within that bound.
@@ -33,6 +34,7 @@ from awp_pipelines.dagster_compat.pools import free_run_slots
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 
 DEFAULT_EVERY_S = 15.0
+RUN_STEP = "(run)"  # the run worker's own beat, beside its computes' (step_executor.py): no step key has brackets
 
 
 def every_s() -> float:

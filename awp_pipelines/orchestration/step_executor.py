@@ -1,11 +1,17 @@
 """The packet job's executor: prompts that may overlap run as step processes forked from a forkserver that imported
-AWP and Dagster once (parallel.py builds and runs the job)."""
+AWP and Dagster once (parallel.py builds and runs the job); the run worker beats for its run while it orchestrates.
+"""
 
 from __future__ import annotations
 
-from dagster import ExecutorDefinition
+from collections.abc import Iterator
+from typing import Any
 
+from dagster import DagsterEvent, Executor, ExecutorDefinition
+
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_process
+from awp_pipelines.orchestration.heartbeat import RUN_STEP, beating
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -25,4 +31,29 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
     Celery worker, the recovery sensor's one-prompt launches); so does a daemonic process (a Celery prefork
     child), which may not start the forkserver's children."""
     return multi_or_in_process("awp_multiprocess", {"max_concurrent": max_concurrent, "start_method": {
-        "forkserver": {"preload_modules": STEP_PRELOAD}}})
+        "forkserver": {"preload_modules": STEP_PRELOAD}}}, RunBeatingExecutor)
+
+
+class RunBeatingExecutor(Executor):
+    """Dagster's executor, beating for the run from its run worker while it orchestrates the steps.
+
+    A step's compute beats only while it runs (heartbeat.py). A run worker killed before its first compute (its
+    steps waiting for a pool slot, its step processes starting) left no beat, and the default run launcher has no
+    health check for run monitoring to ask: the run stayed STARTED for good, holding its pool slots. The run's
+    own beat makes that run silent, and the housekeeping sensor (or the next `awp run`) fails it."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    @property
+    def retries(self) -> Any:  # RetryMode: not exported by dagster
+        return self.inner.retries
+
+    @property
+    def step_dependency_config(self) -> Any:
+        return self.inner.step_dependency_config
+
+    def execute(self, plan_context: Any, execution_plan: Any) -> Iterator[DagsterEvent]:
+        run = plan_context.dagster_run
+        with beating(plan_context.instance, run.run_id, RUN_STEP, run.tags.get(tags.PACKET, "")):
+            yield from self.inner.execute(plan_context, execution_plan)
