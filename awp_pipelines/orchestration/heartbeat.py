@@ -61,6 +61,11 @@ class Beat:
         return f"{tags.HEARTBEAT_KEY}{self.run_id}/{self.step}"
 
     @property
+    def of_run(self) -> bool:
+        """The run worker's beat (step_executor.py), not a compute's."""
+        return self.step == RUN_STEP
+
+    @property
     def bound_s(self) -> float:
         """Four missed beats and some slack: a busy database or a paused VM is not a dead host."""
         return 4 * self.every + 10

@@ -212,12 +212,13 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
         top.dep.wait_until(lambda i: _run_of(i, a2) is not None, 600, f"the sensor to launch {a2}")
         for prompt in ("02", "03", "04"):  # queued behind the retry: they run beside it, on the other worker
             top.launch(prompt, tags={"awp/packet_run": PACKET_RUN})
-        top.dep.wait_until(lambda i: (r := _run_of(i, a2)) is not None and r.run_id in {b.run_id for b in beats(i)},
+        top.dep.wait_until(lambda i: (r := _run_of(i, a2)) is not None
+                           and r.run_id in {b.run_id for b in beats(i) if not b.of_run},  # its compute's, not its run's
                            600, f"Attempt {a2} to beat")
         with top.dep.instance() as instance:
             hung = _run_of(instance, a2)
             assert hung is not None
-            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id]
+            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id and not b.of_run]
             done_before = {r.run_id for r in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.SUCCESS]))}
         # In parallel: a run that succeeds now ran while 01's second Attempt was running, on the other host.
         top.dep.wait_until(lambda i: any(r.run_id not in done_before for r in i.get_runs(
