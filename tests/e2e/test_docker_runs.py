@@ -176,6 +176,45 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
 
 
 
+def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_repair(
+        docker_host: str, tmp_path: Path, fresh_pg_database: sa.URL, make_git_repo: Callable[[Path], Path]) -> None:
+    """"Materialize all" on the lineage page launches Dagster's own `__ASSET_JOB`, untagged, into a container: its
+    steps run by AWP's executor rules there (in process: the run worker is the container's pid 1), the compute tags
+    the run, and the recovery sensor launches 01's repair in a container of its own; both prompts end committed."""
+    from awp_pipelines.dagster_compat.pools import slot_holders
+
+    client = docker.DockerClient(base_url=docker_host, timeout=60)
+    remotes = {}
+    for name in ("alpha", "beta"):
+        remotes[name] = tmp_path / f"{name}.git"
+        _git("clone", "--quiet", "--bare", make_git_repo(tmp_path / f"seed-{name}"), remotes[name])
+    misses_then_writes = {"01": [{"messages": ["nothing written yet"]},
+                                 {"writes": [{"path": "alpha.txt", "text": "01"}]}]}
+    project = make_project(tmp_path / "project", {"spread": _packet(tmp_path / "source", remotes,
+                                                                     misses_then_writes)})
+    home = _home(tmp_path / "dagster-home", fresh_pg_database, _image(client), _host_mounts(), tmp_path)
+    with deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
+        first = dep.materialize_all("spread")
+
+        def settled(i: DagsterInstance) -> bool:
+            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            return len(runs) >= 2 and all(r.is_finished for r in runs) and not slot_holders(i)
+        dep.wait_until(settled, 600, "the asset job and 01's repair to end, no slot held")
+        with dep.instance() as instance:
+            launched = instance.get_run_by_id(first)
+            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            assert launched is not None, _post_mortem(client, instance, first)
+    assert launched.job_name == "__ASSET_JOB" and "docker/container_id" in launched.tags
+    packet_run = launched.tags["awp/packet_run"]  # the compute tagged the UI's run; the repair joined it
+    assert {r.tags.get("awp/packet_run") for r in runs} == {packet_run}
+    repair = next(r for r in runs if r.run_id != first)
+    assert repair.status == DagsterRunStatus.SUCCESS and repair.tags["awp/attempt"] == f"{packet_run}.01.a2"
+    assert repair.tags["docker/container_id"] != launched.tags["docker/container_id"]
+    branch = f"refs/heads/awp/spread/{packet_run}"
+    assert _git("-C", remotes["alpha"], "show", f"{branch}:alpha.txt") == "01"
+    assert _git("-C", remotes["beta"], "show", f"{branch}:beta.txt") == "02"
+    assert f"AWP-Attempt: {packet_run}.01.a2" in _git("-C", remotes["alpha"], "log", "-1", "--format=%B", branch)
+
 @pytest.mark.parametrize("isolation", ["sandbox", "none"])
 def test_the_attack_table_through_the_docker_launcher(
         isolation: str, docker_host: str, tmp_path: Path, fresh_pg_database: sa.URL,
