@@ -4,15 +4,19 @@ The demo packet's job runs once in process, as "Materialize all" from the UI lau
 completes, 02 misses a verifier item (its repair is due) and 03 hits a rate limit (its retry is due). Nothing
 launches them, so the UI holds that moment: the packet run's root run names what comes next for each prompt,
 the failed Attempts' assets read Failed in the graph, and a failed Attempt is not a materialization in its
-asset's events. Screenshots stay under the test's tmp_path.
+asset's events. Then 02's repair is launched through the webserver's GraphQL as `awp repair` decides it, into
+the run queue of a deployment's instance (QueuedRunCoordinator) with no daemon to start it: the graph shows it
+queued, not done. Screenshots stay under the test's tmp_path.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +27,11 @@ from ui_server import free_port, stop_group, wait_for_server
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.manual_repair import plan_repair
 from awp_pipelines.orchestration.naming import job_name
 
 pytestmark = [pytest.mark.slow]
@@ -51,7 +58,41 @@ def _demo_run_without_daemon(base: Path, home: Path) -> tuple[Path, str]:
     finally:
         instance.dispose()
     assert not result.success  # 02 and 03 did not complete: the run is red, as in the UI
+    # From here on, launched runs wait in the queue, as in a deployment (the repo's dagster.yaml); no daemon
+    # starts them.
+    config = home / "dagster.yaml"
+    config.write_text(config.read_text().replace("class: DefaultRunCoordinator", "class: QueuedRunCoordinator"))
     return project, result.run_id
+
+
+_LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
+  ... on LaunchRunSuccess { run { runId status } } ... on PythonError { message } } }"""
+
+
+def _queue_repair(url: str, project: Path, home: Path, root_run: str, prompt: str) -> dict[str, Any]:
+    """`prompt`'s repair as `awp repair` decides it, launched as the UI launches a run (GraphQL `launchRun`)."""
+    packet = project / "assets" / "demo"
+    compiled = packet_assets(load_packet(packet), load_catalog(project / "resources" / "providers.yaml"))
+    instance = open_instance_folder(home)
+    try:
+        root = instance.get_run_by_id(root_run)
+        assert root is not None
+        packet_run, launch = plan_repair(instance, compiled.binding, prompt, root.tags[tags.PACKET_RUN], None)
+    finally:
+        instance.dispose()
+    key = compiled.binding.key(prompt)
+    run_tags = {**launch.run_tags(compiled.packet.name, packet_run), PARENT_RUN_ID_TAG: root_run,
+                ROOT_RUN_ID_TAG: root_run}
+    params = {"selector": {"repositoryLocationName": "awp_pipelines", "repositoryName": "__repository__",
+                           "jobName": job_name(compiled.packet), "assetSelection": [{"path": list(key.path)}]},
+              "runConfigData": launch_run_config(key, launch), "mode": "default",
+              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in run_tags.items()]}}
+    request = urllib.request.Request(f"{url}/graphql", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"query": _LAUNCH, "variables": {"p": params}}).encode())
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        launched = json.loads(answer.read())["data"]["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return dict(launched["run"])
 
 
 def _graph_node(page: Any, title: str) -> Any:
@@ -110,6 +151,21 @@ def test_the_ui_tells_a_failed_attempt_and_a_queued_repair_from_a_success(
         screenshot(page, shots, "03-events-failed-attempt", full_page=False)
         open_asset_events(page, url, ["demo", "01_write_greeting"])
         assert page.locator("[role='img'][aria-label='run_success']").count() >= 1
+        # -- 02's repair queued: its node is neither Failed nor Materialized but queued (a stopped spinner) ----
+        queued = _queue_repair(url, project, home, run_id, "02")
+        assert queued["status"] == "QUEUED"
+        open_asset_graph(page, url)
+        node = _graph_node(page, "02_write_changelog")
+        node.get_by_text(queued["runId"][:8]).wait_for()
+        assert node.get_by_text("Materializing...").count() == 1 and node.get_by_text("Failed").count() == 0
+        assert node.locator("[class*='Spinner_stopped']").count() == 1  # Dagster's "queued", not running
+        screenshot(page, shots, "04-graph-repair-queued", full_page=False)
+        open_runs(page, url)
+        page.get_by_text("Queued (1)").wait_for()  # the Runs page's Queued tab counts it
+        link = page.locator(f"a[href='/runs/{queued['runId']}']").first
+        row = link.locator("xpath=ancestor::*[.//*[text()='Queued']][1]").inner_text()  # its row, its status
+        assert f"{tags.MODE}: repair" in row and f"{tags.PROMPT}: 02" in row, row
+        screenshot(page, shots, "05-runs-repair-queued", full_page=False)
         print(f"\nscreenshots: {shots}")
     finally:
         browser.close()
