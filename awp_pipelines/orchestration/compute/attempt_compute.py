@@ -55,6 +55,7 @@ from awp_pipelines.orchestration.compute.target_check import probed, specs_for
 from awp_pipelines.orchestration.compute.work_trees import checkpoints_to_restore, clear_dead_work
 from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompts_of_run, with_attempt
 from awp_pipelines.orchestration.lease import Lease, leased
+from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 
 # The last: the packet run's history with this Attempt in it (packet_run_tag.py reads no history again).
@@ -138,6 +139,8 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
             mark_superseded(context, binding, prompt.id, packet_run, state.superseded,
                             history.agent_runs[prompt.id].intents.get(state.superseded, ""))
         mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
+        # The packet run's root run says this Attempt runs (and what else is queued or waiting).
+        tag_root_run(context, binding, history, running=(prompt.id, launch.number))
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
         ended = AttemptEnded(prompt.id, identity.attempt_id, record.result)
