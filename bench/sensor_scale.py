@@ -1,5 +1,5 @@
 """The sensors of one code location as packets grow: 1, 50 and 200 packets on one embedded SQLite instance.
-Goal: one packet's recovery-sensor tick with 200 packets <= 2x the same tick with 1 packet, and the sensor
+Goal: the recovery-sensor tick with 200 packets <= 2x the same tick with 1 packet, and the sensor
 daemon's CPU for the whole location <= 10% of one core.
 
     .venv/bin/python bench/sensor_scale.py [--packets 1 50 200] [--ticks 20] [--json]
