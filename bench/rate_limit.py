@@ -87,13 +87,15 @@ def _stamp(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
-def sensor_ticks(instance: DagsterInstance, packet: str, since: float) -> tuple[float, float]:
-    """(median spacing between the packet's recovery-sensor ticks, median tick duration) since `since`."""
+def sensor_ticks(instance: DagsterInstance, since: float) -> tuple[float, float]:
+    """(median spacing between the recovery sensor's ticks, median tick duration) since `since` (the
+    location's one sensor, for every packet)."""
     from dagster._core.scheduler.instigation import InstigatorType
 
-    name = f"packet__{packet}__recovery"  # naming.recovery_sensor_name, which takes a loaded Packet
+    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
+
     state = next(s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
-                 if s.instigator_name == name)
+                 if s.instigator_name == RECOVERY_SENSOR)
     ticks = sorted((t for t in instance.get_ticks(state.instigator_origin_id, state.selector_id, after=since)
                     if t.tick_data.end_timestamp), key=lambda t: t.timestamp)
     spacing = [b.timestamp - a.timestamp for a, b in zip(ticks, ticks[1:], strict=False)]
@@ -110,7 +112,7 @@ def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     runs = launch_and_settle(dep, limited, runs=2)
     with dep.instance() as instance:
         first, retry = (attempt_records(instance, r.dagster_run.run_id) for r in runs[:2])
-        tick_every, tick = sensor_ticks(instance, limited, runs[0].create_timestamp.timestamp())
+        tick_every, tick = sensor_ticks(instance, runs[0].create_timestamp.timestamp())
         plain_run = launch_and_settle(dep, plain)[0]
         base = attempt_records(instance, plain_run.dagster_run.run_id)
     assert len(runs) == 2 and first[0].ended_at and retry[0].started_at, runs

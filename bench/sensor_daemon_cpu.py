@@ -1,12 +1,12 @@
 """The real sensor daemon as packets grow: `dagster-daemon run` on a project with 1, 50 and 200 packets in one
 code location (the packets and their live runs of bench/sensor_scale.py), its measured CPU and its sensors'
-tick latencies. Goal: one packet's tick with 200 packets <= 2x with 1 packet; the daemon <= 10% of one core.
+tick latencies. Goal: the recovery tick with 200 packets <= 2x with 1 packet; the daemon <= 10% of one core.
 
     .venv/bin/python bench/sensor_daemon_cpu.py [--packets 1 50 200] [--seconds 60] [--json]
 
 For each size the daemon starts on its own embedded SQLite instance (DAGSTER_HOME) with the project's
-workspace.yaml and the sensor interval as shipped; once the code location has loaded and both the first
-packet's recovery sensor and the housekeeping sensor have ticked twice, the CPU seconds (user + system, reaped
+workspace.yaml and the sensor interval as shipped; once the code location has loaded and both its recovery
+sensor (one for every packet) and the housekeeping sensor have ticked twice, the CPU seconds (user + system, reaped
 children included) of every process of the daemon's session (the daemon and its gRPC code server) are read
 from /proc over --seconds. The tick latencies are the ticks' stored start and end times within that window."""
 
@@ -29,7 +29,6 @@ from emit import emit  # noqa: E402
 from sensor_scale import CPU_GOAL_PCT, TICK_GOAL, add_packet  # noqa: E402
 
 CLOCK = os.sysconf("SC_CLK_TCK")
-FIRST = "packet__p000__recovery"
 
 
 def session_cpu_s(sid: int) -> tuple[float, float]:
@@ -61,15 +60,16 @@ def tick_latencies(instance: Any, sensor: str, start: float, end: float) -> list
 
 
 def wait_ready(instance: Any, proc: subprocess.Popen[bytes], log: Path, since: float) -> float:
-    """Wait for two completed ticks of the first packet's sensor and of the housekeeping sensor: the location
-    has loaded and the daemon is in its steady loop. The seconds it took."""
+    """Wait for two completed ticks of the recovery sensor and of the housekeeping sensor: the location has
+    loaded and the daemon is in its steady loop. The seconds it took."""
     from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING_SENSOR
+    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
 
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"dagster-daemon exited:\n{log.read_text()[-3000:]}")
-        if all(sensor_ticks(instance, s, since) >= 2 for s in (FIRST, HOUSEKEEPING_SENSOR)):
+        if all(sensor_ticks(instance, s, since) >= 2 for s in (RECOVERY_SENSOR, HOUSEKEEPING_SENSOR)):
             return time.time() - since
         time.sleep(2)
     raise SystemExit(f"the sensors did not tick within 600 s; see {log}")
@@ -78,6 +78,7 @@ def wait_ready(instance: Any, proc: subprocess.Popen[bytes], log: Path, since: f
 def measure(count: int, seconds: float) -> dict[str, Any]:
     from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING_SENSOR
     from awp_pipelines.orchestration.instance import open_instance_folder
+    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
 
     with tempfile.TemporaryDirectory(prefix="awp-bench-daemon-cpu-") as tmp:
         folder = Path(tmp)
@@ -99,7 +100,7 @@ def measure(count: int, seconds: float) -> dict[str, Any]:
             cpu0, t0 = session_cpu_s(proc.pid), time.time()
             time.sleep(seconds)
             cpu1, t1 = session_cpu_s(proc.pid), time.time()
-            packet = tick_latencies(instance, FIRST, t0, t1)
+            packet = tick_latencies(instance, RECOVERY_SENSOR, t0, t1)
             house = tick_latencies(instance, HOUSEKEEPING_SENSOR, t0, t1)
         finally:
             stop_groups([proc])
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()]}
     lines = [f"{r['packets']:>4} packets: daemon {r['cpu_s_per_min']} CPU s/min ({r['core_pct']}% of a core, "
              f"{r['cpu_ratio']}x; the daemon process alone {r['daemon_only_s_per_min']}), "
-             f"packet tick {r['tick_ms']} ms ({r['tick_ratio']}x, {r['ticks']} ticks), "
+             f"recovery tick {r['tick_ms']} ms ({r['tick_ratio']}x, {r['ticks']} ticks), "
              f"housekeeping tick {r['housekeeping_ms']} ms ({r['housekeeping_ticks']} ticks); "
              f"ready after {r['ready_s']} s, window {r['window_s']} s" for r in rows]
     lines.append(f"tick at {top['packets']} packets / at {base['packets']}: {top['tick_ratio']}x "

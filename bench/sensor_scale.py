@@ -1,13 +1,13 @@
 """The sensors of one code location as packets grow: 1, 50 and 200 packets on one embedded SQLite instance.
-Goal: one packet's recovery-sensor tick with 200 packets <= 2x the same tick with 1 packet, and the sensor
+Goal: the recovery-sensor tick with 200 packets <= 2x the same tick with 1 packet, and the sensor
 daemon's CPU for the whole location <= 10% of one core.
 
     .venv/bin/python bench/sensor_scale.py [--packets 1 50 200] [--ticks 20] [--json]
 
 Each packet has one prompt and, as under load, one live run whose compute beats and holds its work tree's
-pool slot, and one ended run. The tick is `evaluate_tick` of the first packet's recovery sensor (median of
---ticks after warm ones); the location's housekeeping sensor's tick beside it. The daemon's CPU per minute is
-one round of every sensor of the location (each packet's recovery sensor and the housekeeping sensor, the
+pool slot, and one ended run. The tick is `evaluate_tick` of the location's one recovery sensor, which serves
+every packet (median of --ticks after warm ones); the location's housekeeping sensor's tick beside it. The
+daemon's CPU per minute is one round of the location's sensors (the recovery and the housekeeping sensor, the
 process CPU time they take in this process) times the rounds a minute holds (a tick every TICK_EVERY_S):
 the sensors' evaluation, which grows with packets, not the daemon's fixed loop around it."""
 
@@ -31,18 +31,21 @@ CPU_GOAL_PCT = 10.0
 WARM = 3
 
 
-def setup(folder: Path, count: int) -> tuple[Any, list[tuple[Any, Any]]]:
-    """The instance and each packet's (sensor, definitions), with a live beating run holding a slot and an
-    ended run per packet."""
+def setup(folder: Path, count: int) -> tuple[Any, Any, Any]:
+    """The instance, the location's recovery sensor and its definitions, with a live beating run holding a slot
+    and an ended run per packet."""
+    from awp_pipelines.orchestration.assets import location_definitions
     from awp_pipelines.orchestration.instance import open_instance_folder
+    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
 
     instance = open_instance_folder(folder / "instance")
-    return instance, [add_packet(instance, folder, f"p{n:03d}", folder / "state") for n in range(count)]
+    defs = location_definitions([add_packet(instance, folder, f"p{n:03d}", folder / "state") for n in range(count)])
+    return instance, defs.resolve_sensor_def(RECOVERY_SENSOR), defs
 
 
-def add_packet(instance: Any, folder: Path, name: str, state: Path) -> tuple[Any, Any]:
+def add_packet(instance: Any, folder: Path, name: str, state: Path) -> Any:
     """A one-prompt packet at folder/name with a live run (beating, holding its tree's slot) and an ended run
-    on `instance`: its recovery sensor and definitions."""
+    on `instance`: the compiled packet."""
     from dagster import DagsterRun, DagsterRunStatus
 
     from awp_pipelines.core.packet.packet import load_packet
@@ -63,7 +66,7 @@ def add_packet(instance: Any, folder: Path, name: str, state: Path) -> tuple[Any
     pool = compiled.binding.pools["01"]
     ensure_pool(instance, pool)
     claim_slot(instance, pool, live.run_id, f"{name}__01")
-    return compiled.sensor, compiled.definitions()
+    return compiled
 
 
 def timed(sensor: Any, instance: Any, defs: Any, cursors: dict[str, str | None]) -> tuple[float, float]:
@@ -82,18 +85,16 @@ def measure(count: int, ticks: int) -> dict[str, Any]:
     from awp_pipelines.orchestration.sensors import TICK_EVERY_S
 
     with tempfile.TemporaryDirectory(prefix="awp-bench-scale-") as tmp:
-        instance, sensors = setup(Path(tmp), count)
+        instance, recovery, defs = setup(Path(tmp), count)
         cursors: dict[str, str | None] = {}
-        first, defs = sensors[0]
         for _ in range(WARM):
-            timed(first, instance, defs, cursors)
+            timed(recovery, instance, defs, cursors)
             timed(HOUSEKEEPING, instance, None, cursors)
-        tick = statistics.median(timed(first, instance, defs, cursors)[0] for _ in range(ticks))
+        tick = statistics.median(timed(recovery, instance, defs, cursors)[0] for _ in range(ticks))
         house = statistics.median(timed(HOUSEKEEPING, instance, None, cursors)[0] for _ in range(ticks))
         rounds = []
         for _ in range(3):  # one round: every sensor of the location once
-            cpu = sum(timed(s, instance, d, cursors)[1] for s, d in sensors)
-            rounds.append(cpu + timed(HOUSEKEEPING, instance, None, cursors)[1])
+            rounds.append(timed(recovery, instance, defs, cursors)[1] + timed(HOUSEKEEPING, instance, None, cursors)[1])
         instance.dispose()
     round_cpu = statistics.median(rounds)
     per_minute = round_cpu * 60 / TICK_EVERY_S

@@ -134,7 +134,7 @@ def _scale_rows(d: dict[str, Any]) -> list[Row]:
 
 def _daemon_cpu_rows(d: dict[str, Any]) -> list[Row]:
     base = d["rows"][0]
-    rows = [Row(f"the real `dagster-daemon`, {r['packets']} packets in the location: one packet's recovery tick",
+    rows = [Row(f"the real `dagster-daemon`, {r['packets']} packets in the location: the recovery tick",
                 f"{r['tick_ms']} ms (housekeeping tick {r['housekeeping_ms']} ms)",
                 f"{base['packets']} packet: {base['tick_ms']} ms", f"{r['tick_ratio']}x", f"<= {d['tick_goal']}x",
                 _verdict(r["tick_ratio"] is not None and r["tick_ratio"] <= d["tick_goal"])) for r in d["rows"][1:]]

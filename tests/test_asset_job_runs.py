@@ -1,5 +1,5 @@
-"""A run of a job Dagster made that ended before its first compute (no AWP tag): the recovery sensor of the packet
-whose prompts it selected tags it as its compute would have and launches the prompts it held in its packet run;
+"""A run of a job Dagster made that ended before its first compute (no AWP tag): the recovery sensor serving the
+packet whose prompts it selected tags it as its compute would have and launches the prompts it held in its packet run;
 a run of no packet's prompts, or one another packet claimed, is left as it is. (The same under a real daemon and
 UI launch: tests/daemon/test_daemon_asset_job_runs.py.)"""
 
@@ -18,8 +18,8 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.asset_job_runs import claim_ended_run
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.recovery_cursor import RecoveryCursor
 from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.sensors import RecoveryCursor
 
 ASSET_JOB = "__ASSET_JOB"
 
@@ -63,7 +63,8 @@ def test_an_untagged_asset_job_run_joins_the_packet_it_selected_and_its_prompts_
 
 
 def test_a_run_claimed_by_another_packet_or_with_a_bad_packet_run_tag_is_left_as_stored(tmp_path: Path) -> None:
-    """The sensors of a round share one read of the ended runs: the second packet's sees the run untagged."""
+    """A tick's read of the ended runs may predate another sensor's claim (another code location on the
+    instance): the run as stored wins, so the second claim sees it tagged and leaves it."""
     mine, other = _compiled(tmp_path, "mine"), _compiled(tmp_path, "other")
     instance = open_instance_folder(tmp_path / "instance")
     try:

@@ -66,7 +66,10 @@ def test_every_packet_is_one_group_and_one_job_with_one_blocking_check_per_verif
             checks = {c for c in graph.asset_check_keys if c.asset_key == prompt_key(packet, prompt.id)}
             assert {c.name for c in checks} == expected
             assert all(graph.get_check_spec(c).blocking for c in checks)
-        assert defs.resolve_sensor_def(f"packet__{group}__recovery") is not None
+    # One recovery sensor for every packet of the location, none of a packet's own.
+    assert [s.name for s in defs.sensors if "recovery" in s.name] == ["awp_recovery"]
+    assert {t.job_name for t in defs.resolve_sensor_def("awp_recovery").targets} == {
+        f"packet__{p.name.replace('-', '_')}" for p in packets}
 
 
 def test_compat_packets_compile_to_groups_with_their_contract_items(compat_root: Path, tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_in_process_run_config_runs_the_steps_in_the_workers_process(monkeypatch
 
 def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path) -> None:
     """Under the daemon the location's housekeeping tick is the judge (once for every packet): a run whose beat
-    went silent is failed, so its packet's recovery sensor launches the retry."""
+    went silent is failed, so the recovery sensor launches the retry."""
     from dagster import build_sensor_context
 
     from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING

@@ -1,6 +1,6 @@
 """One housekeeping loop per instance (orchestration/housekeeping.py): the location's sensor does the work no
-packet owns, one query per concern whatever the number of packets; each packet's recovery sensor does none of
-it; under run monitoring the ended runs' slots are left to Dagster."""
+packet owns, one query per concern whatever the number of packets; the recovery sensor does none of it and reads
+the ended runs once a tick for every packet; under run monitoring the ended runs' slots are left to Dagster."""
 
 from __future__ import annotations
 
@@ -116,23 +116,30 @@ def test_a_packets_recovery_sensor_does_no_housekeeping(instance: DagsterInstanc
     assert [b.run_id for b in beats(instance)] == silent and slot_holders(instance) == set(ended)
 
 
-def test_one_read_of_the_ended_runs_serves_every_packets_tick_of_a_round(instance: DagsterInstance,
-                                                                         tmp_path: Path) -> None:
-    """Three packets' sensors tick one after the other (a daemon round): the runs that ended are read once; a
-    sensor's own next tick reads again, so it never misses a run that ended after its last look."""
+def test_the_locations_one_recovery_sensor_reads_the_ended_runs_once_for_every_packet(instance: DagsterInstance,
+                                                                                     tmp_path: Path) -> None:
+    """Three packets, each with a run that ended: one tick of the location's sensor reads the ended runs once
+    and each packet's run history once; its next tick reads the ended runs again (nothing new: no history)."""
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
-    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.assets import location_definitions, packet_assets
     from awp_pipelines.orchestration.resources import AwpResource
     from tests.dag_packets import write_dag_packet
 
     compiled = [packet_assets(load_packet(write_dag_packet(tmp_path / name, {"01": "r1"}, name=name)), BUILTIN,
                               AwpResource(state_dir=str(tmp_path / "state"))) for name in ("pa", "pb", "pc")]
+    for c in compiled:
+        create_run_for_test(instance, job_name=c.job.name, status=DagsterRunStatus.FAILURE,
+                            tags={"awp/packet": c.packet.name, "awp/packet_run": f"pr-{c.packet.name}"})
+    defs = location_definitions(compiled)
+    [sensor] = defs.sensors
 
-    def tick(packet: object) -> int:
+    def tick(cursor: str | None) -> tuple[str | None, int, int]:
         with counted_queries() as seen:
-            packet.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=packet.definitions()))
-        return sum(1 for s in seen if "FROM runs" in s and "update_timestamp" in s)
+            result = sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs, cursor=cursor))
+        ended = sum(1 for s in seen if "FROM runs" in s and "runs.update_timestamp >" in s)
+        return result.cursor, ended, sum(1 for s in seen if "run_tags_filter0.value" in s)
 
-    assert [tick(c) for c in compiled] == [1, 0, 0]
-    assert tick(compiled[1]) == 1  # its own second look: read afresh
+    cursor, ended, histories = tick(None)
+    assert (ended, histories) == (1, 3)
+    assert tick(cursor)[1:] == (1, 0)

@@ -19,8 +19,8 @@ from awp_pipelines.orchestration import sensors
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.instance import open_instance_folder
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.recovery_cursor import PacketCursor, RecoveryCursor
 from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.sensors import RecoveryCursor
 
 
 def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,
@@ -74,10 +74,10 @@ def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp
         StopStore(instance).resume("pr-07")
         reads.clear()
         result = compiled.sensor.evaluate_tick(build_sensor_context(
-            instance=instance, cursor=RecoveryCursor(after=time.time(), stopped=stopped).dump(),
+            instance=instance, cursor=RecoveryCursor(time.time(), {"tick": PacketCursor(stopped=stopped)}).dump(),
             definitions=compiled.definitions()))
     finally:
         instance.dispose()
     assert looked == ["pr-07"]
-    assert set(json.loads(result.cursor or "{}")["stopped"]) == stopped - {"pr-07"}
+    assert set(json.loads(result.cursor or "{}")["packets"]["tick"]["stopped"]) == stopped - {"pr-07"}
     assert len([keys for keys in reads if len(keys) > 1]) == 1 and len(reads) <= 2, [len(k) for k in reads]

@@ -2,12 +2,14 @@
 launchpad) carry none of a packet job's tags: their first compute adds `awp/packet` and `awp/packet_run`
 (compute/launch_choice.py). A run that ended before it (its worker lost, killed while queued or starting, a
 step process or the code load crashing first) would stay outside every packet run: no sensor recovers it, no
-status shows it. The packet's recovery sensor recognises such a run by its asset selection and gives it the tags
+status shows it. The recovery sensor recognises such a run by its asset selection and gives it the tags
 its compute would have added, so it is an ended run of its packet run like any other (its prompts that never
 started are still planned), and every reader by tag (status, watch, the next compute) sees it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from dagster import DagsterInstance, DagsterRun
 
@@ -36,17 +38,20 @@ def joining_tags(run: DagsterRun, binding: PacketBinding, packet_run: str) -> di
     return wanted
 
 
-def unclaimed(run: DagsterRun, binding: PacketBinding) -> bool:
-    """A run without a packet tag whose asset selection holds prompts of this packet (no selection: not one of
-    Dagster's asset jobs; a packet job's runs carry the tag from their job)."""
-    return tags.PACKET not in run.tags and any(key in binding.keys for key in run.asset_selection or ())
+def claimant(run: DagsterRun, bindings: Sequence[PacketBinding]) -> PacketBinding | None:
+    """The packet an ended run without a packet tag joins: the first of `bindings` whose prompts its asset
+    selection holds (a selection across packets joins the first). None for a packet job's run (it carries the
+    tag from its job) or a run of no served packet's prompts (no selection: not one of Dagster's asset jobs)."""
+    if tags.PACKET in run.tags or not run.asset_selection:
+        return None
+    return next((b for b in bindings if any(key in b.keys for key in run.asset_selection)), None)
 
 
 def claim_ended_run(instance: DagsterInstance, run: DagsterRun, binding: PacketBinding) -> DagsterRun:
-    """An ended `unclaimed` run, tagged as its compute would have tagged it; as stored when another packet's
-    sensor claimed it first (a selection across packets joins the first packet that looks) or its packet-run tag
-    is not a valid id (the compute refuses it too)."""
-    stored = instance.get_run_by_id(run.run_id) or run  # fresh: the read this tick shares may predate a claim
+    """An ended run `claimant` gave to `binding`, tagged as its compute would have tagged it; as stored when
+    another code location's sensor claimed it first or its packet-run tag is not a valid id (the compute
+    refuses it too)."""
+    stored = instance.get_run_by_id(run.run_id) or run  # fresh: the tick's read may predate another's claim
     packet_run = stored.tags.get(tags.PACKET_RUN) or own_packet_run(stored)
     try:
         check_id(packet_run, "packet run id")

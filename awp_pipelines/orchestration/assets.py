@@ -1,11 +1,14 @@
 """The one builder: packet → Dagster definitions. One asset per prompt (its compute runs one Attempt), one
-blocking check per verifier item, one asset group, one asset job and one recovery sensor per packet.
+blocking check per verifier item, one asset group and one asset job per packet; one recovery sensor for the
+packets of a code location (`location_definitions`), or its own for a packet alone (`CompiledPacket.definitions`).
 
 `definitions.py`, `PacketComponent` and `awp run` all build through `packet_assets`.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dagster import (
@@ -30,9 +33,9 @@ from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.compute.launch_choice import NEEDS_DAEMON
-from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.naming import RECOVERY_SENSOR, job_name, recovery_sensor_name
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
-from awp_pipelines.orchestration.sensors import recovery_sensor
+from awp_pipelines.orchestration.sensors import ServedPacket, recovery_sensor
 from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, parallel_executor
 from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
 
@@ -49,15 +52,34 @@ class CompiledPacket:
     binding: PacketBinding
     assets: list[AssetsDefinition]
     job: "UnresolvedAssetJobDefinition"
-    sensor: SensorDefinition
     resources: Mapping[str, ConfigurableResource]
+    state_root: Path  # holds the packet's runner lock (`awp run`'s state dir)
 
     @property
     def packet(self) -> Packet:
         return self.binding.packet
 
-    def definitions(self) -> Definitions:
-        return Definitions(assets=self.assets, jobs=[self.job], sensors=[self.sensor], resources=dict(self.resources))
+    @property
+    def served(self) -> ServedPacket:
+        return ServedPacket(self.binding, self.job, self.state_root)
+
+    @cached_property
+    def sensor(self) -> SensorDefinition:
+        """The packet's own recovery sensor, for a packet alone in its definitions (built when first asked: a
+        code location of many packets has one sensor for them all instead)."""
+        return recovery_sensor([self.served], recovery_sensor_name(self.packet))
+
+    def definitions(self, with_sensor: bool = True) -> Definitions:
+        """The packet alone, with its own recovery sensor (`with_sensor=False`: the caller adds one for several)."""
+        return Definitions(assets=self.assets, jobs=[self.job], sensors=[self.sensor] if with_sensor else [],
+                           resources=dict(self.resources))
+
+
+def location_definitions(compiled: Sequence[CompiledPacket]) -> Definitions:
+    """Several packets in one code location: their assets, jobs and resources, and ONE recovery sensor for them
+    all (the daemon's cost per sensor tick made one sensor per packet most of a core at 200 packets)."""
+    sensor = recovery_sensor([c.served for c in compiled], RECOVERY_SENSOR)
+    return Definitions.merge(*(c.definitions(with_sensor=False) for c in compiled), Definitions(sensors=[sensor]))
 
 
 def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None = None,
@@ -85,8 +107,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
                            tags={tags.PACKET: packet.name, **WORKER_LOSS_ONLY},
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
-    sensor = recovery_sensor(binding, job_name(packet), resource.state_root(packet.root))
-    return CompiledPacket(binding, assets, job, sensor, {binding.resource: resource})
+    return CompiledPacket(binding, assets, job, {binding.resource: resource}, resource.state_root(packet.root))
 
 
 def _prompt_asset(binding: PacketBinding, prompt: Prompt, translator: PacketTranslator,

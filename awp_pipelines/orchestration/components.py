@@ -27,7 +27,11 @@ from awp_pipelines.orchestration.translator import PacketTranslator, load_transl
 
 class PacketComponent(Component, Model, Resolvable):
     """One AWP packet: an asset per prompt, a blocking check per verifier item, a `packet__<name>` job and
-    its recovery sensor. Several components load side by side in one code location."""
+    its own recovery sensor (`packet__<name>__recovery`). Several components load side by side in one code
+    location, each with its sensor: a component sees only its own packet, and a sensor's target jobs are fixed
+    when it is built, so one sensor shared by components would need Dagster's private target list changed
+    after the fact. A project of many packets loads them as `definitions.py` does (one `awp_recovery` sensor
+    for all of them: `assets.location_definitions`)."""
 
     path: str
     providers_file: str | None = None

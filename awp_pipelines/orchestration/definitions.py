@@ -18,7 +18,7 @@ from awp_pipelines.core.packet.automation import load_automation
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
-from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.assets import location_definitions, packet_assets
 from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
 from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.resources import AwpResource
@@ -72,11 +72,12 @@ def _build(root: Path) -> Definitions:
                               key="schedules.packet", hint=f"known packets: {', '.join(jobs) or 'none'}")
         schedules.append(ScheduleDefinition(name=f"{dagster_name(spec.packet)}_schedule", job=jobs[spec.packet],
                                             cron_schedule=spec.cron, execution_timezone=spec.timezone))
-    # One housekeeping sensor for the location, whatever the number of packets (housekeeping.py).
+    # One recovery sensor (location_definitions) and one housekeeping sensor (housekeeping.py) for the location,
+    # whatever the number of packets.
     # The location's default executor is AWP's, for the jobs Dagster makes itself: "Materialize all" and the
     # asset pages launch `__ASSET_JOB`, which in a Celery prefork worker (a daemonic process) must run its
     # steps in process, as each packet's job does; Dagster's default executor died there starting children.
-    defs = Definitions.merge(*(c.definitions() for c in compiled),
+    defs = Definitions.merge(location_definitions(compiled),
                              Definitions(schedules=schedules, sensors=[HOUSEKEEPING],
                                          executor=parallel_executor()))
     defs.get_repository_def()  # resolved and validated here, as a code server does first (Dagster caches it)

@@ -8,7 +8,7 @@ What no packet owns is done here once a tick, one query per concern, whatever th
   more), unless Dagster's run monitoring does it (`run_monitoring.free_slots_after_run_end_seconds` on an
   enabled run monitoring: the daemon that ticks this sensor runs it too).
 
-Each packet's recovery sensor (sensors.py) then reads only what its packet needs. `awp run`, which has no daemon,
+The recovery sensor (sensors.py) then reads only what its packets need. `awp run`, which has no daemon,
 does the same work for its packet before it starts (reaper.reap_dead_runs).
 """
 

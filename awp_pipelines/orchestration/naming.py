@@ -27,5 +27,11 @@ def job_name(packet: Packet) -> str:
     return f"packet__{dagster_name(packet.name)}"
 
 
+# The code location's one recovery sensor, for all its packets (sensors.py).
+RECOVERY_SENSOR = "awp_recovery"
+
+
 def recovery_sensor_name(packet: Packet) -> str:
+    """The recovery sensor of a packet alone in its definitions (a `PacketComponent`, `awp run`): beside
+    another packet's, its name must differ."""
     return f"{job_name(packet)}__recovery"

@@ -1,23 +1,30 @@
-"""The recovery sensor: under the daemon, what `awp run` does in process. One per packet.
+"""The recovery sensor: under the daemon, what `awp run` does in process. One per code location, for every
+packet of it (a packet alone in its definitions, as a `PacketComponent`, has one of its own).
 
-Each tick looks at the packet runs whose runs ended since its cursor (and those still waiting for a
-backoff), passes over those a live `awp run` drives (it launches their next Attempts itself), asks
-`next_launches` what comes next, and returns each due launch as a `RunRequest` of one
-prompt, the launch itself its run config (attempt_config.py). The run key is the Attempt's id, so a launch is
-requested once however often it is computed.
+Each tick reads the runs that ended since its cursor once, for every packet (ended_runs.py), gives each to its
+packet by its `awp/packet` tag (a run of Dagster's own asset job that ended untagged is claimed first:
+asset_job_runs.py), and looks at those packet runs and the ones still waiting for a backoff or stopped: it passes
+over those a live `awp run` drives (it launches their next Attempts itself), asks `next_launches` what comes
+next, and returns each due launch as a `RunRequest` of one prompt of its packet's job, the launch itself its
+run config (attempt_config.py). A packet with nothing new costs nothing beyond the shared read. The run key is
+the Attempt's id, so a launch is requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
+
+One sensor rather than one per packet: the daemon's fixed cost per sensor tick (its gRPC call to the code
+server, the tick's state and writes; 65-160 ms of CPU each) made 200 packets' sensors most of a core.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
+    DagsterInstance,
     DagsterRun,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -33,14 +40,17 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, unclaimed
+from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, claimant
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.ended_runs import ended_since
 from awp_pipelines.orchestration.history import PacketRunHistory, decision_inputs, packet_run_history
-from awp_pipelines.orchestration.naming import recovery_sensor_name
 from awp_pipelines.orchestration.reaper import driven_in_process
+from awp_pipelines.orchestration.recovery_cursor import PacketCursor, RecoveryCursor
 from awp_pipelines.orchestration.stop_store import StopStore
+
+if TYPE_CHECKING:
+    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
 
 # Dagster's sensor daemon wakes every 5 s (MIN_INTERVAL_LOOP_TIME) and ticks a sensor only if at least its minimum
 # interval has passed since its last tick. An interval of exactly 5 s lost that race about every other wake-up:
@@ -51,24 +61,22 @@ TICK_EVERY_S = max(INTERVAL_S, DAEMON_LOOP_S)  # how often the sensor ticks unde
 # A launch is one prompt, one step: run in the run worker's own process. A Celery worker's prefork child is
 # daemonic and may not start the multiprocess executor's children (parallel.py falls back there too).
 IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
-_BATCH = 200  # finished runs read per tick; the cursor carries on from the last one
+_BATCH = 200  # ended runs read per tick; the cursor carries on from the last one
+_NAMED = 5  # packets named in the sensor's description; the rest counted
 
 
-@dataclass
-class RecoveryCursor:
-    after: float = 0.0  # update time of the last finished run looked at
-    waiting: set[str] = field(default_factory=set)  # packet runs with a launch waiting for its backoff
-    stopped: set[str] = field(default_factory=set)  # packet runs the user stopped: looked at again once resumed
+@dataclass(frozen=True)
+class ServedPacket:
+    """What the sensor needs of one packet: its binding, its job (the launches' target) and `state_root`, which
+    holds its runner lock (`awp run`'s state dir)."""
 
-    @classmethod
-    def parse(cls, text: str | None) -> RecoveryCursor:
-        if not text:
-            return cls()
-        data = json.loads(text)
-        return cls(float(data.get("after", 0.0)), set(data.get("waiting", [])), set(data.get("stopped", [])))
+    binding: PacketBinding
+    job: UnresolvedAssetJobDefinition
+    state_root: Path
 
-    def dump(self) -> str:
-        return json.dumps({"after": self.after, "waiting": sorted(self.waiting), "stopped": sorted(self.stopped)})
+    @property
+    def name(self) -> str:
+        return self.binding.packet.name
 
 
 def cancel_marker(run: DagsterRun, ended_at: float) -> StopMarker | None:
@@ -90,68 +98,95 @@ def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launc
     return out
 
 
-def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> SensorDefinition:
-    """`state_root` holds the packet's runner lock (`awp run`'s state dir)."""
-    packet = binding.packet
+def served_description(packets: Sequence[ServedPacket]) -> str:
+    names = [p.name for p in packets]
+    shown = ", ".join(names[:_NAMED]) + (f" and {len(names) - _NAMED} more" if len(names) > _NAMED else "")
+    return (f"Retries, fallbacks and repairs of {len(names)} packet(s): {shown or 'none'}; then the prompts whose "
+            "upstream prompts have completed. Decided by the same function as `awp run`.")
 
-    @sensor(name=recovery_sensor_name(packet), job_name=job, minimum_interval_seconds=INTERVAL_S,
-            default_status=DefaultSensorStatus.RUNNING,
-            description=f"Retries, fallbacks and repairs of packet {packet.name}, decided by the same function "
-                        "as `awp run`; then the prompts whose upstream prompts have completed.")
+
+def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinition:
+    """One sensor for every packet of `packets` (their names unique, as their jobs' are)."""
+    served = {p.name: p for p in packets}
+
+    @sensor(name=name, jobs=[p.job for p in packets], minimum_interval_seconds=INTERVAL_S,
+            default_status=DefaultSensorStatus.RUNNING, description=served_description(packets))
     def _recover(context: SensorEvaluationContext) -> SensorResult:
         cursor = RecoveryCursor.parse(context.cursor)
         instance = context.instance
         # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
-        # housekeeping sensor (housekeeping.py), once for every packet; this tick or the next launches its retry.
-        # Every packet's runs that ended since the cursor, this packet's picked out here: a filter on the packet
-        # tag makes the query walk the packet's whole history (1.6x slower at 10,000 past runs than at 100),
-        # while status and update time are one index range that only holds what ended since.
-        # One read serves every packet's tick of a round (ended_runs.py).
-        finished = ended_since(instance, cursor.after, _BATCH, recovery_sensor_name(packet))
-        packet_runs = set(cursor.waiting) | cursor.stopped
-        after = cursor.after
-        stops = StopStore(instance)
-        for record in finished:
-            after = max(after, record.update_timestamp.timestamp())
-            run = record.dagster_run
-            if unclaimed(run, binding):  # a run of `__ASSET_JOB` that ended before its first compute tagged it
-                run = claim_ended_run(instance, run, binding)
-                if run.tags.get(tags.PACKET) == packet.name:
-                    context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
-                                     f"{run.tags.get(tags.PACKET_RUN)}")
-            if run.tags.get(tags.PACKET) != packet.name:
-                continue
-            packet_run = run.tags.get(tags.PACKET_RUN)
-            if packet_run:
-                packet_runs.add(packet_run)
-                marker = cancel_marker(run, (record.end_time or record.update_timestamp.timestamp()))
-                if marker is not None:
-                    stops.stop(packet_run, marker)
-        requests, waiting, stopped = [], set(), set()
+        # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
+        in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
+        after = _take_ended(context, served, cursor.after, in_view)
+        states = StopStore(instance).states(set[str]().union(*in_view.values()))  # one read for every packet
+        requests: list[RunRequest] = []
+        packets: dict[str, PacketCursor] = {}
         now = time.time()
-        states = stops.states(packet_runs)  # one read: the packet runs left stopped stay in view for good
-        for packet_run in sorted(packet_runs):
-            if states[packet_run].stopped:
-                stopped.add(packet_run)  # the user's stop is a decision: nothing launches until a resume
-                continue
-            history = packet_run_history(instance, packet_run, binding.keys)
-            if driven_in_process(history.runs, state_root):
-                waiting.add(packet_run)  # looked at again once its `awp run` has let go
-                continue  # its `awp run` launches what comes next: two drivers made a fallback twice
-            adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
-            inputs = decision_inputs(binding, history)
-            outlook = next_launches(inputs, now, history.stopped)
-            changed = {i.prompt for i in inputs if i.superseded and i.started == i.superseded}
-            for launch in outlook.due:
-                if launch.prompt in changed:  # said once: the launch starts the changed prompt's new AgentRun
-                    context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
-                                     f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
-                key = binding.key(launch.prompt)
-                requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=job, asset_selection=[key],
-                                           run_config={**launch_run_config(key, launch), **IN_PROCESS},
-                                           tags=launch_tags(binding, history, launch)))
-            if outlook.waiting:
-                waiting.add(packet_run)
-        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, waiting, stopped).dump())
+        for name in sorted(in_view):
+            stopped = {r for r in in_view[name] if states[r].stopped}  # a decision: nothing until a resume
+            waiting: set[str] = set()
+            for packet_run in sorted(in_view[name] - stopped):
+                due, waits = _launches(context, served[name], packet_run, now)
+                requests.extend(due)
+                if waits:
+                    waiting.add(packet_run)
+            packets[name] = PacketCursor(waiting, stopped)
+        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, packets).dump())
 
     return _recover
+
+
+def _take_ended(context: SensorEvaluationContext, served: dict[str, ServedPacket], after: float,
+                in_view: dict[str, set[str]]) -> float:
+    """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
+    `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
+    instance = context.instance
+    stops = StopStore(instance)
+    bindings = [p.binding for p in served.values()]
+    for record in ended_since(instance, after, _BATCH):
+        after = max(after, record.update_timestamp.timestamp())
+        run = record.dagster_run
+        owner = claimant(run, bindings)  # a run of `__ASSET_JOB` that ended before its first compute tagged it
+        if owner is not None:
+            run = _claim(context, instance, run, owner)
+        packet, packet_run = run.tags.get(tags.PACKET), run.tags.get(tags.PACKET_RUN)
+        if packet not in served or not packet_run:
+            continue
+        in_view.setdefault(packet, set()).add(packet_run)
+        marker = cancel_marker(run, record.end_time or record.update_timestamp.timestamp())
+        if marker is not None:
+            stops.stop(packet_run, marker)
+    return after
+
+
+def _claim(context: SensorEvaluationContext, instance: DagsterInstance, run: DagsterRun,
+           owner: PacketBinding) -> DagsterRun:
+    claimed = claim_ended_run(instance, run, owner)
+    if claimed.tags.get(tags.PACKET) == owner.packet.name:
+        context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
+                         f"{claimed.tags.get(tags.PACKET_RUN)} of packet {owner.packet.name}")
+    return claimed
+
+
+def _launches(context: SensorEvaluationContext, packet: ServedPacket, packet_run: str,
+              now: float) -> tuple[list[RunRequest], bool]:
+    """The due launches of one packet run as run requests of its packet's job, and whether one waits for its
+    backoff (or for the `awp run` that drives it to let go)."""
+    instance, binding = context.instance, packet.binding
+    history = packet_run_history(instance, packet_run, binding.keys)
+    if driven_in_process(history.runs, packet.state_root):
+        return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
+    adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
+    inputs = decision_inputs(binding, history)
+    outlook = next_launches(inputs, now, history.stopped)
+    changed = {i.prompt for i in inputs if i.superseded and i.started == i.superseded}
+    requests = []
+    for launch in outlook.due:
+        if launch.prompt in changed:  # said once: the launch starts the changed prompt's new AgentRun
+            context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
+                             f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
+        key = binding.key(launch.prompt)
+        requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=packet.job.name,
+                                   asset_selection=[key], run_config={**launch_run_config(key, launch), **IN_PROCESS},
+                                   tags=launch_tags(binding, history, launch)))
+    return requests, bool(outlook.waiting)

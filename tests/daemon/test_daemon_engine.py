@@ -80,7 +80,7 @@ def _steered_to_the_end(running: Deployment, packet: str, iterations: int) -> tu
     first = running.launch_job(f"packet__{packet}")
     running.wait_until(lambda i: len(_runs(i, packet)) >= iterations and all_finished(i, _runs(i, packet)), 300,
                        f"{iterations} iterations")
-    running.wait_for_ticks(f"packet__{packet}__recovery", 3)  # the finish ended it: nothing more may launch
+    running.wait_for_ticks("awp_recovery", 3)  # the finish ended it: nothing more may launch
     with running.instance() as instance:
         runs = _runs(instance, packet)
         return first, runs, _records(instance, runs)
@@ -93,7 +93,7 @@ def test_the_spend_cap_stops_the_recovery_sensor_and_a_ui_termination_cancels_th
     assert running.client().terminate_run(slow) is None  # what the UI's Terminate button sends
     running.wait_until(lambda i: len(_runs(i, "capped")) >= 3 and all_finished(i, _runs(i, "capped"))
                        and all_finished(i, _runs(i, "slow")), 300, "the capped packet's three Attempts")
-    running.wait_for_ticks("packet__capped__recovery", 3)  # three ticks looked: nothing more may be launched
+    running.wait_for_ticks("awp_recovery", 3)  # three ticks looked: nothing more may be launched
     with running.instance() as instance:
         runs = _runs(instance, "capped")
         assert runs[0].run_id == capped and len(runs) == 3
@@ -112,7 +112,7 @@ def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_t
     first, runs, records = _steered_to_the_end(running, "steered", 3)
     assert runs[0].run_id == first and len(runs) == 3
     assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
-    assert all(r.tags["dagster/sensor_name"] == "packet__steered__recovery" for r in runs[1:])
+    assert all(r.tags["dagster/sensor_name"] == "awp_recovery" for r in runs[1:])
     assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
         [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]
     assert all(r["result"] == "completed" for r in records)

@@ -124,7 +124,7 @@ def test_ui_launch_of_the_demo_completes_through_sensor_launched_repair_and_retr
         recovery = {r.tags["awp/prompt"]: r for r in runs[1:]}
         assert {p: r.tags["awp/mode"] for p, r in recovery.items()} == {"02": "repair", "03": "retry"}
         for run in recovery.values():
-            assert run.tags["dagster/sensor_name"] == "packet__demo__recovery"
+            assert run.tags["dagster/sensor_name"] == "awp_recovery"
             assert run.tags["dagster/parent_run_id"] == first and run.tags["dagster/root_run_id"] == first
             assert run.tags["awp/packet_run"] == runs[0].tags["awp/packet_run"]
             assert run.status.value == "SUCCESS"

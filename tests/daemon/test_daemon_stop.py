@@ -59,16 +59,16 @@ def _sensor_holds_stopped(packet_run: str):  # noqa: ANN202
     """The recovery sensor ticked, saw the packet run, and keeps it as stopped (its cursor says so)."""
     def seen(instance: DagsterInstance) -> bool:
         for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-            if state.name == "packet__held__recovery" and state.instigator_data is not None:
+            if state.name == "awp_recovery" and state.instigator_data is not None:
                 cursor = getattr(state.instigator_data, "cursor", None)
-                return bool(cursor) and packet_run in json.loads(cursor).get("stopped", [])
+                return bool(cursor) and packet_run in json.loads(cursor)["packets"].get("held", {}).get("stopped", [])
         return False
     return seen
 
 
 def _nothing_launched_for_two_intervals(dep: Deployment, packet_run: str, runs: int) -> None:
     dep.wait_until(_sensor_holds_stopped(packet_run), 120, "the sensor to hold the packet run as stopped")
-    dep.wait_for_ticks("packet__held__recovery", 2)  # two more ticks: a launch would show as a run
+    dep.wait_for_ticks("awp_recovery", 2)  # two more ticks: a launch would show as a run
     with dep.instance() as instance:
         assert len(_runs(instance)) == runs, [(r.run_id[:8], dict(r.tags)) for r in _runs(instance)]
         assert StopStore(instance).state(packet_run).stopped
@@ -137,7 +137,7 @@ def test_a_ui_cancel_stops_the_packet_run_and_a_ui_launch_of_it_resumes_and_comp
                                                   repository_name="__repository__",
                                                   tags={tags.PACKET_RUN: packet_run})
         dep.wait_until(lambda i: len(_runs(i)) >= 2 and all_finished(i, _runs(i)), 300, "the relaunch to end")
-        dep.wait_for_ticks("packet__held__recovery", 2)  # it looked twice: nothing left to launch
+        dep.wait_for_ticks("awp_recovery", 2)  # it looked twice: nothing left to launch
         with dep.instance() as instance:
             runs = _runs(instance)
             assert [r.run_id for r in runs] == [first, again] and runs[1].status == DagsterRunStatus.SUCCESS

@@ -29,7 +29,7 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.manual_repair import latest_history
 
-NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the packet's recovery sensor: they need "
+NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
 _DAEMON_STALE_S = 120
 # Tags this process added to a run (run id → tags): a run's tags as its steps see them (`context.run`) are
