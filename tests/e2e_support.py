@@ -40,6 +40,14 @@ def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[A
         instance.dispose()
 
 
+def decided_launch(run: Any) -> tuple[str, str, str | None]:
+    """(prompt id, mode, account) of a run of one prompt, or a sensor's request for one, that its launcher
+    decided: the prompt from its asset selection, the rest from its run config (the run tags leave them out)."""
+    [key] = run.asset_selection
+    [op] = run.run_config["ops"].values()
+    return key.path[-1].split("_", 1)[0], op["config"]["mode"], op["config"].get("account")
+
+
 def stored_events(packet: Path) -> list[EventLogEntry]:
     """Every event row of every run in the packet's own embedded instance (`.awp/dagster`), run by run."""
     from awp_pipelines.orchestration.instance import open_instance

@@ -33,7 +33,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, unclaimed
+from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, of_packet, unclaimed
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.ended_runs import ended_since
@@ -82,7 +82,7 @@ def cancel_marker(run: DagsterRun, ended_at: float) -> StopMarker | None:
 def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launch) -> dict[str, str]:
     """The run's tags: the Attempt's identity, and Dagster's own parent/root lineage so the UI groups
     a retry, fallback or repair with the run it follows."""
-    out = launch.run_tags(binding.packet.name, history.packet_run)
+    out = launch.run_tags(history.packet_run)
     if launch.parent_run:
         parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
         root = parent.tags.get(ROOT_RUN_ID_TAG, parent.run_id) if parent else launch.parent_run
@@ -116,10 +116,10 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
             run = record.dagster_run
             if unclaimed(run, binding):  # a run of `__ASSET_JOB` that ended before its first compute tagged it
                 run = claim_ended_run(instance, run, binding)
-                if run.tags.get(tags.PACKET) == packet.name:
+                if tags.PACKET_RUN in run.tags:
                     context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
                                      f"{run.tags.get(tags.PACKET_RUN)}")
-            if run.tags.get(tags.PACKET) != packet.name:
+            if not of_packet(run, binding, job):
                 continue
             packet_run = run.tags.get(tags.PACKET_RUN)
             if packet_run:
@@ -135,7 +135,7 @@ def recovery_sensor(binding: PacketBinding, job: str, state_root: Path) -> Senso
                 stopped.add(packet_run)  # the user's stop is a decision: nothing launches until a resume
                 continue
             history = packet_run_history(instance, packet_run, binding.keys)
-            if driven_in_process(history.runs, state_root):
+            if driven_in_process(instance, history.runs, state_root):
                 waiting.add(packet_run)  # looked at again once its `awp run` has let go
                 continue  # its `awp run` launches what comes next: two drivers made a fallback twice
             adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first

@@ -23,6 +23,7 @@ from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from local_servers import serving
 
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
@@ -227,14 +228,14 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
         top.workers[victim].wait(timeout=60)
 
         def settled(i: DagsterInstance) -> bool:
-            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(i, "spread")
             retry = _run_of(i, a3)
             return (retry is not None and retry.status == DagsterRunStatus.SUCCESS and len(runs) >= 6
                     and all(r.is_finished for r in runs) and not slot_holders(i))
         top.dep.wait_until(settled, 900, "the retry on the other worker and every run to end, no slot held")
         with top.dep.instance() as instance:
             killed = instance.get_run_by_id(hung.run_id)
-            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(instance, "spread")
             failure = next(e for e in instance.all_logs(hung.run_id) if e.dagster_event and
                            e.dagster_event.event_type_value == "PIPELINE_FAILURE")
     assert killed is not None and killed.status == DagsterRunStatus.FAILURE

@@ -27,9 +27,10 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRunStatus
 from local_servers import serving
 
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from tests.daemon.deployment import deployment, make_project
 from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
@@ -151,14 +152,14 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
         container.kill()
 
         def settled(i: DagsterInstance) -> bool:
-            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(i, "spread")
             retry = _run_of(i, a2)
             return retry is not None and retry.is_finished and all(r.is_finished for r in runs) \
                 and not slot_holders(i)
         dep.wait_until(settled, 600, f"the retry {a2} and every run to end, no slot held")
         with dep.instance() as instance:
             killed, retry = instance.get_run_by_id(hung.run_id), _run_of(instance, a2)
-            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(instance, "spread")
             failure = next(e for e in instance.all_logs(hung.run_id) if e.dagster_event and
                            e.dagster_event.event_type_value == "PIPELINE_FAILURE")
     container.reload()
