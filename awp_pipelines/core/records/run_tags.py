@@ -30,7 +30,7 @@ NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redact
 COMMIT = f"{PREFIX}commit"  # Attempt metadata: the commits it made, <repo>@<sha>
 IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
 # The run tags every run of a packet carries: what a user filters the Runs page on. Dagster's Runs list shows
-# each tag outside `dagster/` on a line of its own in every row (2 lines: 6 rows at 1400x900, 4 lines: 4), so
+# each tag outside `dagster/` on a line of its own in every row (1 tag: 8 rows at 1400x900, 2: 6, 3: 5), so
 # an Attempt's identity, mode, target and commits are its metadata (the asset's events, the Attempt page), not
 # tags; the parent run is Dagster's own tag (dagster_compat/tags.py), which the UI groups retries by. A launch
 # that chose its account also carries it: the run queue runs one run per account (dagster.yaml). A packet's
