@@ -21,6 +21,7 @@ import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from e2e_support import decided_attempt, prompt_of
 from local_servers import serving
 
 from awp_pipelines.orchestration.packet_index import runs_of_packet
@@ -192,7 +193,9 @@ KILLED_MID_ATTEMPT = {
 
 
 def _run_of(instance: DagsterInstance, attempt: str) -> DagsterRun | None:
-    found = instance.get_runs(RunsFilter(tags={"awp/attempt": attempt}))
+    packet_run = attempt.split(".", 1)[0]
+    found = [r for r in instance.get_runs(RunsFilter(tags={"awp/packet_run": packet_run}))
+             if decided_attempt(r) == attempt]
     return found[0] if found else None
 
 
@@ -240,7 +243,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
                            e.dagster_event.event_type_value == "PIPELINE_FAILURE")
     assert killed is not None and killed.status == DagsterRunStatus.FAILURE
     assert "has not beaten" in (failure.message or ""), failure.message
-    by_prompt = sorted((r.tags.get("awp/prompt"), r.status.value) for r in runs)
+    by_prompt = sorted((prompt_of(r), r.status.value) for r in runs)
     assert [s for p, s in by_prompt if p != "01"] == ["SUCCESS"] * 3, by_prompt
     assert sorted(s for p, s in by_prompt if p == "01") == ["FAILURE", "FAILURE", "SUCCESS"], by_prompt
     survivor = top.hosts[1 - victim]
