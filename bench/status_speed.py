@@ -110,6 +110,7 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     from awp_pipelines.orchestration.history import ATTEMPT_STARTED
     from awp_pipelines.orchestration.metadata import record_metadata
     from awp_pipelines.orchestration.naming import job_name, prompt_key
+    from awp_pipelines.orchestration.packet_index import note_packet_run
 
     prompts = [p.id for p in packet.prompts]
     job = job_name(packet)
@@ -120,6 +121,7 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     for index, size in enumerate(sizes):
         packet_run = f"pr-bench{index:05d}"
         packet_runs.append(packet_run)
+        note_packet_run(instance, packet.name, packet_run)  # as `awp run` notes it (packet_index.py)
         history: dict[str, list[AttemptSummary]] = {p: [] for p in prompts}
         events, ended = [], []
         for n in range(size):
@@ -129,8 +131,7 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
             mode = "run" if number == 1 else "repair"
             run_id = str(uuid.uuid4())
             key = prompt_key(packet, prompt)
-            tags = {"awp/packet": packet.name, "awp/packet_run": packet_run, "awp/prompt": prompt,
-                    "awp/attempt": f"{packet_run}.{prompt}.a{number}", "awp/mode": mode}
+            tags = {"awp/packet_run": packet_run}
             instance.add_run(DagsterRun(job_name=job, run_id=run_id, status=DagsterRunStatus.STARTED, tags=tags,
                                         asset_selection=frozenset({key})))
             ended.append((run_id, DagsterEventType.RUN_SUCCESS if completed else DagsterEventType.RUN_FAILURE))

@@ -40,6 +40,26 @@ def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[A
         instance.dispose()
 
 
+def prompt_of(run: Any) -> str:
+    """The prompt id of a run of one prompt (or a request for one), from its asset selection."""
+    [key] = run.asset_selection
+    return str(key.path[-1].split("_", 1)[0])
+
+
+def decided_launch(run: Any) -> tuple[str, str, str | None]:
+    """(prompt id, mode, account) of a run of one prompt, or a sensor's request for one, that its launcher
+    decided: the prompt from its asset selection, the rest from its run config (the run tags leave them out)."""
+    [op] = run.run_config["ops"].values()
+    return prompt_of(run), op["config"]["mode"], op["config"].get("account")
+
+
+def decided_attempt(run: Any) -> str | None:
+    """The Attempt id a launcher decided for a run of one prompt (its packet-run tag, prompt, config number)."""
+    ops = (run.run_config or {}).get("ops") or {}
+    number = next((int(op["config"]["number"]) for op in ops.values() if op.get("config", {}).get("number")), 0)
+    return f"{run.tags['awp/packet_run']}.{prompt_of(run)}.a{number}" if number else None
+
+
 def stored_events(packet: Path) -> list[EventLogEntry]:
     """Every event row of every run in the packet's own embedded instance (`.awp/dagster`), run by run."""
     from awp_pipelines.orchestration.instance import open_instance

@@ -18,6 +18,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.asset_job_runs import claim_ended_run
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.packet_index import packet_runs_of
 from awp_pipelines.orchestration.recovery_cursor import RecoveryCursor
 from awp_pipelines.orchestration.resources import AwpResource
 
@@ -56,8 +57,9 @@ def test_an_untagged_asset_job_run_joins_the_packet_it_selected_and_its_prompts_
     assert claimed is not None
     packet_run = f"pr-{held[:8]}"
     assert {k: v for k, v in claimed.tags.items() if k.startswith(tags.PREFIX)} == {
-        tags.PACKET: "mine", tags.PACKET_RUN: packet_run, tags.PROMPTS: "01,02"}
-    assert [(r.tags[tags.PACKET_RUN], r.tags[tags.PROMPT]) for r in result.run_requests or []] == [(packet_run, "01")]
+        tags.PACKET_RUN: packet_run}
+    assert [(r.tags[tags.PACKET_RUN], r.asset_selection) for r in result.run_requests or []] == [
+        (packet_run, [mine.binding.key("01")])]
     for run_id in (foreign, unselected):
         assert not any(k.startswith(tags.PREFIX) for k in runs[run_id].tags)  # type: ignore[union-attr]
 
@@ -75,7 +77,9 @@ def test_a_run_claimed_by_another_packet_or_with_a_bad_packet_run_tag_is_left_as
         second = claim_ended_run(instance, stale, mine.binding)
         bad = _ended(instance, list(mine.binding.keys), {tags.PACKET_RUN: "../.."})
         refused = claim_ended_run(instance, instance.get_run_by_id(bad), mine.binding)  # type: ignore[arg-type]
+        listed = {p: packet_runs_of(instance, p) for p in ("mine", "other")}
     finally:
         instance.dispose()
-    assert first.tags[tags.PACKET] == second.tags[tags.PACKET] == "other"
-    assert tags.PACKET not in refused.tags
+    assert first.tags[tags.PACKET_RUN] == second.tags[tags.PACKET_RUN] == f"pr-{both[:8]}"
+    assert listed == {"mine": [], "other": [f"pr-{both[:8]}"]}  # the first sensor that looked claimed it
+    assert refused.tags == {tags.PACKET_RUN: "../.."}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from e2e_support import decided_launch
 
 from awp_pipelines.cli import cli
 from awp_pipelines.cli_features.blame import BlameError, blame, dagster_run_url, parse_target
@@ -164,7 +165,9 @@ def test_blame_on_a_line_the_demo_wrote_names_its_attempt_and_dagster_run(tmp_pa
     assert awp_["attempt"].endswith(".02.a2") and awp_["reason"]
     with DagsterInstance.from_ref(_ref(home)) as instance:
         [run] = instance.get_runs(filters=RunsFilter(run_ids=[awp_["dagster_run"]]))
-    assert run.tags["awp/attempt"] == awp_["attempt"]
+    # The run is the repair's: its decided launch (run config) is 02's repair in the attempt's packet run.
+    assert decided_launch(run)[:2] == ("02", "repair")
+    assert awp_["attempt"].startswith(run.tags["awp/packet_run"] + ".")
     assert awp_["dagster_run_url"] == f"http://127.0.0.1:3000/runs/{run.run_id}"
 
 

@@ -120,7 +120,7 @@ def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path
     instance = open_instance_folder(tmp_path / "home")
     try:
         silent = create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.STARTED,
-                                     tags={"awp/packet": "demo", "awp/packet_run": "pr-silent"}).run_id
+                                     tags={"awp/packet_run": "pr-silent"}).run_id
         write_beat(instance, Beat(silent, "demo__01", "demo", "host-b", 4242, time.time() - 600, 15.0))
         HOUSEKEEPING.evaluate_tick(build_sensor_context(instance=instance))
         run = instance.get_run_by_id(silent)

@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context
 from dagster._core.test_utils import create_run_for_test
 
+from awp_pipelines.core.records.run_tags import RUNNER_KEY
+from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
 from awp_pipelines.orchestration.heartbeat import Beat, beats, write_beat
 from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING, run_monitoring_frees_slots, sweep
@@ -48,12 +50,11 @@ def _packets(instance: DagsterInstance, count: int) -> tuple[list[str], list[str
     now = time.time()
     for n in range(count):
         packet = f"p{n:03d}"
-        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED,
-                                  tags={"awp/packet": packet}).run_id
+        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED).run_id
         write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now - 600, 15.0))
         silent.append(run)
-        done = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.SUCCESS,
-                                   tags={"awp/packet": packet, "awp/runner": "h:1:1"}).run_id
+        done = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.SUCCESS).run_id
+        kv_set(instance, {RUNNER_KEY + done: "h:1:1"})  # an `awp run` run: its slots go at once
         ensure_pool(instance, f"awp_{packet}_docs")
         assert claim_slot(instance, f"awp_{packet}_docs", done, "step")
         ended.append(done)
@@ -75,8 +76,7 @@ def test_a_sweep_reads_each_concern_once_whatever_the_number_of_packets(instance
     now = time.time()
     for n in range(packets):
         packet = f"p{n:03d}"
-        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED,
-                                  tags={"awp/packet": packet}).run_id
+        run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED).run_id
         write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now, 15.0))
         ensure_pool(instance, f"awp_{packet}_docs")
         assert claim_slot(instance, f"awp_{packet}_docs", run, "step")

@@ -15,6 +15,7 @@ from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.cli import cli
 from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.packet_index import note_packet_run
 
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo"
 
@@ -31,7 +32,8 @@ def _deployment_home(folder: Path) -> Path:
     instance = open_instance_folder(folder)
     try:
         create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.SUCCESS,
-                            tags={"awp/packet": "demo", "awp/packet_run": "pr-deployed"})
+                            tags={"awp/packet_run": "pr-deployed"})
+        note_packet_run(instance, "demo", "pr-deployed")
     finally:
         instance.dispose()
     return folder

@@ -79,12 +79,13 @@ def test_a_launch_by_hand_continues_the_agent_run_even_after_its_budget() -> Non
     assert manual_launch(_state("01")).mode == "run"
 
 
-def test_launch_tags_name_the_attempt_and_leave_the_rest_to_its_metadata() -> None:
+def test_launch_tags_name_the_packet_run_and_the_account_and_leave_the_attempt_to_its_metadata() -> None:
     [launch] = next_launches([_state("01", _fact(1, "verification_failed"))], 100.0).due
-    tags = launch.run_tags("demo", "pr-1")
-    assert (tags["awp/provider"], tags["awp/account"]) == (launch.target.provider, launch.target.account)
-    assert tags["awp/attempt"] == "pr-1.01.a2" and tags["awp/mode"] == "repair"
-    assert "awp/reason" not in tags and "awp/agent_run" not in tags  # the Attempt's metadata carries them
+    tags = launch.run_tags("pr-1")
+    # The Runs list shows each tag on a line of its own: only the packet run and the account the run queue
+    # limits on; the Attempt, its mode and target are in the Attempt's metadata.
+    assert tags == {"awp/packet_run": "pr-1", "awp/account": launch.target.account}
+    assert launch.attempt("pr-1") == "pr-1.01.a2" and launch.mode == "repair"
 
 
 def test_a_resting_account_is_passed_over_for_a_fallback_and_for_a_new_agent_run() -> None:

@@ -34,13 +34,13 @@ def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: P
     instance = open_instance_folder(tmp_path / "instance")
     try:
         start = time.time() - 1
-        for job, tags in ((job_name(packet), {"awp/packet": "tick", "awp/packet_run": "pr-mine"}),
-                          ("packet__other", {"awp/packet": "other", "awp/packet_run": "pr-other"})):
+        for job, tags in ((job_name(packet), {"awp/packet_run": "pr-mine"}),
+                          ("packet__other", {"awp/packet_run": "pr-other"})):
             instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.FAILURE,
                                         tags=tags))
             time.sleep(1.1)  # SQLite stores update times by the second: the other run ends a second later
         other = instance.get_run_records()[0]  # the newest: the other packet's run ended last
-        assert other.dagster_run.tags["awp/packet"] == "other"
+        assert other.dagster_run.job_name == "packet__other"
         result = compiled.sensor.evaluate_tick(build_sensor_context(
             instance=instance, cursor=RecoveryCursor(after=start).dump(), definitions=compiled.definitions()))
     finally:

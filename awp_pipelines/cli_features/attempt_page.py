@@ -153,8 +153,6 @@ def attempt_header(view: AttemptView, links: DagsterLinks, own: str = "") -> str
     agent_run = view.attempt_id.rpartition(".a")[0]
     nav = [("Dagster run", links.run(view.run_id)), ("asset", links.asset(view.asset_key)),
            ("packet run", links.runs_tagged(tags.PACKET_RUN, packet_run)),
-           (f"account {account}" if account else "", links.runs_tagged(tags.ACCOUNT, str(account)) if account else ""),
-           (f"model {model}", links.runs_tagged(tags.MODEL, model)),
            ("all Attempts of this AgentRun", f"/agent-runs/{quote(agent_run)}")]
     link_html = "".join(f"<a href='{esc(url)}'>{esc(label)}</a>" for label, url in nav if label and url)
     target = " / ".join(esc(p) for p in (provider, account, model) if p)

@@ -21,7 +21,7 @@ from awp_pipelines.dagster_compat.events import report_materialization
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import record_metadata
-from awp_pipelines.orchestration.reaper import OUTAGE_MARK, RUNNER, runner_alive
+from awp_pipelines.orchestration.reaper import OUTAGE_MARK, runner_alive, runners_of
 
 ADOPTED_REASON = "adopted: committed before its process died"
 # The process lived on, but the instance's database failed: its record (and its run's end) was never stored.
@@ -69,8 +69,8 @@ def _why_unrecorded(instance: DagsterInstance, run_id: str) -> str:
     """Why the Attempt's record is missing: the database failed under a process that lived on (the `awp run`
     that ran it is alive, adopting it now; or its run's end was stored in end_run's words), else its process
     died."""
-    run = instance.get_run_by_id(run_id)
-    if run is not None and RUNNER in run.tags and runner_alive(run.tags[RUNNER]):
+    runner = runners_of(instance, [run_id]).get(run_id)
+    if runner is not None and runner_alive(runner):
         return OUTAGE_REASON
     ended = instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
     return OUTAGE_REASON if any(OUTAGE_MARK in (e.message or "") for e in ended) else ADOPTED_REASON

@@ -26,7 +26,6 @@ from awp_pipelines.core.lint import refuse_secrets
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
-from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
@@ -104,7 +103,7 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
     resource = (runtime or AwpResource()).with_catalog(catalog)
     assets = [_prompt_asset(binding, prompt, translator, redactor) for prompt in packet.prompts]
     job = define_asset_job(job_name(packet), selection=[a.key for a in assets],
-                           tags={tags.PACKET: packet.name, **WORKER_LOSS_ONLY},
+                           tags=WORKER_LOSS_ONLY,
                            description=f"Run every prompt of packet {packet.name}. {NEEDS_DAEMON}",
                            executor_def=parallel_executor(parallel))
     return CompiledPacket(binding, assets, job, {binding.resource: resource}, resource.state_root(packet.root))

@@ -3,11 +3,13 @@
 compute follows it without deciding again. A run without it (the UI's launchpad, "Materialize all", a run of
 several prompts) is a manual launch: the compute decides.
 
-Run tags stay what a user filters runs on (tags.RUN_TAGS); they are not read back to learn the launch.
+Run tags stay what a user filters runs on (tags.RUN_TAGS); they are not read back to learn the launch. That a
+launcher decided it (`decided_by_launcher`) tells a run of the sensor's from one the user launched by hand.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dagster import AssetKey, Config
@@ -47,3 +49,10 @@ class AttemptConfig(Config):
 def launch_run_config(key: AssetKey, launch: Launch) -> dict[str, Any]:
     """The run config of a run of one prompt (its asset `key`) that carries its decided launch."""
     return {"ops": {key.to_python_identifier(): {"config": AttemptConfig.of(launch).model_dump()}}}
+
+
+def decided_by_launcher(run_config: Mapping[str, Any]) -> bool:
+    """Whether a run's config carries a launch its launcher decided (the sensor's, `awp run`'s): no prompt
+    of such a run was picked by the user."""
+    ops = run_config.get("ops") or {}
+    return any(int(((op or {}).get("config") or {}).get("number") or 0) > 0 for op in ops.values())

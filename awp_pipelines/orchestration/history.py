@@ -156,23 +156,6 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
                             StopStore(instance).marker(packet_run))
 
 
-def with_attempt(history: PacketRunHistory, prompt_id: str, record: AttemptRecord,
-                 started: tuple[str, str, Target], stopped: StopMarker | None, intent: str) -> PacketRunHistory:
-    """The history as a fresh read would give it once this Attempt's record is stored (and `stopped` stands),
-    computed in memory: `started` is its (run id, mode, target), `intent` its start marker's fingerprint."""
-    old = history.agent_runs.get(prompt_id, AgentRunHistory())
-    number = record.identity.number
-    mine = AgentRunHistory(records=[*(r for r in old.records if r.identity.number != number), record],
-                           started={**old.started, number: started}, intents={**old.intents, number: intent})
-    return replace(history, agent_runs={**history.agent_runs, prompt_id: mine}, stopped=stopped)
-
-
-def packet_runs(instance: DagsterInstance, packet_run: str) -> list[DagsterRun]:
-    """The packet run's runs as stored now (statuses, tags): one query, to tell whether a history read earlier
-    still holds."""
-    return [r.dagster_run for r in instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))]
-
-
 def _opt(value: object) -> str | None:
     return str(value) if value not in (None, "", "none", "default") else None
 

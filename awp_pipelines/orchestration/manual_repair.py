@@ -6,7 +6,7 @@ person's note as `awp/note`), so the compute follows them exactly as it follows 
 
 from __future__ import annotations
 
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
@@ -14,6 +14,7 @@ from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, decision_inputs, packet_run_history
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
 
@@ -21,8 +22,7 @@ _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest 
 def latest_history(instance: DagsterInstance, binding: PacketBinding, prompt: str) -> PacketRunHistory | None:
     """The newest packet run in which the prompt has an Attempt record."""
     seen: set[str] = set()
-    runs = instance.get_runs(filters=RunsFilter(tags={tags.PACKET: binding.packet.name}), limit=_RECENT_RUNS)
-    for run in runs:  # newest first
+    for run in runs_of_packet(instance, binding.packet.name, limit=_RECENT_RUNS):  # newest first
         packet_run = run.tags.get(tags.PACKET_RUN)
         if not packet_run or packet_run in seen:
             continue

@@ -2,7 +2,8 @@
 
 An in-process run has no run worker for Dagster's run monitoring to watch, so a killed `awp run` leaves its
 run STARTED forever, holding its pool slots (a work tree, an account lease). Each run `awp run` launches
-carries `awp/runner` = host:pid:process start time; the next `awp run` of the packet (which holds the
+is noted with its runner, host:pid:process start time, in the instance's key-value store (`awp/runner/<run
+id>`: not a run tag, which the Runs list would show on every row); the next `awp run` of the packet (which holds the
 packet's lock, so no live runner can be touched) marks those runs failed and frees their slots. The
 Attempt they were running then counts as `interrupted` in the decision's history, and its partial work is
 saved as a checkpoint of its AgentRun before anything else edits the tree.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
@@ -20,20 +21,34 @@ from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import live_holder, process_start_time
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.heartbeat import reap_silent_runs
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
-RUNNER = tags.RUNNER
 OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose end could not be stored
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
 SLOT_GRACE_S = 30.0
 
 
-def runner_tag() -> dict[str, str]:
+def this_runner() -> str:
     """This process, as its runs name it: host, pid and start time (a pid alone is reused)."""
     pid = os.getpid()
-    return {RUNNER: f"{host_id()}:{pid}:{process_start_time(pid) or 0}"}
+    return f"{host_id()}:{pid}:{process_start_time(pid) or 0}"
+
+
+def note_runner(instance: DagsterInstance, run_id: str) -> None:
+    """Before the run starts: this process drives it."""
+    kv_set(instance, {tags.RUNNER_KEY + run_id: this_runner()})
+
+
+def runners_of(instance: DagsterInstance, run_ids: Collection[str]) -> dict[str, str]:
+    """Run id → the `awp run` process that drives it, for those of `run_ids` an `awp run` launched. One read."""
+    if not run_ids:
+        return {}
+    stored = kv_get(instance, {tags.RUNNER_KEY + run_id for run_id in run_ids})
+    return {key.removeprefix(tags.RUNNER_KEY): runner for key, runner in stored.items()}
 
 
 def runner_alive(value: str) -> bool:
@@ -45,7 +60,7 @@ def runner_alive(value: str) -> bool:
     return started is not None and str(started) == start
 
 
-def driven_in_process(runs: Iterable[DagsterRun], state_root: Path) -> bool:
+def driven_in_process(instance: DagsterInstance, runs: Iterable[DagsterRun], state_root: Path) -> bool:
     """An `awp run` (or SDK `run`) that launched some of these runs still drives them, holding the packet's
     lock: it decides and launches what comes next for their packet run itself, so the recovery sensor must not
     launch it a second time. A process that ran them and lives on without the lock (a notebook) drives nothing."""
@@ -53,17 +68,18 @@ def driven_in_process(runs: Iterable[DagsterRun], state_root: Path) -> bool:
     if holder is None:
         return False
     runner = f"{holder.host}:{holder.pid}:{holder.start_time or 0}"
-    return any(run.tags.get(RUNNER) == runner for run in runs)
+    return runner in runners_of(instance, [run.run_id for run in runs]).values()
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
     """Mark the packet's unfinished runs whose runner is gone failed, then free the slots of every ended run
     (theirs, and any an outage left held). A runner on this host is judged by its pid; a run on another host
     (or a run worker's) by its compute's heartbeat."""
-    reaped = [run for run in instance.get_runs(RunsFilter(tags={tags.PACKET: packet}, statuses=UNFINISHED))
-              if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
+    unfinished = runs_of_packet(instance, packet, UNFINISHED)
+    runners = runners_of(instance, [run.run_id for run in unfinished])
+    reaped = [run for run in unfinished if run.run_id in runners and not runner_alive(runners[run.run_id])]
     for run in reaped:
-        instance.report_run_failed(run, f"its awp run process ({run.tags[RUNNER]}) is gone: killed or crashed")
+        instance.report_run_failed(run, f"its awp run process ({runners[run.run_id]}) is gone: killed or crashed")
     reaped += reap_silent_runs(instance, packet)
     free_slots_of_ended_runs(instance)
     return reaped
@@ -79,27 +95,30 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     free_run_slots(instance, run_id)
 
 
-def _keeps_slots(record: RunRecord | None, cutoff: float) -> bool:
+def _keeps_slots(record: RunRecord | None, cutoff: float, in_process: Collection[str]) -> bool:
     """Whether a holder keeps its slots: its run has not ended, or the daemon launched it and it ended after
     `cutoff` (a run worker's step can outlive the run's end by a moment, so Dagster's run monitoring waits
-    SLOT_GRACE_S before it frees their slots; so do we). An `awp run` run (tagged with its runner) has no such
-    step: its slots go at once. A run that no longer exists keeps nothing."""
+    SLOT_GRACE_S before it frees their slots; so do we). An `awp run` run (`in_process`: one with a runner) has no
+    such step: its slots go at once. A run that no longer exists keeps nothing."""
     if record is None:
         return False
     run = record.dagster_run
-    return run.status in UNFINISHED or (RUNNER not in run.tags and (record.end_time or 0) > cutoff)
+    return run.status in UNFINISHED or (run.run_id not in in_process and (record.end_time or 0) > cutoff)
 
 
 def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     """Free the pool slots and queue entries held by runs that have ended (or no longer exist): nothing will ever
     free them without a daemon, and every later step of their pools would wait forever. The run ids freed.
-    Two reads: the holders of every pool, then their runs."""
+    Two reads: the holders of every pool, then their runs (a third, their runners, when one just ended)."""
     holders = slot_holders(instance)  # a pending step (a queue entry) holds its pool too
     if not holders:
         return []
     records = {r.dagster_run.run_id: r for r in instance.get_run_records(RunsFilter(run_ids=sorted(holders)))}
     cutoff = time.time() - SLOT_GRACE_S
-    ended = sorted(run_id for run_id in holders if not _keeps_slots(records.get(run_id), cutoff))
+    just_ended = [r.dagster_run.run_id for r in records.values()
+                  if r.dagster_run.status not in UNFINISHED and (r.end_time or 0) > cutoff]
+    in_process = runners_of(instance, just_ended)  # no read when none ended within the grace
+    ended = sorted(run_id for run_id in holders if not _keeps_slots(records.get(run_id), cutoff, in_process))
     for run_id in ended:
         free_run_slots(instance, run_id)
     return ended

@@ -30,7 +30,6 @@ from awp_pipelines.core.decisions.next_launches import Launch, Outlook, next_lau
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, outage
 from awp_pipelines.core.engine.attempts import AttemptRecord
-from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
@@ -49,8 +48,9 @@ from awp_pipelines.orchestration.history import (
 )
 from awp_pipelines.orchestration.instance import storage_failure
 from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
+from awp_pipelines.orchestration.packet_index import note_packet_run
 from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.reaper import end_run, reap_dead_runs, runner_tag
+from awp_pipelines.orchestration.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
 from awp_pipelines.orchestration.sensors import launch_tags
 from awp_pipelines.orchestration.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.stop_store import StopStore
@@ -167,8 +167,9 @@ def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run:
         if storage_failure(failed) is None:
             raise
         return None
-    mine = runner_tag()[tags.RUNNER]
-    runs = {r.run_id for r in history.runs if r.tags.get(tags.RUNNER) == mine}
+    mine = this_runner()
+    runs = {run_id for run_id, runner in runners_of(instance, [r.run_id for r in history.runs]).items()
+            if runner == mine}
     return [r for h in history.agent_runs.values() for r in h.records
             if r.identity.dagster_run in runs and _failure_class(r) == "interrupted"]
 
@@ -182,7 +183,8 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
                 progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
     binding = compiled.binding
     job = _job(compiled)
-    base = _base_tags(binding.packet.name, packet_run)
+    base = _base_tags(packet_run)
+    note_packet_run(instance, binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     if options.packet_run is None:  # a new packet run: none before it is left reading `running`
         settle_earlier_packet_runs(instance, binding, packet_run)
@@ -245,14 +247,14 @@ def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_r
     """One launch (a repair by hand), as one run with its launch tags: no recovery after it."""
     binding = compiled.binding
     history = packet_run_history(instance, packet_run, binding.keys)
-    run_tags = {**_base_tags(binding.packet.name, packet_run), **launch_tags(binding, history, launch), **extra_tags}
+    note_packet_run(instance, binding.packet.name, packet_run)
+    run_tags = {**_base_tags(packet_run), **launch_tags(binding, history, launch), **extra_tags}
     _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress(),
              launch=launch)
 
 
-def _base_tags(packet: str, packet_run: str) -> dict[str, str]:
-    return {tags.PACKET: packet, tags.PACKET_RUN: packet_run, "user": _launched_by(), **REPOSITORY_TAG,
-            **runner_tag()}
+def _base_tags(packet_run: str) -> dict[str, str]:
+    return {tags.PACKET_RUN: packet_run, **REPOSITORY_TAG}
 
 
 def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstance) -> list[str]:
@@ -288,6 +290,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
     run_id = str(uuid.uuid4())  # a run id as Dagster makes one
+    note_runner(instance, run_id)  # before the run exists: a process killed at its start is still reaped
     try:
         result: ExecutionResult
         if executor is not None:
@@ -318,10 +321,6 @@ def _silent(_init_context: InitLoggerContext) -> logging.Logger:
     log.propagate = False
     log.handlers = [logging.NullHandler()]
     return log
-
-
-def _launched_by() -> str:
-    return f"awp run (pid {os.getpid()} on {host_id()})"
 
 
 def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: list[str],

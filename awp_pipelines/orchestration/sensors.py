@@ -2,12 +2,12 @@
 packet of it (a packet alone in its definitions, as a `PacketComponent`, has one of its own).
 
 Each tick reads the runs that ended since its cursor once, for every packet (ended_runs.py), gives each to its
-packet by its `awp/packet` tag (a run of Dagster's own asset job that ended untagged is claimed first:
-asset_job_runs.py), and looks at those packet runs and the ones still waiting for a backoff or stopped: it passes
-over those a live `awp run` drives (it launches their next Attempts itself), asks `next_launches` what comes
-next, and returns each due launch as a `RunRequest` of one prompt of its packet's job, the launch itself its
-run config (attempt_config.py). A packet with nothing new costs nothing beyond the shared read. The run key is
-the Attempt's id, so a launch is requested once however often it is computed.
+packet by its job (a run of Dagster's own asset job by the prompts it selected; one that ended untagged is claimed
+first: asset_job_runs.py), and looks at those packet runs and the ones still waiting for a backoff or stopped: it
+passes over those a live `awp run` drives (it launches their next Attempts itself), asks `next_launches` what comes
+next, and returns each due launch as a `RunRequest` of one prompt of its packet's job, the launch itself its run
+config (attempt_config.py). A packet with nothing new costs nothing beyond the shared read. The run key is the
+Attempt's id, so a launch is requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
 
@@ -40,7 +40,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, claimant
+from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, claimant, of_packet
 from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.ended_runs import ended_since
@@ -90,7 +90,7 @@ def cancel_marker(run: DagsterRun, ended_at: float) -> StopMarker | None:
 def launch_tags(binding: PacketBinding, history: PacketRunHistory, launch: Launch) -> dict[str, str]:
     """The run's tags: the Attempt's identity, and Dagster's own parent/root lineage so the UI groups
     a retry, fallback or repair with the run it follows."""
-    out = launch.run_tags(binding.packet.name, history.packet_run)
+    out = launch.run_tags(history.packet_run)
     if launch.parent_run:
         parent = next((r for r in history.runs if r.run_id == launch.parent_run), None)
         root = parent.tags.get(ROOT_RUN_ID_TAG, parent.run_id) if parent else launch.parent_run
@@ -143,14 +143,18 @@ def _take_ended(context: SensorEvaluationContext, served: dict[str, ServedPacket
     instance = context.instance
     stops = StopStore(instance)
     bindings = [p.binding for p in served.values()]
+    by_job = {p.job.name: name for name, p in served.items()}
     for record in ended_since(instance, after, _BATCH):
         after = max(after, record.update_timestamp.timestamp())
         run = record.dagster_run
         owner = claimant(run, bindings)  # a run of `__ASSET_JOB` that ended before its first compute tagged it
         if owner is not None:
             run = _claim(context, instance, run, owner)
-        packet, packet_run = run.tags.get(tags.PACKET), run.tags.get(tags.PACKET_RUN)
-        if packet not in served or not packet_run:
+        packet_run = run.tags.get(tags.PACKET_RUN)
+        # Its packet: the packet job it ran, else (one of Dagster's asset jobs) the packet whose prompts it selected.
+        packet = by_job.get(run.job_name) or next(
+            (name for name, p in served.items() if of_packet(run, p.binding, p.job.name)), None)
+        if packet is None or not packet_run:
             continue
         in_view.setdefault(packet, set()).add(packet_run)
         marker = cancel_marker(run, record.end_time or record.update_timestamp.timestamp())
@@ -162,7 +166,7 @@ def _take_ended(context: SensorEvaluationContext, served: dict[str, ServedPacket
 def _claim(context: SensorEvaluationContext, instance: DagsterInstance, run: DagsterRun,
            owner: PacketBinding) -> DagsterRun:
     claimed = claim_ended_run(instance, run, owner)
-    if claimed.tags.get(tags.PACKET) == owner.packet.name:
+    if claimed.tags.get(tags.PACKET_RUN):
         context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
                          f"{claimed.tags.get(tags.PACKET_RUN)} of packet {owner.packet.name}")
     return claimed
@@ -174,7 +178,7 @@ def _launches(context: SensorEvaluationContext, packet: ServedPacket, packet_run
     backoff (or for the `awp run` that drives it to let go)."""
     instance, binding = context.instance, packet.binding
     history = packet_run_history(instance, packet_run, binding.keys)
-    if driven_in_process(history.runs, packet.state_root):
+    if driven_in_process(instance, history.runs, packet.state_root):
         return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
     adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
     inputs = decision_inputs(binding, history)

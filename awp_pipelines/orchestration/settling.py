@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import UNFINISHED_BY_HAND, packet_run_state
 from awp_pipelines.core.decisions.stops import StopMarker
@@ -25,6 +25,7 @@ from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.packet_index import packet_runs_filter
 from awp_pipelines.orchestration.stop_store import StopStore
 
 _UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
@@ -33,8 +34,9 @@ _UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
 def settle_earlier_packet_runs(instance: DagsterInstance, binding: PacketBinding, new_packet_run: str) -> list[str]:
     """Adopt the committed Attempts of every earlier packet run of the packet and stop each one left unfinished
     (it says why: `new_packet_run` started). The packet runs stopped here."""
+    of_packet = packet_runs_filter(instance, binding.packet.name)
     counts = Counter(record.dagster_run.tags.get(tags.PACKET_RUN)
-                     for record in instance.get_run_records(RunsFilter(tags={tags.PACKET: binding.packet.name})))
+                     for record in (instance.get_run_records(of_packet) if of_packet else []))
     counts.pop(None, None)
     counts.pop(new_packet_run, None)
     seen = kv_get(instance, {tags.SETTLED_KEY + str(p) for p in counts})

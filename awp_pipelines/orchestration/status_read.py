@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, packet_run_state, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
@@ -19,17 +19,12 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
     superseded_runs,
 )
-
-_NEWEST_RUNS = 20  # the newest runs of the packet looked at for a packet-run tag (a UI launch adds it late)
+from awp_pipelines.orchestration.packet_index import packet_runs_of
 
 
 def newest_packet_run(instance: DagsterInstance, packet: str) -> str | None:
-    """The packet run of the packet's newest run that has one (runs are listed newest first)."""
-    for record in instance.get_run_records(RunsFilter(tags={tags.PACKET: packet}), limit=_NEWEST_RUNS):
-        packet_run = record.dagster_run.tags.get(tags.PACKET_RUN)
-        if packet_run:
-            return packet_run
-    return None
+    """The packet run a run of the packet joined last."""
+    return next(iter(packet_runs_of(instance, packet)), None)
 
 
 def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None,

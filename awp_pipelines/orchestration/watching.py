@@ -30,7 +30,7 @@ from awp_pipelines.orchestration.history import (
     packet_run_history,
     superseded_runs,
 )
-from awp_pipelines.orchestration.reaper import RUNNER, runner_alive
+from awp_pipelines.orchestration.reaper import runner_alive, runners_of
 from awp_pipelines.orchestration.status_read import newest_packet_run
 
 
@@ -51,7 +51,8 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     outlook = next_launches(list(states.values()), now, history.stopped)
     unfinished = [run for run in history.runs if run.status not in FINISHED]
     # A run whose `awp run` process is gone (kill -9) is not running, whatever its stored status says.
-    dead = [run for run in unfinished if RUNNER in run.tags and not runner_alive(run.tags[RUNNER])]
+    runners = runners_of(instance, [run.run_id for run in unfinished])
+    dead = [run for run in unfinished if run.run_id in runners and not runner_alive(runners[run.run_id])]
     unfinished = [run for run in unfinished if run not in dead]
     last_event = {run.run_id: latest_event_time(instance, run.run_id) for run in unfinished}
     running: list[tuple[str, AttemptSummary]] = []
@@ -73,7 +74,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     violations, details = liveness(quiet, len(unfinished), pending, idle, timeout_min * 60)
     if dead and "not_running" not in violations:
         violations.append("not_running")
-        details += [f"run {run.run_id[:8]}: its awp run process ({run.tags[RUNNER]}) is gone" for run in dead]
+        details += [f"run {run.run_id[:8]}: its awp run process ({runners[run.run_id]}) is gone" for run in dead]
     current = []
     for prompt, summary in running:
         run_quiet = quiet.get(summary.dagster_run or "")

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
+from e2e_support import decided_launch
+
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 pytestmark = pytest.mark.slow
 STEERING_AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "steering.sh"
@@ -58,7 +61,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
 
 
 def _runs(instance: DagsterInstance, packet: str) -> list:
-    return list(reversed(instance.get_runs(filters=RunsFilter(tags={"awp/packet": packet}))))
+    return list(reversed(runs_of_packet(instance, packet)))
 
 
 def _records(instance: DagsterInstance, runs: list) -> list[dict]:
@@ -111,7 +114,7 @@ def test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_t
         running: Deployment) -> None:
     first, runs, records = _steered_to_the_end(running, "steered", 3)
     assert runs[0].run_id == first and len(runs) == 3
-    assert [r.tags.get("awp/mode") for r in runs[1:]] == ["iterate", "iterate"]
+    assert [decided_launch(r)[1] for r in runs[1:]] == ["iterate", "iterate"]
     assert all(r.tags["dagster/sensor_name"] == "awp_recovery" for r in runs[1:])
     assert [(r["identity"]["mode"], r["control"]["outcome"]) for r in records] == \
         [("iterate", "repeat"), ("iterate", "repeat"), ("iterate", "finish")]

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 from dag_packets import write_dag_packet
-from dagster import DagsterEventType, DagsterInstance, RunsFilter
+from dagster import DagsterEventType, DagsterInstance
 from deployment import deployment, embedded_home, make_project
+
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 pytestmark = pytest.mark.slow
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 
 
 def _spans(instance: DagsterInstance) -> dict[str, tuple[float, float]]:
-    [run] = instance.get_runs(RunsFilter(tags={"awp/packet": "dag"}))
+    [run] = runs_of_packet(instance, "dag")
     starts: dict[str, float] = {}
     spans = {}
     kinds = {DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
@@ -42,10 +44,10 @@ def test_the_daemon_runs_independent_prompts_on_disjoint_repos_at_once_and_one_r
     home = embedded_home(project / "assets" / "dag" / ".awp" / "dagster")
     with deployment(home, project) as dep:
         dep.launch_job("packet__dag")
-        dep.wait_until(lambda i: any(r.status.value in FINISHED for r in i.get_runs(RunsFilter(
-            tags={"awp/packet": "dag"}))), 300, "the packet run to finish")
+        dep.wait_until(lambda i: any(r.status.value in FINISHED for r in runs_of_packet(i, "dag")), 300,
+                       "the packet run to finish")
         with dep.instance() as instance:
-            [run] = instance.get_runs(RunsFilter(tags={"awp/packet": "dag"}))
+            [run] = runs_of_packet(instance, "dag")
             assert run.status.value == "SUCCESS"
             spans = _spans(instance)
     assert set(spans) == {"01", "02", "03", "04"}

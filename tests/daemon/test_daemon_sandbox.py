@@ -14,13 +14,13 @@ from pathlib import Path
 import attack_support as attack
 import pytest
 import yaml
-from dagster import RunsFilter
 from deployment import all_finished, deployment, embedded_home, init_workspaces, make_project
 from local_servers import serving
 
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.isolation.bwrap import unavailable
 from awp_pipelines.orchestration.history import attempt_records
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")]
@@ -32,7 +32,7 @@ def attempts_of_launched(dagster_home: Path, project: Path, env: dict[str, str])
         running.launch_job("packet__attacked")
 
         def runs(instance):  # type: ignore[no-untyped-def]
-            return instance.get_runs(filters=RunsFilter(tags={"awp/packet": "attacked"}))
+            return runs_of_packet(instance, "attacked")
 
         running.wait_until(lambda i: all_finished(i, runs(i)), 300, "the attacked packet's run")
         with running.instance() as instance:

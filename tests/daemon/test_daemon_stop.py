@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.scheduler.instigation import InstigatorType
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.history import attempt_records
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from awp_pipelines.orchestration.stop_store import StopStore
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _runs(instance: DagsterInstance) -> list:
-    return list(reversed(instance.get_runs(filters=RunsFilter(tags={tags.PACKET: "held"}))))
+    return list(reversed(runs_of_packet(instance, "held")))
 
 
 def _started(instance: DagsterInstance) -> bool:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, git_log, stored_records
+from e2e_support import awp, decided_launch, git_log, stored_records
 
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 5}
 
@@ -104,7 +105,7 @@ def test_blocked_ends_the_agent_run_blocked_with_the_agents_reason(tmp_path: Pat
 
 def test_the_next_prompt_starts_only_once_the_agent_stops_iterating(tmp_path: Path, make_git_repo) -> None:
     """01 passes its contract in iteration 1 but asks to repeat: 02 must not start in that run."""
-    from dagster import AssetKey, RunsFilter
+    from dagster import AssetKey
 
     packet = controlled_packet(tmp_path / "p", make_git_repo, [_step(1, action="repeat"), _step(2, action="continue")])
     second = {"verify": {"files_exist": ["two.txt"]},
@@ -114,9 +115,8 @@ def test_the_next_prompt_starts_only_once_the_agent_stops_iterating(tmp_path: Pa
     assert result.exit_code == 0, result.output
     instance = open_instance(packet)
     try:
-        runs = list(reversed(instance.get_runs(filters=RunsFilter(tags={"awp/packet": "steered"}))))
-        assert [(r.tags.get("awp/prompt"), r.tags.get("awp/mode")) for r in runs[1:]] == \
-            [("01", "iterate"), ("02", "iterate")]
+        runs = list(reversed(runs_of_packet(instance, "steered")))
+        assert [decided_launch(r)[:2] for r in runs[1:]] == [("01", "iterate"), ("02", "iterate")]
         assert attempt_records(instance, runs[2].run_id)[0].target.reason == "upstream 01 completed"
         first = instance.fetch_materializations(AssetKey(["steered", "01_work"]), limit=10).records
         assert len(first) == 2  # each iteration's committed work is materialized

@@ -15,18 +15,22 @@ from typing import Any
 
 import yaml
 from dagster import ExecuteInProcessResult, build_sensor_context
-from e2e_support import awp, git_log, stored_attempts
+from e2e_support import awp, decided_launch, git_log, stored_attempts
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
 
+from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.policy import Target
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.adoption import OUTAGE_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.attempt_config import launch_run_config
 from awp_pipelines.orchestration.history import packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.packet_index import packet_runs_of
 from awp_pipelines.orchestration.reaper import end_run
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
@@ -86,7 +90,7 @@ def _sensor_launches(packet: Path) -> list[tuple[str, str]]:
     instance = open_instance(packet)
     try:
         result = compiled.sensor(build_sensor_context(instance=instance))
-        return sorted((r.tags[tags.PROMPT], r.tags[tags.MODE]) for r in result.run_requests or [])
+        return sorted(decided_launch(r)[:2] for r in result.run_requests or [])
     finally:
         instance.dispose()
 
@@ -158,8 +162,10 @@ def test_an_upstream_that_failed_holds_its_dependents_and_a_resume_runs_nothing(
     remaining = awp("run", packet, "--remaining")  # the same packet run, the same answer
     assert remaining.exit_code == 1 and "01 failed" in remaining.output
     assert_one_truth(packet, summary["packet_run"], expected, "failed", [])
-    # A launch the sensor makes of 02 in that packet run (its tags carry a mode): its compute refuses, naming 01.
-    automatic = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"], tags.MODE: "run"})
+    # A launch the sensor makes of 02 in that packet run (its config carries the launch it decided): its compute
+    # refuses, naming 01.
+    decided = Launch("02", 1, "run", "upstream 01 completed", Target("simulated", "simulated-demo", None))
+    automatic = _materialize(packet, "02", {tags.PACKET_RUN: summary["packet_run"]}, decided)
     assert not automatic.success and git_log(packet / "workspace") == commits
     [failure] = [e for e in automatic.all_events if e.is_step_failure]
     assert failure.step_failure_data.user_failure_data.description.startswith(
@@ -212,14 +218,17 @@ def test_an_attempt_whose_record_an_outage_lost_is_adopted_without_saying_its_pr
         instance.dispose()
 
 
-def _materialize(packet: Path, prompt: str, run_tags: dict[str, str]) -> ExecuteInProcessResult:
-    """A run of one prompt's asset, as the UI launches it (no `awp run` around it)."""
+def _materialize(packet: Path, prompt: str, run_tags: dict[str, str],
+                 launch: Launch | None = None) -> ExecuteInProcessResult:
+    """A run of one prompt's asset, as the UI launches it (no `awp run` around it), or as the sensor does
+    (`launch`: the launch it decided, as the run's config)."""
     compiled = packet_assets(load_packet(packet), load_catalog(None))
     instance = open_instance(packet)
+    key = compiled.binding.key(prompt)
     try:
         job = compiled.definitions().resolve_job_def(job_name(compiled.packet))
-        return job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key(prompt)],
-                                      tags=run_tags, raise_on_error=False)
+        return job.execute_in_process(instance=instance, asset_selection=[key], tags=run_tags, raise_on_error=False,
+                                      run_config=launch_run_config(key, launch) if launch else None)
     finally:
         instance.dispose()
 
@@ -312,27 +321,26 @@ def _events(packet: Path) -> list[dict[str, Any]]:
     return events(packet) if (packet / ".awp" / "events").exists() else []
 
 
-def test_the_root_run_shows_the_packet_run_completed_after_its_retry(tmp_path: Path, make_git_repo) -> None:
-    """The UI's root run of a packet run stays red when its Attempt failed; the retry that completes the packet
-    run tags the root run `awp/packet_run_state=completed` (issue 15 item 7)."""
+def test_a_ui_run_and_its_retry_carry_only_their_packet_run_as_a_tag(tmp_path: Path, make_git_repo) -> None:
+    """The Runs list shows each tag outside Dagster's namespace on a line of its own: a run of the UI and the
+    retry that completes its packet run carry their packet run (its first compute tags it), no Attempt, mode,
+    target or state; the packet lists the packet run (packet_index.py), and `awp status` finds it there."""
     packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", {"writes": []}, _writes("a.txt"))})
     first = _materialize(packet, "01", {})
     assert not first.success
-    instance = open_instance(packet)
-    try:
-        root = instance.get_run_by_id(first.run_id)
-        # The state word, and while the packet run runs, what comes next (issue 26 item 4).
-        assert root is not None
-        assert root.tags[tags.PACKET_RUN_STATE] == "running — 01 waiting (repair 1/2: unmet verifier items)"
-        packet_run = root.tags[tags.PACKET_RUN]
-    finally:
-        instance.dispose()
+    packet_run = f"pr-{first.run_id[:8]}"
     retry = _materialize(packet, "01", {tags.PACKET_RUN: packet_run, "dagster/root_run_id": first.run_id,
                                         "dagster/parent_run_id": first.run_id})
     assert retry.success
     instance = open_instance(packet)
     try:
-        root = instance.get_run_by_id(first.run_id)
-        assert root is not None and root.tags[tags.PACKET_RUN_STATE] == "completed"
+        for run_id in (first.run_id, retry.run_id):
+            run = instance.get_run_by_id(run_id)
+            assert run is not None
+            assert {k: v for k, v in run.tags.items() if not k.startswith(("dagster/", ".dagster/"))} == {
+                tags.PACKET_RUN: packet_run}
+        assert packet_runs_of(instance, load_packet(packet).name) == [packet_run]
     finally:
         instance.dispose()
+    assert_one_truth(packet, packet_run, {"01": "completed"}, "completed", [])
+    assert json.loads(awp("status", packet, "--json").stdout)["packet_run"] == packet_run  # the newest, listed

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import AssetKey, RunsFilter
+from dagster import AssetKey
 from e2e_support import awp, git_log, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.packet_index import packet_runs_of, runs_of_packet
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
@@ -56,8 +58,8 @@ def test_attempt_writes_no_secret_and_never_commits_its_own_state(tmp_path: Path
     assert "[REDACTED]" in events[0].read_text()
     instance = open_instance(root)
     try:
-        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "inside"}))
-        assert run.tags["awp/account"] == "sim-a"
+        [run] = runs_of_packet(instance, "inside")
+        assert attempt_records(instance, run.run_id)[0].target.account == "sim-a"
         assert all(SECRET not in value for value in run.tags.values())
         event = instance.get_latest_materialization_event(AssetKey(["inside", "01_note"]))
         stored = str(event.asset_materialization.metadata)
@@ -72,15 +74,16 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
     assert awp("run", packet, "01").exit_code == 0
     instance = open_instance(packet)
     try:
-        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/prompt": "01"}))
+        [run] = instance.get_runs()
         tags = run.tags
-        assert tags["awp/mode"] == "run" and tags["awp/packet"] == "authoring-packet"
-        assert tags["awp/attempt"] == f"{tags['awp/packet_run']}.01.a1"
+        assert attempt_records(instance, run.run_id)[0].identity.mode == "run"
+        assert packet_runs_of(instance, "authoring-packet") == [tags["awp/packet_run"]]
+        assert attempt_records(instance, run.run_id)[0].identity.attempt_id == f"{tags['awp/packet_run']}.01.a1"
         key = prompt_key(load_packet(packet), "01")
         meta = instance.get_latest_materialization_event(key).asset_materialization.metadata
         record = meta["awp/record"].value
         assert record["identity"]["agent_run"] == f"{tags['awp/packet_run']}.01"
-        assert record["identity"]["attempt_id"] == tags["awp/attempt"]
+        assert record["identity"]["attempt_id"] == f"{tags['awp/packet_run']}.01.a1" == meta["awp/attempt"].value
         assert record["identity"]["dagster_run"] == run.run_id
         assert record["checkpoint"]["app"] and record["commits"][0]["sha"]
         assert "Transcript" in meta["awp/transcript"].value or meta["awp/transcript"].value
@@ -117,7 +120,6 @@ def test_a_cli_profile_reaches_the_attempt_through_the_resolved_plan(tmp_path: P
     instance = open_instance(root)
     try:
         [run] = instance.get_runs()
-        assert run.tags["awp/model"] == "simulated-from-profile"
         meta = instance.get_latest_materialization_event(AssetKey(["plain", "01_x"])).asset_materialization.metadata
         assert meta["awp/target"].value.endswith("/simulated-from-profile")
     finally:

@@ -21,8 +21,10 @@ import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from e2e_support import decided_attempt, prompt_of
 from local_servers import serving
 
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
@@ -191,7 +193,9 @@ KILLED_MID_ATTEMPT = {
 
 
 def _run_of(instance: DagsterInstance, attempt: str) -> DagsterRun | None:
-    found = instance.get_runs(RunsFilter(tags={"awp/attempt": attempt}))
+    packet_run = attempt.split(".", 1)[0]
+    found = [r for r in instance.get_runs(RunsFilter(tags={"awp/packet_run": packet_run}))
+             if decided_attempt(r) == attempt]
     return found[0] if found else None
 
 
@@ -228,19 +232,19 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
         top.workers[victim].wait(timeout=60)
 
         def settled(i: DagsterInstance) -> bool:
-            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(i, "spread")
             retry = _run_of(i, a3)
             return (retry is not None and retry.status == DagsterRunStatus.SUCCESS and len(runs) >= 6
                     and all(r.is_finished for r in runs) and not slot_holders(i))
         top.dep.wait_until(settled, 900, "the retry on the other worker and every run to end, no slot held")
         with top.dep.instance() as instance:
             killed = instance.get_run_by_id(hung.run_id)
-            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(instance, "spread")
             failure = next(e for e in instance.all_logs(hung.run_id) if e.dagster_event and
                            e.dagster_event.event_type_value == "PIPELINE_FAILURE")
     assert killed is not None and killed.status == DagsterRunStatus.FAILURE
     assert "has not beaten" in (failure.message or ""), failure.message
-    by_prompt = sorted((r.tags.get("awp/prompt"), r.status.value) for r in runs)
+    by_prompt = sorted((prompt_of(r), r.status.value) for r in runs)
     assert [s for p, s in by_prompt if p != "01"] == ["SUCCESS"] * 3, by_prompt
     assert sorted(s for p, s in by_prompt if p == "01") == ["FAILURE", "FAILURE", "SUCCESS"], by_prompt
     survivor = top.hosts[1 - victim]

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import DagsterRunStatus, RunsFilter
+from dagster import DagsterRunStatus
 from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.reaper import runners_of
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],
@@ -58,11 +60,11 @@ def test_authoring_packet_runs_to_completion_with_one_trailed_commit_per_prompt(
     instance = open_instance(packet)
     try:
         # Both prompts in one run, as "Materialize all" launches them; Dagster's deps order them.
-        [run] = instance.get_runs(filters=RunsFilter(tags={"awp/packet": "authoring-packet"}))
-        assert run.tags["awp/prompts"] == "01,02" and run.status == DagsterRunStatus.SUCCESS
+        [run] = runs_of_packet(instance, "authoring-packet")
+        assert len(run.asset_selection or ()) == 2 and run.status == DagsterRunStatus.SUCCESS
         # Listed with the code location's job in the UI, as launched by awp run.
         assert run.tags[".dagster/repository"] == "__repository__@awp_pipelines"
-        assert run.tags["user"].startswith("awp run")
+        assert runners_of(instance, [run.run_id])  # its `awp run` noted itself as the run's driver
         event = instance.get_latest_materialization_event(prompt_key(load_packet(packet), "02"))
         assert event is not None
         meta = event.asset_materialization.metadata

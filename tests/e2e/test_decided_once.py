@@ -13,7 +13,7 @@ from e2e_support import stored_events
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import history, packet_run_tag
+from awp_pipelines.orchestration import history
 from awp_pipelines.orchestration.compute import attempt_compute
 
 
@@ -28,8 +28,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
             return real(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
 
-    for module in (attempt_compute, packet_run_tag):
-        counted(module, "packet_run_history", history.packet_run_history)
+    counted(attempt_compute, "packet_run_history", history.packet_run_history)
     real_build = plan.build_plan
 
     def build(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -45,8 +44,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     assert result.ok
     started = [e for e in events if isinstance(e, AttemptStarted)]
     assert len(started) == 5  # 01, 02, 03, then a repair of 02 and a retry of 03
-    # One read to decide each Attempt; the packet run's state on the root run after it is computed from that
-    # read and the record just stored (no other run of the packet run changed meanwhile), not read again.
+    # One read to decide each Attempt.
     assert reads == {"attempt_compute": 5}, reads
     assert plans["build_plan"] == 1, plans  # `awp run` resolves the packet's plan once
     # The compute takes the launcher's launch as it was decided: the same reason, not asked again.
@@ -74,7 +72,7 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
 
     def state(self, packet_run):  # type: ignore[no-untyped-def]
         files = {Path(f.filename).name for f in inspect.stack(0)}
-        if files & {"attempt_compute.py", "packet_run_tag.py"}:
+        if "attempt_compute.py" in files:
             stop_reads[packet_run] += 1
         return real_state(self, packet_run)
 

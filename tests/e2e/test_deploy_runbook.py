@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
+from e2e_support import decided_launch
 
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, free_port, make_project, stop_groups, wait_for_webserver
 from tests.e2e.test_celery_runs import _redis
 
@@ -104,21 +106,21 @@ def test_the_celery_runbook_runs_and_materialize_all_completes_the_demo_with_its
             first = dep.materialize_all("demo")
 
             def completed(instance: DagsterInstance) -> bool:
-                runs = instance.get_runs(RunsFilter(tags={"awp/packet": "demo"}))
+                runs = runs_of_packet(instance, "demo")
                 done = [r for r in runs if r.status.value == "SUCCESS"]
-                return all(r.is_finished for r in runs) and {r.tags.get("awp/prompt") for r in done} >= {"02", "03"}
+                return all(r.is_finished for r in runs) and {decided_launch(r)[0] for r in done
+                                                             if r.run_id != first} >= {"02", "03"}
             dep.wait_until(completed, 600, "the demo's repair and retry to succeed")
             with dep.instance() as instance:
                 launched = instance.get_run_by_id(first)
-                runs = instance.get_runs(RunsFilter(tags={"awp/packet": "demo"}))
+                runs = runs_of_packet(instance, "demo")
         finally:
             stop_groups(procs)
     assert launched is not None and launched.job_name == "__ASSET_JOB"
     # The compute tagged the UI's run: the sensor found it, and its packet run is the one the others joined.
     packet_run = launched.tags["awp/packet_run"]
     assert {r.tags.get("awp/packet_run") for r in runs} == {packet_run}
-    modes = sorted((r.tags.get("awp/prompt"), r.tags.get("awp/mode"), r.status.value) for r in runs
-                   if r.run_id != first)
+    modes = sorted((*decided_launch(r)[:2], r.status.value) for r in runs if r.run_id != first)
     assert ("02", "repair", "SUCCESS") in modes and ("03", "retry", "SUCCESS") in modes, modes
     log = _commits(project / "assets" / "demo" / "workspace")
     for attempt in (f"{packet_run}.01.a1", f"{packet_run}.02.a2", f"{packet_run}.03.a2"):

@@ -27,9 +27,11 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from e2e_support import decided_attempt
 from local_servers import serving
 
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from tests.daemon.deployment import deployment, make_project
 from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
@@ -151,14 +153,14 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
         container.kill()
 
         def settled(i: DagsterInstance) -> bool:
-            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(i, "spread")
             retry = _run_of(i, a2)
             return retry is not None and retry.is_finished and all(r.is_finished for r in runs) \
                 and not slot_holders(i)
         dep.wait_until(settled, 600, f"the retry {a2} and every run to end, no slot held")
         with dep.instance() as instance:
             killed, retry = instance.get_run_by_id(hung.run_id), _run_of(instance, a2)
-            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = runs_of_packet(instance, "spread")
             failure = next(e for e in instance.all_logs(hung.run_id) if e.dagster_event and
                            e.dagster_event.event_type_value == "PIPELINE_FAILURE")
     container.reload()
@@ -196,19 +198,23 @@ def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_
     with deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
         first = dep.materialize_all("spread")
 
+        def family(i: DagsterInstance) -> list[DagsterRun]:
+            """The UI's run and the runs of the packet run its compute tagged it with."""
+            run = i.get_run_by_id(first)
+            packet_run = run.tags.get("awp/packet_run") if run else None
+            return i.get_runs(RunsFilter(tags={"awp/packet_run": packet_run})) if packet_run else []
+
         def settled(i: DagsterInstance) -> bool:
-            runs = i.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            runs = family(i)
             return len(runs) >= 2 and all(r.is_finished for r in runs) and not slot_holders(i)
         dep.wait_until(settled, 600, "the asset job and 01's repair to end, no slot held")
         with dep.instance() as instance:
-            launched = instance.get_run_by_id(first)
-            runs = instance.get_runs(RunsFilter(tags={"awp/packet": "spread"}))
+            launched, runs = instance.get_run_by_id(first), family(instance)
             assert launched is not None, _post_mortem(client, instance, first)
     assert launched.job_name == "__ASSET_JOB" and "docker/container_id" in launched.tags
     packet_run = launched.tags["awp/packet_run"]  # the compute tagged the UI's run; the repair joined it
-    assert {r.tags.get("awp/packet_run") for r in runs} == {packet_run}
-    repair = next(r for r in runs if r.run_id != first)
-    assert repair.status == DagsterRunStatus.SUCCESS and repair.tags["awp/attempt"] == f"{packet_run}.01.a2"
+    [repair] = [r for r in runs if r.run_id != first]
+    assert repair.status == DagsterRunStatus.SUCCESS and decided_attempt(repair) == f"{packet_run}.01.a2"
     assert repair.tags["docker/container_id"] != launched.tags["docker/container_id"]
     branch = f"refs/heads/awp/spread/{packet_run}"
     assert _git("-C", remotes["alpha"], "show", f"{branch}:alpha.txt") == "01"

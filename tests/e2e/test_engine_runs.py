@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 from dagster import AssetKey
-from e2e_support import awp, stored_records
+from e2e_support import awp, decided_launch, stored_records
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import attempt_records
@@ -87,7 +87,8 @@ def test_awp_repair_on_a_failed_prompt_runs_one_repair_attempt_with_the_unmet_it
     instance = open_instance(packet)
     try:
         [run] = instance.get_runs(limit=1)
-        assert run.tags["awp/mode"] == "repair" and run.tags["awp/attempt"] == f"{packet_run}.01.a3"
+        assert decided_launch(run)[:2] == ("01", "repair")
+        assert attempt_records(instance, run.run_id)[0].identity.attempt_id == f"{packet_run}.01.a3"
         assert secret not in run.tags["awp/note"] and "write the word" in run.tags["awp/note"]
         assert attempt_records(instance, run.run_id)[0].target.reason.startswith("repair launched by hand")
     finally:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from dagster import AssetKey, build_sensor_context
+from e2e_support import decided_launch
 from test_housekeeping import counted_queries
 
 from awp_pipelines.orchestration.definitions import build_definitions
@@ -45,13 +46,13 @@ def test_one_sensor_launches_each_packets_due_repair_and_retry_as_its_own_jobs_r
     finally:
         instance.dispose()
     # The demo's 02 misses a verifier item (a repair) and 03 is rate limited (a retry): in both packets at once.
-    launched = {(r.job_name, r.tags["awp/packet"], r.tags["awp/prompt"], r.tags["awp/mode"], r.run_key)
-                for r in tick.run_requests}
-    assert launched == {(f"packet__{name}", name, prompt, mode, f"pr-{first[name][:8]}.{prompt}.a2")
+    launched = {(r.job_name, decided_launch(r)[:2], r.run_key) for r in tick.run_requests}
+    assert launched == {(f"packet__{name}", (prompt, mode), f"pr-{first[name][:8]}.{prompt}.a2")
                         for name in PACKETS[:2] for prompt, mode in (("02", "repair"), ("03", "retry"))}
     for request in tick.run_requests:
-        name = request.tags["awp/packet"]
-        assert request.asset_selection == [AssetKey([name, KEYS[request.tags["awp/prompt"]]])]
+        name = (request.job_name or "").removeprefix("packet__")
+        assert request.tags["awp/packet_run"] == f"pr-{first[name][:8]}"
+        assert request.asset_selection == [AssetKey([name, KEYS[decided_launch(request)[0]]])]
         assert request.tags["dagster/parent_run_id"] == first[name]
         # The request's job holds its asset: Dagster would launch it as a run of that packet's job.
         job = defs.resolve_job_def(request.job_name or "")

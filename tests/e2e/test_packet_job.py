@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
+from e2e_support import decided_launch
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
@@ -58,9 +59,8 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         assert instance.get_latest_materialization_event(CHANGELOG) is None
         assert instance.get_latest_materialization_event(STATUS) is None
         run_tags = instance.get_run_by_id(result.run_id).tags
-        # A run of several prompts names the packet run and its prompts, never one prompt's Attempt.
+        # A run of several prompts names its packet run, never one prompt's Attempt.
         assert run_tags["awp/packet_run"] == f"pr-{result.run_id[:8]}"
-        assert run_tags["awp/prompts"] == "01,02,03"
         assert "awp/attempt" not in run_tags and "awp/prompt" not in run_tags
         observed = instance.fetch_observations(STATUS, limit=5).records
         assert any(r.asset_observation.metadata.get("awp/result") and
@@ -78,8 +78,8 @@ def test_the_recovery_sensor_requests_each_next_attempt_once_with_its_identity(t
     with DagsterInstance.ephemeral() as instance:
         first = defs.resolve_job_def("packet__demo").execute_in_process(instance=instance, raise_on_error=False)
         tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
-        requests = {r.tags["awp/prompt"]: r for r in tick.run_requests}
-        assert {p: r.tags["awp/mode"] for p, r in requests.items()} == {"02": "repair", "03": "retry"}
+        requests = {decided_launch(r)[0]: r for r in tick.run_requests}
+        assert {p: decided_launch(r)[1] for p, r in requests.items()} == {"02": "repair", "03": "retry"}
         packet_run = f"pr-{first.run_id[:8]}"
         assert {r.run_key for r in tick.run_requests} == {f"{packet_run}.02.a2", f"{packet_run}.03.a2"}
         assert requests["02"].asset_selection == [CHANGELOG]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from dag_packets import write_dag_packet
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 from e2e_support import awp
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
-from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 from awp_pipelines.orchestration.parallel import can_overlap
 
 
@@ -20,7 +20,7 @@ def _step_spans(instance_dir: Path) -> tuple[int, dict[str, tuple[float, float]]
     """The runs of the packet, and each prompt's (start, end) from its stored step stats."""
     instance = DagsterInstance.from_config(str(instance_dir))
     try:
-        runs = instance.get_runs(RunsFilter(tags={tags.PACKET: "dag"}))
+        runs = runs_of_packet(instance, "dag")
         spans = {}
         for run in runs:
             for stat in instance.get_run_step_stats(run.run_id):

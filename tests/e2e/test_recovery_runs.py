@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import AssetKey, RunsFilter
-from e2e_support import awp, git_log, stored_attempts, stored_records
+from e2e_support import awp, decided_launch, git_log, stored_attempts, stored_records
 
 from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.packet_index import runs_of_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.
@@ -57,14 +58,14 @@ def test_repair_and_retry_runs_name_their_parent_run_and_reason(compat_packet) -
     assert chosen.exit_code == 0 and "02 runs as you selected it, though its upstream 01 is not" in chosen.stderr
     instance = open_instance(packet)
     try:
-        runs = _oldest_first(instance, {"awp/prompt": "02"})
-        assert [r.tags["awp/mode"] for r in runs] == ["run", "repair"]
+        runs = list(reversed(instance.get_runs()))  # 02, then its repair
         assert runs[1].tags["dagster/parent_run_id"] == runs[0].run_id
-        # Run tags are what a user filters on; the reason and agent run are the Attempt's record.
+        # Run tags are what a user filters on; the Attempt (mode, reason, agent run) is its record.
         first, repair = (attempt_records(instance, r.run_id)[-1] for r in runs)
+        assert [first.identity.mode, repair.identity.mode] == ["run", "repair"]
         assert "unmet verifier items" in repair.target.reason and repair.identity.parent_run == runs[0].run_id
         assert first.identity.agent_run == repair.identity.agent_run
-        assert "awp/reason" not in runs[1].tags and "awp/agent_run" not in runs[1].tags
+        assert not {"awp/reason", "awp/agent_run", "awp/mode", "awp/prompt"} & set(runs[1].tags)
     finally:
         instance.dispose()
 
@@ -104,8 +105,9 @@ def test_rate_limit_falls_back_to_the_next_account_then_the_next_provider(tmp_pa
     assert result.exit_code == 0, result.output
     instance = open_instance(packet)
     try:
-        runs = _oldest_first(instance, {"awp/packet": "rotate"})
-        targets = [(r.tags["awp/mode"], r.tags["awp/provider"], r.tags.get("awp/account")) for r in runs]
+        runs = list(reversed(runs_of_packet(instance, "rotate")))
+        targets = [(rec.identity.mode, rec.target.provider, rec.target.account)
+                   for rec in (attempt_records(instance, r.run_id)[0] for r in runs)]
         assert targets == [("run", "simulated", "sim-a"), ("fallback", "simulated", "sim-b"),
                            ("fallback", "backup", None)]
         assert "provider_rate_limit" in attempt_records(instance, runs[1].run_id)[0].target.reason
@@ -145,9 +147,9 @@ def test_a_prompt_whose_upstream_recovers_runs_after_the_repair(tmp_path: Path, 
     assert result.exit_code == 0, result.output
     instance = open_instance(root)
     try:
-        runs = _oldest_first(instance, {"awp/packet": "chain"})
-        assert runs[0].tags["awp/prompts"] == "01,02"  # the selection in one run; 02 was skipped there
-        assert [(r.tags["awp/prompt"], r.tags["awp/mode"]) for r in runs[1:]] == [("01", "repair"), ("02", "run")]
+        runs = list(reversed(runs_of_packet(instance, "chain")))
+        assert len(runs[0].asset_selection or ()) == 2  # the selection in one run; 02 was skipped there
+        assert [decided_launch(r)[:2] for r in runs[1:]] == [("01", "repair"), ("02", "run")]
         assert attempt_records(instance, runs[2].run_id)[0].target.reason == "upstream 01 completed"
     finally:
         instance.dispose()

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import DagsterInstance, RunsFilter, build_sensor_context
-from e2e_support import awp
+from e2e_support import awp, decided_launch
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.history import attempt_records
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.resources import AwpResource
 from awp_pipelines.orchestration.standing import agent_run_records
@@ -94,9 +95,9 @@ def test_awp_run_uses_the_accounts_each_rotation_gives(rotation: str, tmp_path: 
         used = {p: [r.target.account for r in rs] for p, rs in records.items()}
         assert used == EXPECTED[rotation]
         # Each Attempt launched on its own (all but 01's first, which ran with the whole selection) carries
-        # its account on its run's tags too.
-        tagged = {r.tags["awp/attempt"]: r.tags["awp/account"] for r in
-                  instance.get_runs(filters=RunsFilter(tags={"awp/packet_run": packet_run})) if "awp/attempt" in r.tags}
+        # its account on its run's tags too: the run queue runs one run per account.
+        tagged = {attempt_records(instance, r.run_id)[0].identity.attempt_id: r.tags["awp/account"] for r in
+                  instance.get_runs(filters=RunsFilter(tags={"awp/packet_run": packet_run})) if "awp/account" in r.tags}
         assert tagged == {r.identity.attempt_id: r.target.account for rs in records.values() for r in rs
                           if r.identity.attempt_id != f"{packet_run}.01.a1"}
         uses = AccountStore(instance).usage(ACCOUNTS)
@@ -135,7 +136,7 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
         assert used == {"01": ["sim-a"], "02": ["sim-b"], "03": ["sim-c"]}
         tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
         [request] = tick.run_requests
-        assert (request.tags["awp/prompt"], request.tags["awp/mode"]) == ("01", "fallback")
+        assert decided_launch(request)[:2] == ("01", "fallback")
         assert request.tags["awp/account"] == "sim-b"
         # The same Attempt launched from the UI, with no awp/ tags: the compute decides it, the same way.
         again = job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key("01")],

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus, SensorResult, build_sensor_context
+from e2e_support import decided_launch
 
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.packet.packet import load_packet
@@ -60,8 +61,7 @@ def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path)
         assert still.run_requests == []
         assert stops.resume(packet_run) is not None and not stops.state(packet_run).stopped
         resumed = _tick(compiled, instance, still.cursor)
-        assert {r.tags[tags.PROMPT]: r.tags[tags.MODE] for r in resumed.run_requests} == {"02": "repair",
-                                                                                          "03": "retry"}
+        assert dict(decided_launch(r)[:2] for r in resumed.run_requests) == {"02": "repair", "03": "retry"}
         assert status_report(instance, compiled.binding, packet_run).state == "running"  # no stop: 02, 03 due
 
 
@@ -71,7 +71,7 @@ def test_a_run_cancelled_by_the_user_stops_its_packet_run(tmp_path: Path) -> Non
         packet_run = _first_packet_run(compiled, instance)
         # The UI's Terminate on a relaunch of the packet run before it started: the run ends CANCELED.
         queued = instance.create_run_for_job(compiled.definitions().resolve_job_def("packet__demo"),
-                                             tags={tags.PACKET: "demo", tags.PACKET_RUN: packet_run},
+                                             tags={tags.PACKET_RUN: packet_run},
                                              status=DagsterRunStatus.NOT_STARTED)
         instance.report_run_canceled(queued)
         tick = _tick(compiled, instance)

@@ -19,6 +19,7 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.instance import open_instance
 from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.packet_index import note_packet_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,8 +61,8 @@ def _quiet_started_run(demo: Path, packet_run: str) -> str:
     run_id = str(uuid.uuid4())
     try:
         instance.add_run(DagsterRun(job_name="packet__demo", run_id=run_id, status=DagsterRunStatus.STARTED,
-                                    tags={"awp/packet": "demo", "awp/packet_run": packet_run},
-                                    asset_selection=frozenset({key})))
+                                    tags={"awp/packet_run": packet_run}, asset_selection=frozenset({key})))
+        note_packet_run(instance, "demo", packet_run)
         marker = AssetObservation(asset_key=key, metadata={
             "awp/event": ATTEMPT_STARTED, "awp/attempt": f"{packet_run}.02.a2", "awp/attempt_number": 2,
             "awp/mode": "repair", "awp/provider": "simulated", "awp/model": "simulated-demo"})

@@ -26,11 +26,13 @@ from reliability.crash import commits_per_prompt
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
+from awp_pipelines.core.records.run_tags import RUNNER_KEY
+from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.reaper import RUNNER, free_slots_of_ended_runs
+from awp_pipelines.orchestration.reaper import free_slots_of_ended_runs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"
@@ -260,7 +262,7 @@ def test_a_slot_an_ended_run_still_holds_is_freed_by_the_next_awp_run(
     instance = open_instance(packet)
     try:
         # An `awp run` run (its runner named, long gone); a daemon's run would keep its slot 30 s more.
-        ended = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
+        ended = _gone_runner(instance, materialize([probe], instance=instance).run_id)
         storage = instance.event_log_storage
         storage.set_concurrency_slots("awp_outage_app", 1)  # the packet's repo pool
         assert storage.claim_concurrency_slot("awp_outage_app", ended, "outage__01_first").is_claimed
@@ -288,7 +290,7 @@ def test_a_daemon_run_that_just_ended_keeps_its_slot_for_the_grace_an_awp_run_ru
     instance = open_instance(tmp_path / "packet")
     try:
         daemons = materialize([probe], instance=instance).run_id
-        ours = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
+        ours = _gone_runner(instance, materialize([probe], instance=instance).run_id)
         storage = instance.event_log_storage
         storage.set_concurrency_slots("pool", 2)
         for run_id in (daemons, ours):
@@ -311,7 +313,7 @@ def test_a_queue_entry_left_by_a_kill_between_slot_and_entry_is_freed(tmp_path: 
 
     instance = open_instance(tmp_path / "packet")
     try:
-        dead = materialize([probe], instance=instance, tags={RUNNER: "gone-host:1:0"}).run_id
+        dead = _gone_runner(instance, materialize([probe], instance=instance).run_id)
         storage = instance.event_log_storage
         storage.set_concurrency_slots("pool", 1)
         assert storage.claim_concurrency_slot("pool", dead, "first").is_claimed
@@ -321,3 +323,9 @@ def test_a_queue_entry_left_by_a_kill_between_slot_and_entry_is_freed(tmp_path: 
         assert storage.claim_concurrency_slot("pool", "next-run", "second").is_claimed
     finally:
         instance.dispose()
+
+
+def _gone_runner(instance: DagsterInstance, run_id: str) -> str:
+    """`run_id` as an `awp run` run whose runner is long gone (the key `awp run` notes before each run)."""
+    kv_set(instance, {RUNNER_KEY + run_id: "gone-host:1:0"})
+    return run_id

@@ -137,7 +137,7 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     from dagster._core.utils import make_new_run_id
 
     from awp_pipelines.dagster_compat.pools import ensure_pool
-    from awp_pipelines.orchestration.reaper import runner_tag
+    from awp_pipelines.orchestration.reaper import note_runner
     from awp_pipelines.orchestration.translator import repo_pools
 
     packet = write_packet(tmp_path / "p", make_git_repo)
@@ -145,8 +145,8 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     instance = open_instance(packet)
     try:
         holder = make_new_run_id()  # a live run of this (live) process: no reaper frees it
-        instance.add_run(DagsterRun(job_name="holder", run_id=holder, status=DagsterRunStatus.STARTED,
-                                    tags=runner_tag()))
+        instance.add_run(DagsterRun(job_name="holder", run_id=holder, status=DagsterRunStatus.STARTED))
+        note_runner(instance, holder)
         ensure_pool(instance, pool)
         assert instance.event_log_storage.claim_concurrency_slot(pool, holder, "holder").is_claimed
     finally:

@@ -18,11 +18,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from e2e_support import fresh_database
 from ui_server import DagsterUi, free_port, stop_group, wait_for_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,25 +54,26 @@ def _project(base: Path) -> Path:
     shutil.copytree(REPO_ROOT / "resources", project / "resources")
     subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
     return project
-@pytest.fixture(scope="session")
-def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUi]:
+@contextmanager
+def _served(db: sa.URL, base: Path, demo_runs: int = 1) -> Iterator[DagsterUi]:
+    """`demo_runs` demo packet runs (`awp run`, each a new packet run) stored in `db`, then the webserver."""
     if not CHROMIUM.exists():
         msg = "Debian chromium is missing: bash tests/ui/install_browser.sh"
         if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
             pytest.fail(f"{msg}; CI must run the browser tests")
         pytest.skip(msg)
-    base = tmp_path_factory.mktemp("dagster-ui")
     home = base / "dagster-home"
     home.mkdir()
     shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     (home / ".nux").mkdir()
     (home / ".nux" / "nux.yaml").write_text("seen: 1\n")  # no "Join the Dagster community" modal
     project = _project(base)
-    env = _environment(base, home, project, session_pg_database)
-    run = subprocess.run([str(BIN / "awp"), "run", str(project / "assets" / "demo"), "--instance", str(home),
-                          "--providers", str(project / "resources" / "providers.yaml"), "--json"],
-                         env=env, cwd=project, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, f"demo run failed:\n{run.stdout}\n{run.stderr}"
+    env = _environment(base, home, project, db)
+    for _ in range(demo_runs):
+        run = subprocess.run([str(BIN / "awp"), "run", str(project / "assets" / "demo"), "--instance", str(home),
+                              "--providers", str(project / "resources" / "providers.yaml"), "--json"],
+                             env=env, cwd=project, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, f"demo run failed:\n{run.stdout}\n{run.stderr}"
     port = free_port()
     log = base / "webserver.log"
     with log.open("wb") as out:
@@ -86,6 +89,20 @@ def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture(scope="session")
+def dagster_ui(session_pg_database: sa.URL, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUi]:
+    """The demo run once: three runs (the selection, 02's repair, 03's retry)."""
+    with _served(session_pg_database, tmp_path_factory.mktemp("dagster-ui")) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def crowded_ui(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUi]:
+    """The demo run four times, on a database of its own: nine runs, more than one screen of the Runs list."""
+    with fresh_database(pg_url, "awp_runs") as db, _served(db, tmp_path_factory.mktemp("crowded-ui"), 4) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
 def playwright_driver() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as driver:
@@ -93,16 +110,22 @@ def playwright_driver() -> Iterator[Any]:
 
 
 @pytest.fixture
-def ui(dagster_ui: DagsterUi, playwright_driver: Any, tmp_path: Path) -> Iterator[tuple[str, Any]]:
-    """(url, page) in a fresh chromium profile; the browser closes after the test."""
+def browser_page(playwright_driver: Any, tmp_path: Path) -> Iterator[Any]:
+    """A page in a fresh chromium profile, 1400x900; the browser closes after the test."""
     context = playwright_driver.chromium.launch_persistent_context(
         str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
         viewport={"width": 1400, "height": 900})
     context.set_default_timeout(30_000)
     try:
-        yield dagster_ui.url, context.pages[0] if context.pages else context.new_page()
+        yield context.pages[0] if context.pages else context.new_page()
     finally:
         context.close()
+
+
+@pytest.fixture
+def ui(dagster_ui: DagsterUi, browser_page: Any) -> tuple[str, Any]:
+    """(url, page) of the demo's UI."""
+    return dagster_ui.url, browser_page
 
 
 @pytest.fixture

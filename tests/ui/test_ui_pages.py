@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +45,11 @@ def test_asset_graph_shows_the_prompts_and_the_runs_list_shows_every_attempt(
     open_runs(page, url)
     body = page.inner_text("body")
     # The three prompts in one run (as "Materialize all" launches them), then 02's repair and 03's retry,
-    # each a run of its own tagged with its Attempt.
-    assert "awp/prompts: 01,02,03" in body
-    for attempt in dagster_ui.attempts()[1:]:
-        assert f"awp/attempt: {attempt}" in body and attempt.endswith(".a2")
+    # each a run of its own: every row shows its packet run, and no Attempt, mode or target (its metadata).
+    packet_run = dagster_ui.run_output["packet_run"]
+    assert body.count(f"awp/packet_run: {packet_run}") == 3
+    assert "awp/attempt:" not in body and "awp/prompts:" not in body and "awp/mode:" not in body
+    assert all(attempt.endswith(".a2") for attempt in dagster_ui.attempts()[1:])
     finals = {o["dagster_run"][:8] for o in dagster_ui.run_output["prompts"]}
     listed = listed_run_ids(page)
     assert len(listed) == 3 and finals == set(listed)
@@ -59,17 +59,11 @@ def test_asset_graph_shows_the_prompts_and_the_runs_list_shows_every_attempt(
 def test_runs_filter_by_tag_and_the_transcript_shows_the_repair_prompt(
         ui: tuple[str, Any], dagster_ui: DagsterUi, shots: Path) -> None:
     url, page = ui
-    repair = next(o for o in dagster_ui.run_output["prompts"] if o["prompt"] == "02")
-    runs_filtered_by_tag(page, url, "awp/attempt", repair["attempt"])
-    assert listed_run_ids(page) == [repair["dagster_run"][:8]]
-    screenshot(page, shots, "runs-filtered-by-attempt")
-    # The commit the repair made names its run: filter the Runs list by the sha.
-    sha = subprocess.run(["git", "-C", str(dagster_ui.packet / "workspace"), "log", "-1", "--format=%H",
-                          "--fixed-strings", f"--grep=AWP-Attempt: {repair['attempt']}"],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    runs_filtered_by_tag(page, url, "awp/commit.docs", sha)
-    assert listed_run_ids(page) == [repair["dagster_run"][:8]]
-    screenshot(page, shots, "runs-filtered-by-commit")
+    # The Attempt page's "packet run" link: the Runs list filtered by the packet-run tag holds all three runs.
+    runs_filtered_by_tag(page, url, "awp/packet_run", dagster_ui.run_output["packet_run"])
+    assert set(listed_run_ids(page)) == {o["dagster_run"][:8] for o in dagster_ui.run_output["prompts"]}
+    assert len(listed_run_ids(page)) == 3
+    screenshot(page, shots, "runs-filtered-by-packet-run")
 
     # The repair's materialization carries the AgentRun's Attempt history: the run failed, then the repair.
     open_asset(page, url, CHANGELOG)

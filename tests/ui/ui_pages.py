@@ -150,6 +150,22 @@ def listed_run_ids(page: Page) -> list[str]:
     return [text.strip() for text in links if _RUN_ID_CELL.match(text.strip())]
 
 
+# A row of the Runs list (dagster-ui's RunsFeedRow); the CSS module class keeps its readable prefix across builds.
+_RUN_ROW = "[class*='RunsFeedRow_rowGrid']"
+
+
+def fully_visible_run_rows(page: Page) -> list[str]:
+    """The short ids of the Runs list's rows that show whole in the window, without scrolling."""
+    boxes = page.locator(_RUN_ROW).evaluate_all("""rows => rows.map(row => {
+        const box = row.getBoundingClientRect();
+        const id = [...row.querySelectorAll("a[href^='/runs/']")].map(a => a.innerText.trim())
+            .find(text => /^[0-9a-f]{8}$/.test(text)) || "";
+        return [id, box.top, box.bottom];
+    })""")
+    height = page.viewport_size["height"] if page.viewport_size else 0
+    return [str(run_id) for run_id, top, bottom in boxes if run_id and top >= 0 and bottom <= height]
+
+
 def screenshot(page: Page, folder: Path, name: str, full_page: bool = True, height: int | None = None) -> Path:
     """Save `<folder>/<name>.png` (folder created); returns the file. Lists such as Runs scroll inside their
     own pane, which `full_page` cannot unroll: `height` makes the window that tall for the shot."""

@@ -35,13 +35,11 @@ class Launch:
     def attempt(self, packet_run: str) -> str:
         return attempt_id(agent_run_id(packet_run, self.prompt), self.number)
 
-    def run_tags(self, packet: str, packet_run: str) -> dict[str, str]:
-        """What a user filters its run by (`tags.RUN_TAGS`); the rest of the Attempt is in its metadata. Written,
-        never read back: the launch itself reaches the compute as the run's config (attempt_config.py)."""
-        t = self.target
-        return tags.tag_values({tags.PACKET: packet, tags.PACKET_RUN: packet_run, tags.PROMPT: self.prompt,
-                                tags.ATTEMPT: self.attempt(packet_run), tags.MODE: self.mode,
-                                tags.PROVIDER: t.provider, tags.ACCOUNT: t.account, tags.MODEL: t.model})
+    def run_tags(self, packet_run: str) -> dict[str, str]:
+        """What a user filters its run by (`tags.RUN_TAGS`), and its account, which the run queue limits to one
+        run at a time (dagster.yaml); the Attempt itself is in its metadata. Written, never read back: the launch
+        reaches the compute as the run's config (attempt_config.py)."""
+        return tags.tag_values({tags.PACKET_RUN: packet_run, tags.ACCOUNT: self.target.account})
 
 
 @dataclass(frozen=True)

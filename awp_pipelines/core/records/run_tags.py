@@ -16,12 +16,10 @@ from typing import Literal, get_args
 from awp_pipelines.core.records.redact import redact
 
 PREFIX = "awp/"
-PACKET = f"{PREFIX}packet"
 PACKET_RUN = f"{PREFIX}packet_run"
-PROMPT = f"{PREFIX}prompt"
 AGENT_RUN = f"{PREFIX}agent_run"
 ATTEMPT = f"{PREFIX}attempt"
-MODE = f"{PREFIX}mode"
+MODE = f"{PREFIX}mode"  # Attempt metadata; as a tag, a person's ask for a repair by hand (`awp/mode=repair`)
 PROVIDER = f"{PREFIX}provider"
 ACCOUNT = f"{PREFIX}account"
 MODEL = f"{PREFIX}model"
@@ -29,13 +27,15 @@ EFFORT = f"{PREFIX}effort"
 REASON = f"{PREFIX}reason"
 PARENT_RUN = f"{PREFIX}parent_run"
 NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redacted, added to the repair prompt
-COMMIT = f"{PREFIX}commit"  # + .<repo> (or .<prompt>.<repo> in a run of several prompts) = the full sha
-PROMPTS = f"{PREFIX}prompts"  # a run of several prompts lists them; their Attempts are in its events
-RUNNER = f"{PREFIX}runner"  # the `awp run` process driving the run: host:pid:process start time
+COMMIT = f"{PREFIX}commit"  # Attempt metadata: the commits it made, <repo>@<sha>
 IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
-# The run tags of an Attempt's run: what a user filters the Runs page on. Its agent run, reason, effort and
-# parent run are Attempt metadata (the parent is also Dagster's own tag, dagster_compat/tags.py), not tags.
-RUN_TAGS = (PACKET, PACKET_RUN, PROMPT, ATTEMPT, MODE, PROVIDER, ACCOUNT, MODEL)
+# The run tags every run of a packet carries: what a user filters the Runs page on. Dagster's Runs list shows
+# each tag outside `dagster/` on a line of its own in every row (1 tag: 8 rows at 1400x900, 2: 6, 3: 5), so
+# an Attempt's identity, mode, target and commits are its metadata (the asset's events, the Attempt page), not
+# tags; the parent run is Dagster's own tag (dagster_compat/tags.py), which the UI groups retries by. A launch
+# that chose its account also carries it: the run queue runs one run per account (dagster.yaml). A packet's
+# packet runs are listed in the instance's key-value store (PACKET_RUNS_KEY), not tagged on each run.
+RUN_TAGS = (PACKET_RUN, ACCOUNT)
 
 # Attempt metadata (materialization / observation) beyond the keys above, which it shares with the tags.
 RESULT = f"{PREFIX}result"
@@ -67,7 +67,6 @@ CONTROL = f"{PREFIX}control"
 ISOLATION = f"{PREFIX}isolation"  # the sandbox the agent ran in, one line (isolation/record.py)
 AGENT_RUN_STATE = f"{PREFIX}agent_run_state"  # the AgentRun's state once this Attempt ended (agent_run.py)
 AGENT_RUN_CAUSE = f"{PREFIX}agent_run_cause"  # its cause category (attempt_lifecycle.Cause), when one applies
-PACKET_RUN_STATE = f"{PREFIX}packet_run_state"  # the packet run's state, a tag on its root run (UI)
 # Asset definitions: the prompt's agent role (an asset tag) and its file (asset metadata).
 ROLE = f"{PREFIX}role"
 PROMPT_FILE = f"{PREFIX}prompt_file"
@@ -75,9 +74,11 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
 STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
+PACKET_RUNS_KEY = f"{PREFIX}packet_runs/"  # + <packet>/<packet run>: the packet's packet runs (packet_index.py)
 SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer packet run settled it (settling.py)
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
+RUNNER_KEY = f"{PREFIX}runner/"  # + <run id>: the `awp run` process driving it, host:pid:start time (reaper.py)
 HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one

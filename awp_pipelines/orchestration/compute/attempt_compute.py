@@ -43,7 +43,7 @@ from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.orchestration.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.compute.attempt_marks import mark_started, mark_superseded, rest_account, tag_commits
+from awp_pipelines.orchestration.compute.attempt_marks import mark_started, mark_superseded, rest_account
 from awp_pipelines.orchestration.compute.attempt_stops import honour_stop, store_stop
 from awp_pipelines.orchestration.compute.launch_choice import (
     choose_launch,
@@ -53,13 +53,11 @@ from awp_pipelines.orchestration.compute.launch_choice import (
 )
 from awp_pipelines.orchestration.compute.target_check import probed, specs_for
 from awp_pipelines.orchestration.compute.work_trees import checkpoints_to_restore, clear_dead_work
-from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history, prompts_of_run, with_attempt
+from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history
 from awp_pipelines.orchestration.lease import Lease, leased
-from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 from awp_pipelines.orchestration.resources import AwpResource, resource_key
 
-# The last: the packet run's history with this Attempt in it (packet_run_tag.py reads no history again).
-Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus, PacketRunHistory]
+Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
 
 
 def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
@@ -139,8 +137,6 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
             mark_superseded(context, binding, prompt.id, packet_run, state.superseded,
                             history.agent_runs[prompt.id].intents.get(state.superseded, ""))
         mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
-        # The packet run's root run says this Attempt runs (and what else is queued or waiting).
-        tag_root_run(context, binding, history, running=(prompt.id, launch.number))
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
         ended = AttemptEnded(prompt.id, identity.attempt_id, record.result)
@@ -149,10 +145,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     stopped = store_stop(context, packet_run, record, stopped)
     if account is not None and target.account is not None:
         rest_account(context, target.account, account, record)
-    tag_commits(context, record, single=prompts_of_run(context.run, binding.keys) == {prompt.id})
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
                              stopped=stopped)
-    known = with_attempt(history, prompt.id, record, (context.run.run_id, launch.mode, launch.target), stopped,
-                         binding.intents[prompt.id])
-    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after, known
+    return record, sink.transcript_markdown(METADATA_TRANSCRIPT_CHARS), earlier, after

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetObservation, DagsterInstance, DagsterRun, Failure, MetadataValue
+from dagster import AssetExecutionContext, AssetObservation, Failure, MetadataValue
 
 from awp_pipelines.core.decisions.intent import superseded_status
 from awp_pipelines.core.decisions.next_launches import Launch
@@ -19,9 +19,8 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.claims import claim_attempt
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED, prompts_of_run
+from awp_pipelines.orchestration.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.lease import fail_if_stopping
-from awp_pipelines.orchestration.naming import dagster_name
 from awp_pipelines.orchestration.page_link import attempt_page_url
 
 
@@ -58,8 +57,6 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         description=f"Attempt {launch.number} started ({launch.mode}), follow it at {page} ; its record follows "
         f"when it ends. {line}",
         metadata={k: v for k, v in marker.items() if v}))
-    if prompts_of_run(context.run, binding.keys) == {prompt_id}:
-        _tag_single_prompt_run(context.instance, context.run, identity, target)
 
 
 def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, packet_run: str,
@@ -83,24 +80,3 @@ def rest_account(context: AssetExecutionContext, name: str, account: AccountSpec
         if rest is not None:
             context.log.info(f"account {name} rests until {rest.until_ms // 1000} (epoch s): "
                              f"{rest.failure_class}")
-
-
-def tag_commits(context: AssetExecutionContext, record: AttemptRecord, single: bool) -> None:
-    """The run names the commits it made, so the Runs page filters by sha: `awp/commit.<repo>` = the full sha
-    (`awp/commit.<prompt>.<repo>` in a run of several prompts: no tag names another prompt's work)."""
-    made = {c.repo: c.sha for c in record.commits if c.sha}
-    prefix = tags.COMMIT if single else f"{tags.COMMIT}.{dagster_name(record.identity.prompt)}"
-    if made:
-        context.instance.add_run_tags(context.run.run_id, {f"{prefix}.{dagster_name(repo)}": sha
-                                                           for repo, sha in made.items()})
-
-
-def _tag_single_prompt_run(instance: DagsterInstance, run: DagsterRun, identity: AttemptIdentity,
-                           target: AttemptTarget) -> None:
-    """A run that holds one prompt is that prompt's Attempt: its tags say which, so runs filter by it. A run
-    its launcher made for the Attempt has them already: not written again (a run-storage transaction)."""
-    known = {tags.PROMPT: identity.prompt, tags.ATTEMPT: identity.attempt_id, tags.MODE: identity.mode,
-             tags.PROVIDER: target.provider, tags.MODEL: target.model, tags.ACCOUNT: target.account}
-    missing = {k: v for k, v in tags.tag_values(known).items() if run.tags.get(k) != v}
-    if missing:
-        instance.add_run_tags(run.run_id, missing)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from dagster import AssetExecutionContext, DagsterRun, Failure
+from dagster import AssetExecutionContext, DagsterInstance, DagsterRun, Failure
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.next_launches import Launch, manual_launch, repair_launch
@@ -18,7 +18,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
 from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.asset_job_runs import joining_tags, own_packet_run
-from awp_pipelines.orchestration.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.attempt_config import AttemptConfig, decided_by_launcher
 from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.history import (
     AgentRunHistory,
@@ -28,13 +28,15 @@ from awp_pipelines.orchestration.history import (
     prompts_of_run,
 )
 from awp_pipelines.orchestration.manual_repair import latest_history
+from awp_pipelines.orchestration.packet_index import note_packet_run
+from awp_pipelines.orchestration.reaper import runners_of
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
 _DAEMON_STALE_S = 120
-# Tags this process added to a run (run id → tags): a run's tags as its steps see them (`context.run`) are
-# those of its start, so each step of a run of several prompts wrote the same packet-run tags again (a run
-# storage write per step). These tags never change once added.
+# Runs this process joined to their packet run (run id → the tags it added): a run's tags as its steps see them
+# (`context.run`) are those of its start, so each step of a run of several prompts wrote the same packet-run
+# tag and note again (a storage write per step). They never change once added.
 _TAGGED: dict[str, dict[str, str]] = {}
 
 
@@ -48,14 +50,15 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
         check_id(packet_run, "packet run id")  # it names folders under .awp/: a tag of ../.. is refused
     except ValueError as err:
         raise Failure(description=str(err), allow_retries=False) from None
-    wanted = joining_tags(run, binding, packet_run)
-    known = {**run.tags, **_TAGGED.get(run.run_id, {})}
-    missing = {k: v for k, v in wanted.items() if known.get(k) != v}
+    if run.run_id in _TAGGED:
+        return packet_run
+    note_packet_run(context.instance, binding.packet.name, packet_run)  # the packet lists it (packet_index.py)
+    missing = {k: v for k, v in joining_tags(packet_run).items() if run.tags.get(k) != v}
     if missing:
         context.instance.add_run_tags(run.run_id, missing)
-        if len(_TAGGED) > 256:  # a long-lived process: only its recent runs' steps gain from it
-            _TAGGED.clear()
-        _TAGGED.setdefault(run.run_id, {}).update(missing)
+    if len(_TAGGED) > 256:  # a long-lived process: only its recent runs' steps gain from it
+        _TAGGED.clear()
+    _TAGGED[run.run_id] = missing
     return packet_run
 
 
@@ -82,7 +85,7 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     status = statuses[prompt.id]
     if status.finished_by is not None:
         return status.reason
-    if status.held_by and chosen_by_user(context.run, binding):
+    if status.held_by and chosen_by_user(context.instance, context.run, binding):
         context.log.warning(f"prompt {prompt.id} starts as you selected it in packet run {history.packet_run}, "
                             f"though {status.reason}")
     elif status.held_by:
@@ -92,11 +95,12 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     return None
 
 
-def chosen_by_user(run: DagsterRun, binding: PacketBinding) -> bool:
+def chosen_by_user(instance: DagsterInstance, run: DagsterRun, binding: PacketBinding) -> bool:
     """A run of prompts the user picked (the UI's "Materialize selected", a launch of one asset): it has an
-    asset selection short of the whole packet, and no launcher's marks — the recovery sensor tags its launches
-    with their mode, `awp run` with its runner (and with awp/ignore_deps when its user chose the prompts)."""
-    launched = tags.MODE in run.tags or tags.RUNNER in run.tags
+    asset selection short of the whole packet, and no launcher's marks — the recovery sensor hands its launches
+    their decided launch as run config, `awp run` notes its runs' runner (and tags them awp/ignore_deps when
+    its user chose the prompts)."""
+    launched = decided_by_launcher(run.run_config) or bool(runners_of(instance, [run.run_id]))
     return not launched and bool(run.asset_selection) and prompts_of_run(run, binding.keys) != set(
         binding.keys.values())
 
@@ -128,7 +132,7 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
 
 def warn_without_daemon(context: AssetExecutionContext) -> None:
     """Say so in the run when nothing will launch what comes after it."""
-    if context.run.tags.get("user", "").startswith("awp run"):
+    if runners_of(context.instance, [context.run.run_id]):
         return  # awp run recovers in process
     beat = context.instance.get_daemon_heartbeats().get("SENSOR")
     if beat is None or time.time() - beat.timestamp > _DAEMON_STALE_S:

@@ -26,9 +26,7 @@ from awp_pipelines.orchestration.binding import PacketBinding
 from awp_pipelines.orchestration.compute.attempt_compute import run_attempt
 from awp_pipelines.orchestration.compute.attempt_stops import signal_stop
 from awp_pipelines.orchestration.heartbeat import beating
-from awp_pipelines.orchestration.history import PacketRunHistory
 from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
-from awp_pipelines.orchestration.packet_run_tag import tag_root_run
 
 
 def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
@@ -38,19 +36,12 @@ def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prom
     # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
     with signal_stop(), beating(context.instance, context.run.run_id,
                                 context.get_step_execution_context().step.key, binding.packet.name):
-        known: PacketRunHistory | None = None  # the history with this Attempt's record, once it is stored
-        try:
-            outcome = run_attempt(context, binding, prompt, config)
-            if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
-                context.log.info(f"prompt {prompt.id} does not run: {outcome}")
-                return
-            record, transcript, earlier, after, known = outcome
-            yield _result(context, binding, prompt, record, transcript, earlier, after)
-        except Failure:  # the Attempt's events (its record among them, if it ran) are logged before the raise
-            tag_root_run(context, binding, known)
-            raise
-        # After the yield the Attempt's materialization is stored: the root run shows the packet run's state.
-        tag_root_run(context, binding, known)
+        outcome = run_attempt(context, binding, prompt, config)
+        if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
+            context.log.info(f"prompt {prompt.id} does not run: {outcome}")
+            return
+        record, transcript, earlier, after = outcome
+        yield _result(context, binding, prompt, record, transcript, earlier, after)
 
 
 def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,

@@ -1,0 +1,48 @@
+"""Which packet runs a packet has: `awp/packet_runs/<packet>/<packet run>` in the instance's key-value store, the
+time a run last joined it as its value. Runs carry only their packet-run tag (the Runs list shows every tag on
+a line of its own, so a packet tag would cost every row a line): a reader of a packet's runs lists its packet
+runs here (one prefix read on the key's index), then their runs by the packet-run tag (the tag index).
+
+A packet run is noted wherever a run joins one: `awp run` and `awp repair` before they launch, and a run's
+first compute (compute/launch_choice.py) or the recovery sensor (asset_job_runs.py) when they tag it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from dagster import DagsterInstance, DagsterRun, RunsFilter
+
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.kvs import kv_prefixed, kv_set
+
+
+def _prefix(packet: str) -> str:
+    return f"{tags.PACKET_RUNS_KEY}{packet}/"
+
+
+def note_packet_run(instance: DagsterInstance, packet: str, packet_run: str) -> None:
+    kv_set(instance, {_prefix(packet) + packet_run: str(int(time.time() * 1000))})
+
+
+def packet_runs_of(instance: DagsterInstance, packet: str) -> list[str]:
+    """The packet's packet runs, the one a run joined last first."""
+    noted = kv_prefixed(instance, _prefix(packet))
+    by_time = sorted(noted.items(), key=lambda item: int(item[1]) if item[1].isdigit() else 0, reverse=True)
+    return [key.removeprefix(_prefix(packet)) for key, _ in by_time]
+
+
+def packet_runs_filter(instance: DagsterInstance, packet: str,
+                       statuses: Sequence[object] | None = None) -> RunsFilter | None:
+    """The filter of the packet's runs (of `statuses`), by their packet-run tag; None when it has none."""
+    packet_runs = packet_runs_of(instance, packet)
+    if not packet_runs:
+        return None
+    return RunsFilter(tags={tags.PACKET_RUN: packet_runs}, statuses=list(statuses or []))  # type: ignore[arg-type]
+
+
+def runs_of_packet(instance: DagsterInstance, packet: str, statuses: Sequence[object] | None = None,
+                   limit: int | None = None) -> list[DagsterRun]:
+    """The packet's runs (of `statuses`), newest first."""
+    of_packet = packet_runs_filter(instance, packet, statuses)
+    return list(instance.get_runs(of_packet, limit=limit)) if of_packet else []

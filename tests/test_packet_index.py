@@ -1,0 +1,34 @@
+"""The packet's packet runs, listed in the instance's key-value store (runs carry only their packet-run tag)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+from dagster import DagsterRun, DagsterRunStatus
+
+from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.packet_index import note_packet_run, packet_runs_of, runs_of_packet
+
+
+def test_a_packet_lists_its_packet_runs_newest_first_and_their_runs_only(tmp_path: Path) -> None:
+    instance = open_instance_folder(tmp_path / "home")
+    try:
+        runs = {}
+        for packet, packet_run in (("demo", "pr-old"), ("demo_x", "pr-other"), ("demo", "pr-new")):
+            note_packet_run(instance, packet, packet_run)
+            run = DagsterRun(job_name=f"packet__{packet}", run_id=str(uuid.uuid4()),
+                             status=DagsterRunStatus.SUCCESS, tags={"awp/packet_run": packet_run})
+            instance.add_run(run)
+            runs[packet_run] = run.run_id
+            time.sleep(0.01)  # the note's time orders them
+        note_packet_run(instance, "demo", "pr-old")  # a run joined the older one again (a resume): it is newest
+        assert packet_runs_of(instance, "demo") == ["pr-old", "pr-new"]
+        # `demo_x` is another packet, though `_` is a LIKE wildcard and `demo` its prefix.
+        assert packet_runs_of(instance, "demo_x") == ["pr-other"] and packet_runs_of(instance, "nothing") == []
+        assert {r.run_id for r in runs_of_packet(instance, "demo")} == {runs["pr-old"], runs["pr-new"]}
+        assert runs_of_packet(instance, "demo", [DagsterRunStatus.STARTED]) == []
+        assert runs_of_packet(instance, "nothing") == []
+    finally:
+        instance.dispose()
