@@ -5,7 +5,7 @@ completes, 02 misses a verifier item (its repair is due) and 03 hits a rate limi
 launches them, so the UI holds that moment: the failed Attempts' assets read Failed in the graph, and a failed
 Attempt is not a materialization in its asset's events. Then 02's repair is launched through the webserver's
 GraphQL as `awp repair` decides it, into the run queue of a deployment's instance (QueuedRunCoordinator) with no
-daemon to start it: the graph shows it queued, not done, and the Runs list shows it Queued with its prompt.
+daemon to start it: the graph shows it queued, not done, and the Runs list shows it Queued in its packet run.
 Screenshots stay under the test's tmp_path.
 """
 
@@ -154,7 +154,8 @@ def test_the_ui_tells_a_failed_attempt_and_a_queued_repair_from_a_success(
         page.get_by_text("Queued (1)").wait_for()  # the Runs page's Queued tab counts it
         link = page.locator(f"a[href='/runs/{queued['runId']}']").first
         row = link.locator("xpath=ancestor::*[.//*[text()='Queued']][1]").inner_text()  # its row, its status
-        assert f"{tags.PACKET_RUN}: " in row and "02_write_changelog" in row, row  # its prompt: the Target
+        # Its packet run and job (the prompt is not in the row: the graph's spinner above names it).
+        assert f"{tags.PACKET_RUN}: " in row and "packet__demo" in row, row
         screenshot(page, shots, "05-runs-repair-queued", full_page=False)
         print(f"\nscreenshots: {shots}")
     finally:
