@@ -135,15 +135,16 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     home = _home(tmp_path / "dagster-home", fresh_pg_database, _image(client), _host_mounts(), tmp_path)
     a1, a2 = f"{PACKET_RUN}.01.a1", f"{PACKET_RUN}.01.a2"
     with deployment(home, project, env={"DOCKER_HOST": docker_host}) as dep:
-        dep.client().submit_job_execution(
+        # The launchpad's run: its Attempt (a1) is decided by its compute, not in its config (no `_run_of`).
+        first = dep.client().submit_job_execution(
             "packet__spread", repository_location_name="awp_pipelines", repository_name="__repository__",
             asset_selection=[["spread", "01_work"]], tags={"awp/packet_run": PACKET_RUN})
         # Mid-Attempt: the run beats from inside its container, and its agent hangs for 15 minutes.
-        dep.wait_until(lambda i: (r := _run_of(i, a1)) is not None and (r.is_finished or (
+        dep.wait_until(lambda i: (r := i.get_run_by_id(first)) is not None and (r.is_finished or (
             "docker/container_id" in r.tags and r.run_id in {b.run_id for b in beats(i) if not b.of_run})), 600,
                        f"Attempt {a1} to beat in its container")
         with dep.instance() as instance:
-            hung = _run_of(instance, a1)
+            hung = instance.get_run_by_id(first)
             assert hung is not None
             assert hung.status == DagsterRunStatus.STARTED, _post_mortem(client, instance, hung.run_id)
             [beat] = [b for b in beats(instance) if b.run_id == hung.run_id and not b.of_run]
