@@ -56,3 +56,31 @@ def test_runs_made_before_the_index_are_indexed_on_the_first_read_once(tmp_path:
         assert packet_runs_of(instance, "other") == []
     finally:
         instance.dispose()
+
+
+def test_a_run_whose_tag_row_was_stored_twice_is_read_once(tmp_path: Path) -> None:
+    """On dagster 1.12's SQLite a run came back twice from a packet-run filter (its tag row stored twice): the
+    daemon test took the same run for the packet run's first and second run."""
+    import sqlalchemy as sa
+    from dagster._core.storage.runs.schema import RunTagsTable
+
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.history import packet_run_history
+
+    instance = open_instance_folder(tmp_path / "home")
+    try:
+        run = DagsterRun(job_name="packet__demo", run_id=str(uuid.uuid4()), status=DagsterRunStatus.SUCCESS,
+                         tags={"awp/packet_run": "pr-twice"})
+        instance.add_run(run)
+        note_packet_run(instance, "demo", "pr-twice")
+        with instance.run_storage.connect() as conn:  # type: ignore[attr-defined]
+            conn.execute(sa.insert(RunTagsTable).values(run_id=run.run_id, key="awp/packet_run", value="pr-twice"))
+        assert len(instance.get_runs()) == 1
+        assert [r.run_id for r in runs_of_packet(instance, "demo")] == [run.run_id]
+        keys = packet_assets(load_packet(Path(__file__).resolve().parents[1] / "assets" / "demo"),
+                             load_catalog(None)).binding.keys
+        assert [r.run_id for r in packet_run_history(instance, "pr-twice", keys).runs] == [run.run_id]
+    finally:
+        instance.dispose()

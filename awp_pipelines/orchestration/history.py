@@ -134,7 +134,9 @@ def prompts_of_run(run: DagsterRun, keys: Mapping[AssetKey, str]) -> set[str]:
 
 
 def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
-    records = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
+    # Once each: a run whose tag row was stored twice (seen on dagster 1.12's SQLite) came back twice.
+    records = list({r.dagster_run.run_id: r for r in
+                    instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
     runs = [r.dagster_run for r in records]
     ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
     agent_runs: dict[str, AgentRunHistory] = {}

@@ -54,7 +54,10 @@ def runs_of_packet(instance: DagsterInstance, packet: str, statuses: Sequence[ob
                    limit: int | None = None) -> list[DagsterRun]:
     """The packet's runs (of `statuses`), newest first."""
     of_packet = packet_runs_filter(instance, packet, statuses)
-    return list(instance.get_runs(of_packet, limit=limit)) if of_packet else []
+    if of_packet is None:
+        return []
+    # Once each: a run whose tag row was stored twice (seen on dagster 1.12's SQLite) came back twice.
+    return list({run.run_id: run for run in instance.get_runs(of_packet, limit=limit)}.values())
 
 
 def _index_tagged_runs(instance: DagsterInstance, packet: str) -> dict[str, str]:
