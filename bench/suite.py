@@ -133,17 +133,26 @@ def _scale_rows(d: dict[str, Any]) -> list[Row]:
 
 
 def _daemon_cpu_rows(d: dict[str, Any]) -> list[Row]:
-    base = d["rows"][0]
-    rows = [Row(f"the real `dagster-daemon`, {r['packets']} packets in the location: the recovery tick",
-                f"{r['tick_ms']} ms (housekeeping tick {r['housekeeping_ms']} ms)",
-                f"{base['packets']} packet: {base['tick_ms']} ms", f"{r['tick_ratio']}x", f"<= {d['tick_goal']}x",
-                _verdict(r["tick_ratio"] is not None and r["tick_ratio"] <= d["tick_goal"])) for r in d["rows"][1:]]
-    rows += [Row(f"the real `dagster-daemon`'s CPU (daemon + code server, measured over {r['window_s']:g} s), "
-                 f"{r['packets']} packets", f"{r['cpu_s_per_min']} CPU s/min = {r['core_pct']}% of a core",
-                 f"{base['packets']} packet: {base['cpu_s_per_min']} CPU s/min", f"{r['cpu_ratio']}x",
-                 f"<= {d['cpu_goal_pct']}% of a core", _verdict(r["core_pct"] <= d["cpu_goal_pct"]))
-             for r in d["rows"]]
+    rows: list[Row] = []
+    for shape in dict.fromkeys(r.get("shape", "managed") for r in d["rows"]):
+        mine = [r for r in d["rows"] if r.get("shape", "managed") == shape]
+        base, where = mine[0], SHAPE_WORDS.get(shape, shape)
+        rows += [Row(f"the real `dagster-daemon` ({where}), {r['packets']} packets in the location: the recovery tick",
+                     f"{r['tick_ms']} ms (housekeeping tick {r['housekeeping_ms']} ms)",
+                     f"{base['packets']} packet: {base['tick_ms']} ms", f"{r['tick_ratio']}x", f"<= {d['tick_goal']}x",
+                     _verdict(r["tick_ratio"] is not None and r["tick_ratio"] <= d["tick_goal"]))
+                 for r in mine[1:] if r["ticks"]]  # `bare` has no sensor to tick
+        rows += [Row(f"the real `dagster-daemon`'s CPU ({where}: daemon + code server, measured over "
+                     f"{r['window_s']:g} s), {r['packets']} packets", f"{r['cpu_s_per_min']} CPU s/min = "
+                     f"{r['core_pct']}% of a core", f"{base['packets']} packet: {base['cpu_s_per_min']} CPU s/min",
+                     f"{r['cpu_ratio']}x", f"<= {d['cpu_goal_pct']}% of a core",
+                     _verdict(r["core_pct"] <= d["cpu_goal_pct"])) for r in mine]
     return rows
+
+
+SHAPE_WORDS = {"managed": "its own code server from workspace.yaml, replaced every 60 s",
+               "served": "a standing code server, as deployed",
+               "bare": "that standing code server without AWP's sensors: Dagster alone"}
 
 
 def _limit_rows(d: dict[str, Any]) -> list[Row]:

@@ -130,17 +130,22 @@ def reap_silent_runs(instance: DagsterInstance, packet: str | None = None,
                      now: float | None = None) -> list[DagsterRun]:
     """Fail the unfinished runs (of `packet`, or of every packet) whose compute stopped beating (its worker or
     host died), and drop the beats of runs that have ended. Their pool slots (work tree, account) are freed at
-    once: the retry waits for them. Two reads whatever the number of beats: the beats, then their live runs."""
+    once: the retry waits for them. Two reads whatever the number of beats (the beats, then their live runs'
+    ids) and a third when a beat is stale."""
     now = time.time() if now is None else now
     mine = [b for b in beats(instance) if packet is None or b.packet == packet]
     if not mine:
         return []
-    live = {run.run_id: run for run in instance.get_runs(
-        RunsFilter(run_ids=sorted({b.run_id for b in mine}), statuses=UNFINISHED))}
-    reaped = []
-    for beat in mine:
-        run = live.get(beat.run_id)
-        if run is None or not beat.stale(now) or run in reaped:
+    # The live runs' ids alone (no run deserialised: 200 packets' live runs were most of a housekeeping tick),
+    # then the runs themselves of the stale beats only.
+    live = set(instance.get_run_ids(RunsFilter(run_ids=sorted({b.run_id for b in mine}), statuses=UNFINISHED)))
+    stale = [b for b in mine if b.run_id in live and b.stale(now)]
+    silent = {run.run_id: run for run in instance.get_runs(
+        RunsFilter(run_ids=sorted({b.run_id for b in stale})))} if stale else {}
+    reaped: list[DagsterRun] = []
+    for beat in stale:
+        run = silent.get(beat.run_id)
+        if run is None or run in reaped:
             continue
         instance.report_run_failed(run, f"its worker (pid {beat.pid} on host {beat.host}) has not beaten for "
                                    f"{beat.silent_for(now):.0f} s (bound {beat.bound_s:.0f} s): killed, or its "
@@ -148,6 +153,6 @@ def reap_silent_runs(instance: DagsterInstance, packet: str | None = None,
         reaped.append(run)
         # No grace as for a run that just ended (reaper.py): its compute has been silent past the bound.
         free_run_slots(instance, run.run_id)
-    ended = {r.run_id for r in reaped} | ({b.run_id for b in mine} - set(live))
+    ended = {r.run_id for r in reaped} | ({b.run_id for b in mine} - live)
     kv_delete(instance, [b.key for b in mine if b.run_id in ended])
     return reaped

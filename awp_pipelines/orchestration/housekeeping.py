@@ -27,9 +27,14 @@ from dagster import (
 
 from awp_pipelines.orchestration.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.reaper import free_slots_of_ended_runs
-from awp_pipelines.orchestration.sensors import INTERVAL_S
+from awp_pipelines.orchestration.sensor_instance import tick_instance
 
 HOUSEKEEPING_SENSOR = "awp_housekeeping"
+# Every third wake-up of the daemon (sensors.py), not every one: a silent run is only failed once its beat is
+# 30 s or more overdue (heartbeat.Beat.bound_s) and run monitoring frees ended runs' slots after 30 s, so 15 s
+# more is within what the loop already waits, while each tick has a fixed cost in the daemon and the code
+# server (a gRPC call, the tick's writes): 4 ticks a minute instead of 12 (bench/sensor_daemon_cpu.py).
+INTERVAL_S = 15
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,8 @@ def housekeeping_sensor() -> SensorDefinition:
                         "beating (a dead worker or host) and frees their slots; frees the slots of ended runs "
                         "where run monitoring does not. Launches nothing.")
     def _housekeeping(context: SensorEvaluationContext) -> SkipReason:
-        swept = sweep(context.instance, slots=not run_monitoring_frees_slots(context.instance))
+        instance = tick_instance(context)
+        swept = sweep(instance, slots=not run_monitoring_frees_slots(instance))
         for run_id in swept.failed:
             context.log.warning(f"run {run_id[:8]} failed: its compute stopped beating")
         return SkipReason(swept.summary())

@@ -47,6 +47,7 @@ from awp_pipelines.orchestration.ended_runs import ended_since
 from awp_pipelines.orchestration.history import PacketRunHistory, decision_inputs, packet_run_history
 from awp_pipelines.orchestration.reaper import driven_in_process
 from awp_pipelines.orchestration.recovery_cursor import PacketCursor, RecoveryCursor
+from awp_pipelines.orchestration.sensor_instance import tick_instance
 from awp_pipelines.orchestration.stop_store import StopStore
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
             default_status=DefaultSensorStatus.RUNNING, description=served_description(packets))
     def _recover(context: SensorEvaluationContext) -> SensorResult:
         cursor = RecoveryCursor.parse(context.cursor)
-        instance = context.instance
+        instance = tick_instance(context)
         # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
         # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
         in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
@@ -140,7 +141,7 @@ def _take_ended(context: SensorEvaluationContext, served: dict[str, ServedPacket
                 in_view: dict[str, set[str]]) -> float:
     """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
     `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
-    instance = context.instance
+    instance = tick_instance(context)
     stops = StopStore(instance)
     bindings = [p.binding for p in served.values()]
     by_job = {p.job.name: name for name, p in served.items()}
@@ -176,7 +177,7 @@ def _launches(context: SensorEvaluationContext, packet: ServedPacket, packet_run
               now: float) -> tuple[list[RunRequest], bool]:
     """The due launches of one packet run as run requests of its packet's job, and whether one waits for its
     backoff (or for the `awp run` that drives it to let go)."""
-    instance, binding = context.instance, packet.binding
+    instance, binding = tick_instance(context), packet.binding
     history = packet_run_history(instance, packet_run, binding.keys)
     if driven_in_process(instance, history.runs, packet.state_root):
         return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
