@@ -16,7 +16,9 @@ UPSTREAM = Path(__file__).resolve().parent.parent / "tools" / "upstream"
 @pytest.mark.parametrize("script", ["sqlite_slot_claim_race.py", "slot_freed_queue_row_left.py",
                                     # what the Dagster UI cannot be made to show (issue 26 item 4)
                                     "failed_materialization_not_stored.py", "failure_keeps_stack_trace.py",
-                                    "unevaluated_checks_read_passed.py"])
+                                    "unevaluated_checks_read_passed.py",
+                                    # what 200 packets cost the daemon (issue 25)
+                                    "daemon_refetches_unchanged_jobs.py"])
 def test_the_reproduction_shows_the_dagster_bug(script: str) -> None:
     done = subprocess.run([sys.executable, str(UPSTREAM / script)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "REPRODUCED" in done.stdout, (
