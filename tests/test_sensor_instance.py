@@ -57,3 +57,11 @@ def test_the_ticks_of_one_instance_share_one_opened_instance(instance: DagsterIn
 
 def test_a_context_built_with_an_instance_keeps_it(instance: DagsterInstance) -> None:
     assert tick_instance(Tick(None, instance)) is instance  # type: ignore[arg-type]
+
+
+def test_dagster_still_hands_a_sensor_context_its_instance_ref() -> None:
+    """Upgrade canary: `instance_ref` is a plain property of SensorEvaluationContext (not `@public`-marked, not
+    underscored); the stand-in above cannot notice a rename, the daemon's ticks would fail on one."""
+    from dagster import SensorEvaluationContext
+
+    assert isinstance(SensorEvaluationContext.__dict__.get("instance_ref"), property)

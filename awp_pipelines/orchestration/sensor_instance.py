@@ -4,7 +4,9 @@ Under the daemon, each tick of a sensor is a gRPC call to the code server, whose
 `DagsterInstance.from_ref`: storages built, and on SQLite the alembic revision of each database checked by loading
 every migration script. That was most of the CPU of a tick (py-spy of the code server, bench/sensor_daemon_cpu.py):
 the two AWP sensors ticking every 5 s cost more than the rest of the daemon. The instance's storages keep no state
-between reads (each read opens its own connection), so one instance per instance ref serves every tick.
+between reads (each read opens its own connection; PostgreSQL's engines use no pool), so one instance per
+instance ref serves every tick. `context.instance_ref` is a plain property, not marked `@public`: its canary is in
+tests/test_sensor_instance.py.
 """
 
 from __future__ import annotations
