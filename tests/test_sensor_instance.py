@@ -62,6 +62,8 @@ def test_a_context_built_with_an_instance_keeps_it(instance: DagsterInstance) ->
 def test_dagster_still_hands_a_sensor_context_its_instance_ref() -> None:
     """Upgrade canary: `instance_ref` is a plain property of SensorEvaluationContext (not `@public`-marked, not
     underscored); the stand-in above cannot notice a rename, the daemon's ticks would fail on one."""
+    import inspect
+
     from dagster import SensorEvaluationContext
 
-    assert isinstance(SensorEvaluationContext.__dict__.get("instance_ref"), property)
+    assert isinstance(inspect.getattr_static(SensorEvaluationContext, "instance_ref", None), property)
