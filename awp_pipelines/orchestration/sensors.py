@@ -118,7 +118,7 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
         # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
         # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
         in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
-        after = _take_ended(context, served, cursor.after, in_view)
+        after = _take_ended(context, instance, served, cursor.after, in_view)
         states = StopStore(instance).states(set[str]().union(*in_view.values()))  # one read for every packet
         requests: list[RunRequest] = []
         packets: dict[str, PacketCursor] = {}
@@ -127,7 +127,7 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
             stopped = {r for r in in_view[name] if states[r].stopped}  # a decision: nothing until a resume
             waiting: set[str] = set()
             for packet_run in sorted(in_view[name] - stopped):
-                due, waits = _launches(context, served[name], packet_run, now)
+                due, waits = _launches(context, instance, served[name], packet_run, now)
                 requests.extend(due)
                 if waits:
                     waiting.add(packet_run)
@@ -137,11 +137,10 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
     return _recover
 
 
-def _take_ended(context: SensorEvaluationContext, served: dict[str, ServedPacket], after: float,
-                in_view: dict[str, set[str]]) -> float:
+def _take_ended(context: SensorEvaluationContext, instance: DagsterInstance, served: dict[str, ServedPacket],
+                after: float, in_view: dict[str, set[str]]) -> float:
     """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
     `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
-    instance = tick_instance(context)
     stops = StopStore(instance)
     bindings = [p.binding for p in served.values()]
     by_job = {p.job.name: name for name, p in served.items()}
@@ -173,11 +172,11 @@ def _claim(context: SensorEvaluationContext, instance: DagsterInstance, run: Dag
     return claimed
 
 
-def _launches(context: SensorEvaluationContext, packet: ServedPacket, packet_run: str,
+def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packet: ServedPacket, packet_run: str,
               now: float) -> tuple[list[RunRequest], bool]:
     """The due launches of one packet run as run requests of its packet's job, and whether one waits for its
     backoff (or for the `awp run` that drives it to let go)."""
-    instance, binding = tick_instance(context), packet.binding
+    binding = packet.binding
     history = packet_run_history(instance, packet_run, binding.keys)
     if driven_in_process(instance, history.runs, packet.state_root):
         return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
