@@ -38,7 +38,7 @@ DEMO_HOME := $(CURDIR)/assets/demo/.awp/dagster
 UI_PORT ?= 3000
 PAGE_PORT ?= 3001
 ui: install
-	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.orchestration.instance import open_instance; \
+	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.orchestration.ledger.instance import open_instance; \
 		open_instance(Path("assets/demo")).dispose()'
 	# The Attempt pages (`awp serve`) beside the UI, on the same instance; stopped with it.
 	"$(CURDIR)/$(VENV)/bin/awp" serve --instance "$(DEMO_HOME)" --port $(PAGE_PORT) \

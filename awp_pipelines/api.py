@@ -45,8 +45,8 @@ from awp_pipelines.core.verifiers.engine import run_contract
 from awp_pipelines.core.verifiers.report import VerifierReport
 
 if TYPE_CHECKING:
-    from awp_pipelines.orchestration.runner import PromptOutcome
-    from awp_pipelines.orchestration.translator import PacketTranslator
+    from awp_pipelines.orchestration.compile.translator import PacketTranslator
+    from awp_pipelines.orchestration.driver.in_process import PromptOutcome
 
     Translator = PacketTranslator | str | None  # a translator, or its dotted path (`pkg.module.Class`)
 
@@ -153,13 +153,13 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.core.engine.interrupts import stopping
     from awp_pipelines.core.packet.providers_config import default_catalog_file
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.parallel import JobSource, can_overlap, start_steps_early
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
-    from awp_pipelines.orchestration.standing import agent_run_records
-    from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL
-    from awp_pipelines.orchestration.translator import load_translator, translator_path
+    from awp_pipelines.orchestration.compile.translator import load_translator, translator_path
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL
+    from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, start_steps_early
+    from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     translator = load_translator(translator)
     chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run,
@@ -201,10 +201,10 @@ def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance
     """The packet's newest packet run (or `packet_run`) as stored: each prompt's state, every Attempt, the
     last verifier report and the totals (the schema of `awp schema status`). `translator`: the one the
     packet's assets were built with (its asset keys are where the Attempts are stored)."""
-    from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.status_read import status_report
-    from awp_pipelines.orchestration.translator import load_translator
+    from awp_pipelines.orchestration.compile.binding import PacketBinding
+    from awp_pipelines.orchestration.compile.translator import load_translator
+    from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.ledger.status_read import status_report
 
     loaded = load(packet)
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
@@ -226,11 +226,16 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
     last Attempt's unmet items and the `note`. Nothing runs after it. A signal raises `Interrupted`."""
     from awp_pipelines.core.engine.interrupts import stopping
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.manual_repair import agent_run_now, note_tags, plan_repair
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, execute_launch, recover_from_dead_runners
-    from awp_pipelines.orchestration.standing import agent_run_records
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.driver.in_process import (
+        Progress,
+        RunOptions,
+        execute_launch,
+        recover_from_dead_runners,
+    )
+    from awp_pipelines.orchestration.driver.manual_repair import agent_run_now, note_tags, plan_repair
+    from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     loaded = load(packet)
     pid = normalize_id(prompt)
@@ -304,9 +309,9 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     statuses: dict[str, AgentRunStatus] = {}
     changes: list[str] = []  # prompts whose definition changed since their last Attempt in the packet run
     if chosen.remaining or packet_run is not None:
-        from awp_pipelines.orchestration.binding import PacketBinding
-        from awp_pipelines.orchestration.standing import standing_at
-        from awp_pipelines.orchestration.translator import load_translator
+        from awp_pipelines.orchestration.compile.binding import PacketBinding
+        from awp_pipelines.orchestration.compile.translator import load_translator
+        from awp_pipelines.orchestration.ledger.standing import standing_at
 
         binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)
         packet_run, statuses, changes = standing_at(binding, _path(instance), packet_run)

@@ -178,8 +178,8 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
 
     started = time.perf_counter()
     packet = load_packet(demo.root)
@@ -235,7 +235,7 @@ def _tree_bytes(folder: Path) -> int:
 
 @contextmanager
 def _sqlite_instance(folder: Path) -> Iterator[tuple[Any, Callable[[], int]]]:
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     instance = open_instance(folder, folder)  # an empty folder becomes embedded SQLite, as `awp run` does
     try:
@@ -251,7 +251,7 @@ def _postgres_instance(folder: Path, server_url: str) -> Iterator[tuple[Any, Cal
     import sqlalchemy as sa
     import yaml
 
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     server = sa.make_url(server_url)
     name = f"awp_bench_{uuid.uuid4().hex[:12]}"

@@ -58,14 +58,14 @@ def _plain_free() -> None:
 def _events_by_run() -> None:
     """A packet run's Attempt events through the public per-run `all_logs`, as for non-SQL storages."""
     from awp_pipelines.dagster_compat import events
-    from awp_pipelines.orchestration import history
+    from awp_pipelines.orchestration.ledger import history
 
     _replace(history, "attempt_events", events.events_by_run)
 
 
 def _per_run_event_log() -> None:
     """Dagster's default SQLite event log (a database per run) instead of the consolidated one."""
-    from awp_pipelines.orchestration import instance
+    from awp_pipelines.orchestration.ledger import instance
 
     _replace(instance, "embedded_config", lambda _folder: instance.EMBEDDED_CONFIG)
 
@@ -81,7 +81,7 @@ def _no_job_preload() -> None:
     """No job built in the forkserver: Dagster's executor starts it with the preload modules of its public config
     (AWP's imports still), and each step builds its job."""
     from awp_pipelines.dagster_compat import executor
-    from awp_pipelines.orchestration import parallel
+    from awp_pipelines.orchestration.driver import parallel
 
     def dagster_starts_it(_preload: object, _job: object) -> None:
         return None
@@ -92,9 +92,9 @@ def _no_job_preload() -> None:
 
 def _migrations_per_step() -> None:
     """The forkserver builds the job but does not read the migration scripts: each step reads them."""
-    from awp_pipelines.orchestration import step_executor
+    from awp_pipelines.orchestration.compute import step_executor
 
-    preload = "awp_pipelines.orchestration.step_preload"
+    preload = "awp_pipelines.orchestration.compute.step_preload"
     if preload not in step_executor.STEP_PRELOAD:
         raise SystemExit(f"{preload} is no longer preloaded: update bench/private_speedups.py")
     _replace(step_executor, "STEP_PRELOAD", [name if name != preload else "private_speedups_preload"

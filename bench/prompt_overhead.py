@@ -30,9 +30,9 @@ def awp_seconds(folder: Path, size: int) -> float:
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.runner import RunOptions, run_packet
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.driver.in_process import RunOptions, run_packet
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     ids = [f"{i + 1:02d}" for i in range(size)]  # prompt ids are two digits
     chain = {pid: [ids[i - 1]] for i, pid in enumerate(ids) if i}
@@ -52,7 +52,7 @@ def awp_seconds(folder: Path, size: int) -> float:
 def bare_seconds(folder: Path, size: int) -> float:
     from dagster import AssetKey, Definitions
 
-    from awp_pipelines.orchestration.instance import open_instance_folder
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     repo = folder / "w"
     init_repo(repo)

@@ -57,9 +57,9 @@ def run_once(folder: Path, backoff_ms: int, limited: bool) -> tuple[float, float
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     packet = load_packet(write_packet(folder / "packet", backoff_ms, limited))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))
@@ -92,7 +92,7 @@ def sensor_ticks(instance: DagsterInstance, since: float) -> tuple[float, float]
     location's one sensor, for every packet)."""
     from dagster._core.scheduler.instigation import InstigatorType
 
-    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.compile.naming import RECOVERY_SENSOR
 
     state = next(s for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
                  if s.instigator_name == RECOVERY_SENSOR)
@@ -107,7 +107,7 @@ def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     """One limited and one plain packet launched as the UI launches them; times from the stored records."""
     from under_daemon import launch_and_settle
 
-    from awp_pipelines.orchestration.history import attempt_records
+    from awp_pipelines.orchestration.ledger.history import attempt_records
 
     runs = launch_and_settle(dep, limited, runs=2)
     with dep.instance() as instance:

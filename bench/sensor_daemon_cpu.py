@@ -71,8 +71,8 @@ def tick_latencies(instance: Any, sensor: str, start: float, end: float) -> list
 def wait_ready(instance: Any, proc: subprocess.Popen[bytes], log: Path, since: float) -> float:
     """Wait for two completed ticks of the recovery sensor and of the housekeeping sensor: the location has
     loaded and the daemon is in its steady loop. The seconds it took."""
-    from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING_SENSOR
-    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.compile.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING_SENSOR
 
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -141,9 +141,9 @@ def settle(proc: subprocess.Popen[bytes], log: Path, since: float) -> float:
 
 
 def measure(count: int, seconds: float, shape: str = "managed") -> dict[str, Any]:
-    from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING_SENSOR
-    from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.compile.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+    from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING_SENSOR
 
     with tempfile.TemporaryDirectory(prefix="awp-bench-daemon-cpu-") as tmp:
         folder = Path(tmp)

@@ -35,8 +35,8 @@ def setup(folder: Path, count: int) -> tuple[Any, Any, Any]:
     """The instance, the location's recovery sensor and its definitions, with a live beating run holding a slot
     and an ended run per packet."""
     from awp_pipelines.orchestration.assets import location_definitions
-    from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.compile.naming import RECOVERY_SENSOR
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     instance = open_instance_folder(folder / "instance")
     defs = location_definitions([add_packet(instance, folder, f"p{n:03d}", folder / "state") for n in range(count)])
@@ -52,8 +52,8 @@ def add_packet(instance: Any, folder: Path, name: str, state: Path) -> Any:
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.heartbeat import Beat, write_beat
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
 
     packet = load_packet(write_dag_packet(folder / name, {"01": "r1"}, name=name))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(state)))
@@ -81,8 +81,8 @@ def timed(sensor: Any, instance: Any, defs: Any, cursors: dict[str, str | None])
 
 
 def measure(count: int, ticks: int) -> dict[str, Any]:
-    from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
-    from awp_pipelines.orchestration.sensors import TICK_EVERY_S
+    from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING
+    from awp_pipelines.orchestration.sensors.recovery import TICK_EVERY_S
 
     with tempfile.TemporaryDirectory(prefix="awp-bench-scale-") as tmp:
         instance, recovery, defs = setup(Path(tmp), count)

@@ -112,10 +112,10 @@ def setup(folder: Path, past: int) -> tuple[Any, Any, Any, str]:
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance_folder
-    from awp_pipelines.orchestration.naming import job_name
-    from awp_pipelines.orchestration.resources import AwpResource
-    from awp_pipelines.orchestration.sensors import RecoveryCursor
+    from awp_pipelines.orchestration.compile.naming import job_name
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+    from awp_pipelines.orchestration.ledger.recovery_cursor import RecoveryCursor
 
     packet = load_packet(write_dag_packet(folder / "packet", {"01": "r1", "02": "r2"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))

@@ -107,10 +107,10 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     from dagster._core.events.log import EventLogEntry
 
     from awp_pipelines.core.engine.status_report import AttemptSummary
-    from awp_pipelines.orchestration.history import ATTEMPT_STARTED
-    from awp_pipelines.orchestration.metadata import record_metadata
-    from awp_pipelines.orchestration.naming import job_name, prompt_key
-    from awp_pipelines.orchestration.packet_index import note_packet_run
+    from awp_pipelines.orchestration.compile.metadata import record_metadata
+    from awp_pipelines.orchestration.compile.naming import job_name, prompt_key
+    from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+    from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
     prompts = [p.id for p in packet.prompts]
     job = job_name(packet)
@@ -189,9 +189,9 @@ def main() -> None:
 
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
-    from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.instance import hold_connections
-    from awp_pipelines.orchestration.status_read import status_report
+    from awp_pipelines.orchestration.compile.binding import PacketBinding
+    from awp_pipelines.orchestration.ledger.instance import hold_connections
+    from awp_pipelines.orchestration.ledger.status_read import status_report
 
     with postgres() as server, fresh_database(server, "awp_bench") as db, tempfile.TemporaryDirectory() as tmp:
         packet = load_packet(make_packet(Path(tmp) / "bench", args.prompts))

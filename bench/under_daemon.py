@@ -14,7 +14,7 @@ sys.path[:0] = [str(TESTS), str(TESTS / "daemon")]
 from dagster import DagsterInstance, RunRecord  # noqa: E402
 from deployment import FINISHED, Deployment, deployment, embedded_home, make_project  # noqa: E402
 
-from awp_pipelines.orchestration.packet_index import packet_runs_filter  # noqa: E402
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_filter  # noqa: E402
 
 
 @contextmanager

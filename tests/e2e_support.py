@@ -30,8 +30,8 @@ def awp(*args: str | Path) -> Result:
 def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[AttemptRecord]:
     """The AgentRun's Attempt records as stored in the packet's embedded instance (not inferred), oldest first."""
     from awp_pipelines.core.packet.packet import load_packet
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.standing import agent_run_records
+    from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     instance = open_instance(packet)
     try:
@@ -62,7 +62,7 @@ def decided_attempt(run: Any) -> str | None:
 
 def stored_events(packet: Path) -> list[EventLogEntry]:
     """Every event row of every run in the packet's own embedded instance (`.awp/dagster`), run by run."""
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     folder = packet / ".awp" / "dagster"
     instance = open_instance(folder, folder)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from e2e_support import race_processes
 
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.lease import account_pool, leased
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.lease import account_pool, leased
 
 HOLD_S = 0.3
 

@@ -15,12 +15,12 @@ from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, bui
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.asset_job_runs import claim_ended_run
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.packet_index import packet_runs_of
-from awp_pipelines.orchestration.recovery_cursor import RecoveryCursor
-from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
+from awp_pipelines.orchestration.ledger.recovery_cursor import RecoveryCursor
 
 ASSET_JOB = "__ASSET_JOB"
 

@@ -13,9 +13,9 @@ from dagster import DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
 from e2e_support import postgres_instance_dir, race_processes
 
-from awp_pipelines.orchestration import claims
-from awp_pipelines.orchestration.claims import claim_attempt
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger import claims
+from awp_pipelines.orchestration.ledger.claims import claim_attempt
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 
 def _run(instance: DagsterInstance, status: DagsterRunStatus) -> str:

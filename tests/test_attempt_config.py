@@ -8,7 +8,7 @@ from dagster import AssetKey
 
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.decisions.policy import Target
-from awp_pipelines.orchestration.attempt_config import AttemptConfig, launch_run_config
+from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig, launch_run_config
 
 DECIDED = Launch("02", 3, "fallback", "provider_rate_limit: fell back to the next provider",
                  Target("codex", "gpt-x", "work", "high"), "run-02-2")

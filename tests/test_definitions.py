@@ -16,9 +16,9 @@ from dagster.components.testing import create_defs_folder_sandbox
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.verifiers.items import contract_items
+from awp_pipelines.orchestration.compile.naming import prompt_key
 from awp_pipelines.orchestration.components import PacketComponent
 from awp_pipelines.orchestration.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
-from awp_pipelines.orchestration.naming import prompt_key
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +93,7 @@ def test_the_code_location_shares_one_resource_and_keeps_each_resolved_plan(comp
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.core.planning.plan import PlanContext, build_plan
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.attempt_config import AttemptConfig
+    from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig
 
     project = tmp_path / "project"
     shutil.copytree(compat_root, project / "assets")
@@ -167,7 +167,7 @@ def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tm
     """The UI shows resource config: an account's credential is there by its variable's name only."""
     from awp_pipelines.core.packet.providers_config import BUILTIN, AccountSpec, Catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
 
     secret = "sk-ant-api03-" + "x" * 40
     monkeypatch.setenv("AWP_TEAM_KEY", secret)
@@ -180,10 +180,8 @@ def test_the_resource_shows_each_accounts_credential_variable_never_its_value(tm
     assert isinstance(resource, AwpResource) and resource.secrets(["team"]) == {"AWP_TEAM_KEY": secret}
 
 
-# The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry); the shims
-# at the old paths of the code location and the component import it too.
-SHIMS = ("awp_pipelines.definitions", "awp_pipelines.components")  # relayout: keep
-DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.dagster_compat", *SHIMS, "awp_pipelines.cli",
+# The Dagster layer, and the modules that merge it with the core (SDK, CLI, code location, dg registry).
+DAGSTER_LAYER = ("awp_pipelines.orchestration", "awp_pipelines.dagster_compat", "awp_pipelines.cli",
                  "awp_pipelines.api")
 
 
@@ -223,7 +221,7 @@ def test_the_demo_asset_carries_owners_kinds_and_a_code_reference_to_its_prompt(
 def test_kinds_stay_within_dagsters_limit_of_three() -> None:
     from types import SimpleNamespace
 
-    from awp_pipelines.orchestration.translator import PacketTranslator
+    from awp_pipelines.orchestration.compile.translator import PacketTranslator
 
     plan = SimpleNamespace(provider="claude", repos=[SimpleNamespace(name=n) for n in ("api", "web", "docs")])
     # a stand-in plan: kinds() reads only its provider and repos
@@ -236,6 +234,9 @@ RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENG
                                   "planning", "lint", "engine"))
 # Each folder and what it may import besides itself (docs/architecture.md, "Which may import which"). The core's
 # folders form a ladder: records at the bottom imports nothing else; the engine at the top drives the rest.
+ORCH, COMPAT = "awp_pipelines.orchestration", "awp_pipelines.dagster_compat"
+COMPILE, LEDGER, COMPUTE, SENSORS, DRIVER = (f"{ORCH}.{name}" for name in ("compile", "ledger", "compute", "sensors",
+                                                                           "driver"))
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     CORE: (),  # core/__init__.py: a docstring
     RECORDS: (),
@@ -249,9 +250,15 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     ENGINE: (PLANNING, PROVIDERS, VERIFIERS, DECISIONS, PACKET, ISOLATION, RECORDS),
     "awp_pipelines.cli_features": (CORE,),
     # Dagster's private names, behind one package (docs/upstream.md): it imports nothing of AWP's.
-    "awp_pipelines.dagster_compat": (),
-    "awp_pipelines.orchestration": (CORE, "awp_pipelines.dagster_compat"),
-    **{shim: ("awp_pipelines.orchestration",) for shim in SHIMS},
+    COMPAT: (),
+    # The Dagster layer's folders form a ladder too (docs/architecture.md); its root (the builder `assets.py`, the
+    # code location `definitions.py`, the component and the Docker launcher) merges the folders below it.
+    COMPILE: (CORE, COMPAT),
+    LEDGER: (CORE, COMPAT, COMPILE),
+    COMPUTE: (CORE, COMPAT, COMPILE, LEDGER),
+    SENSORS: (CORE, COMPAT, COMPILE, LEDGER),
+    ORCH: (CORE, COMPAT, COMPILE, LEDGER, COMPUTE, SENSORS),
+    DRIVER: (CORE, COMPAT, ORCH),
     "awp_pipelines.api": (CORE, "awp_pipelines.orchestration"),
     "awp_pipelines.cli": (CORE, "awp_pipelines.cli_features", "awp_pipelines.orchestration", "awp_pipelines.api"),
 }
@@ -315,16 +322,6 @@ def test_the_layering_walk_sees_a_wrong_edge(tmp_path: Path) -> None:
         "awp_pipelines.core.packet.model.x imports awp_pipelines.core.packet.providers_config.Catalog",
         "awp_pipelines.core.records.events imports awp_pipelines.core.engine",
         "awp_pipelines.core.records.events imports awp_pipelines.core.engine.attempts"]
-
-
-def test_the_shims_at_the_old_paths_load_what_moved() -> None:
-    """A workspace.yaml or defs.yaml written before the move names the old modules; they still resolve."""
-    import importlib
-
-    from awp_pipelines.orchestration import definitions
-
-    assert importlib.import_module("awp_pipelines.definitions").defs is definitions.defs  # relayout: keep
-    assert importlib.import_module("awp_pipelines.components").PacketComponent is PacketComponent  # relayout: keep
 
 
 KEY = "sk-ant-" + "api03-" + "Z" * 24  # built here: no file of the repository holds a key-shaped text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage, SqliteEventLogStorage
 
-from awp_pipelines.orchestration.instance import (
+from awp_pipelines.orchestration.ledger.instance import (
     _EARLIER_CONFIG,
     EMBEDDED_CONFIG,
     SQLITE_PAGE_SIZE,
@@ -18,7 +18,7 @@ from awp_pipelines.orchestration.instance import (
     events_folder,
     open_instance_folder,
 )
-from awp_pipelines.orchestration.lease import leased
+from awp_pipelines.orchestration.ledger.lease import leased
 
 
 def test_a_new_instance_has_one_event_log_database_with_the_pools(tmp_path: Path) -> None:

@@ -18,10 +18,10 @@ from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.core.engine.hosts import container_host, host_id
 from awp_pipelines.dagster_compat.pools import claimed_slots
-from awp_pipelines.orchestration.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.lease import leased, tree_pool
-from awp_pipelines.orchestration.step_executor import RunBeatingExecutor, parallel_executor
+from awp_pipelines.orchestration.compute.step_executor import RunBeatingExecutor, parallel_executor
+from awp_pipelines.orchestration.ledger.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.lease import leased, tree_pool
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path
     went silent is failed, so the recovery sensor launches the retry."""
     from dagster import build_sensor_context
 
-    from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
+    from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING
 
     instance = open_instance_folder(tmp_path / "home")
     try:

@@ -17,9 +17,9 @@ from dagster._core.test_utils import create_run_for_test
 from awp_pipelines.core.records.run_tags import RUNNER_KEY
 from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
-from awp_pipelines.orchestration.heartbeat import Beat, beats, write_beat
-from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING, run_monitoring_frees_slots, sweep
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.heartbeat import Beat, beats, write_beat
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING, run_monitoring_frees_slots, sweep
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_a_packets_recovery_sensor_does_no_housekeeping(instance: DagsterInstanc
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
     from tests.dag_packets import write_dag_packet
 
     silent, ended = _packets(instance, 1)
@@ -125,7 +125,7 @@ def test_the_locations_one_recovery_sensor_reads_the_ended_runs_once_for_every_p
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import BUILTIN
     from awp_pipelines.orchestration.assets import location_definitions, packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
     from tests.dag_packets import write_dag_packet
 
     compiled = [packet_assets(load_packet(write_dag_packet(tmp_path / name, {"01": "r1"}, name=name)), BUILTIN,

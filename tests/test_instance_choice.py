@@ -14,8 +14,8 @@ from dagster import DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.cli import cli
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.packet_index import note_packet_run
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo"
 

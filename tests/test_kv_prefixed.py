@@ -9,7 +9,7 @@ import pytest
 from dagster import DagsterInstance
 
 from awp_pipelines.dagster_compat.kvs import kv_prefixed, kv_set, prefixed_query
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 PREFIX = "awp/heartbeat/"
 

@@ -18,7 +18,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.core.verifiers.report import ItemResult, VerifierReport
-from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.orchestration.compile.metadata import check_results, record_metadata, unmet_summary
 
 SECRET = "sk-ant-api03-" + "A" * 40
 ROOT = Path("/work/packets/demo")

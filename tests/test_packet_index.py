@@ -8,8 +8,8 @@ from pathlib import Path
 
 from dagster import DagsterRun, DagsterRunStatus
 
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.packet_index import note_packet_run, packet_runs_of, runs_of_packet
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of, runs_of_packet
 
 
 def test_a_packet_lists_its_packet_runs_newest_first_and_their_runs_only(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_run_whose_tag_row_was_stored_twice_is_read_once(tmp_path: Path) -> No
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.history import packet_run_history
+    from awp_pipelines.orchestration.ledger.history import packet_run_history
 
     instance = open_instance_folder(tmp_path / "home")
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from awp_pipelines.dagster_compat.pools import claim_slot, claimed_slots, ensure_pool, free_slot, slot_holders
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 POOL = "awp_x_tree"
 

@@ -15,12 +15,12 @@ from dagster import DagsterRun, DagsterRunStatus, build_sensor_context
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
-from awp_pipelines.orchestration import sensors
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.recovery_cursor import PacketCursor, RecoveryCursor
-from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.compile.naming import job_name
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
+from awp_pipelines.orchestration.sensors import recovery as sensors
 
 
 def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,
@@ -54,8 +54,8 @@ def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp
     """Stopped packet runs stay in the cursor until resumed, over months: their stops are read in one query,
     a resumed one is looked at again and a stopped one is not."""
     from awp_pipelines.core.decisions.stops import StopMarker
-    from awp_pipelines.orchestration import stop_store
-    from awp_pipelines.orchestration.stop_store import StopStore
+    from awp_pipelines.orchestration.ledger import stop_store
+    from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
     packet = load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from awp_pipelines.orchestration import sensor_instance
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.sensor_instance import tick_instance
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.sensors import sensor_instance
+from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 
 @dataclass

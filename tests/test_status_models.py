@@ -41,7 +41,7 @@ def test_totals_add_up_and_cost_is_null_when_no_attempt_reported_one() -> None:
 
 
 def test_the_history_table_marks_failures_links_runs_and_stays_bounded() -> None:
-    from awp_pipelines.orchestration.metadata import MAX_HISTORY_ROWS, history_markdown
+    from awp_pipelines.orchestration.compile.metadata import MAX_HISTORY_ROWS, history_markdown
 
     table = history_markdown([AttemptSummary.of(_record(1, "provider_failed")), AttemptSummary.of(_record(2))])
     lines = table.splitlines()
@@ -56,7 +56,7 @@ def test_the_history_table_marks_failures_links_runs_and_stays_bounded() -> None
 
 
 def test_record_metadata_leaves_out_empty_and_none_values() -> None:
-    from awp_pipelines.orchestration.metadata import record_metadata
+    from awp_pipelines.orchestration.compile.metadata import record_metadata
 
     record = _record(1).model_copy(update={"target": AttemptTarget(provider="simulated", provider_kind="simulated",
                                                                       model="m", reason="why")})

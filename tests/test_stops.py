@@ -8,7 +8,7 @@ import signal
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.orchestration.runner import stop_message
+from awp_pipelines.orchestration.driver.in_process import stop_message
 
 
 def test_a_stop_stands_until_a_resume_and_a_cancel_seen_after_the_resume_is_history() -> None:

@@ -10,7 +10,7 @@ from dagster import AssetKey, AssetSpec
 
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.planning.plan import PromptPlan
-from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.orchestration.compile.translator import PacketTranslator
 
 TEAM_POOL = "team_trees"
 

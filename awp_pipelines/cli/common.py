@@ -78,7 +78,7 @@ def user_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def _storage_failure(err: Exception) -> str | None:
-    from awp_pipelines.orchestration.instance import storage_failure  # Dagster only once something failed
+    from awp_pipelines.orchestration.ledger.instance import storage_failure  # Dagster only once something failed
 
     failure = storage_failure(err)
     return None if failure is None else f"the Dagster instance's database failed ({failure})"

@@ -34,8 +34,8 @@ def _needs(packet: Path | None, catalog: Catalog) -> list[Need]:
 
 def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) -> list[Check]:
     """Storage reachable, and the cooldowns it holds for the accounts the packet may use."""
-    from awp_pipelines.orchestration.account_store import AccountStore, now_ms
-    from awp_pipelines.orchestration.instance import instance_home, open_instance
+    from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
+    from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance
 
     where = instance_dir or (packet.resolve() if packet else Path.cwd())
     home = instance_home(where, instance_dir)

@@ -28,9 +28,9 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     """Resume a packet run stopped by Ctrl-C, SIGTERM or a cancel in the UI: its stop is lifted and, unless
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
-    from awp_pipelines.orchestration.instance import open_instance
-    from awp_pipelines.orchestration.status_read import newest_packet_run
-    from awp_pipelines.orchestration.stop_store import StopStore
+    from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+    from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
     loaded = open_packet(packet)
     instance = open_instance(loaded.root, instance_dir)

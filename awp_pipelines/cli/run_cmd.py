@@ -72,7 +72,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
 
     Exits 0 when every selected prompt completed, 1 when one did not, 2 for bad input.
     """
-    from awp_pipelines.orchestration.runner import RunStopped
+    from awp_pipelines.orchestration.driver.in_process import RunStopped
 
     select = api.Select(ids, from_id, through_id, phase, remaining, ignore_deps)
     overrides = Overrides(provider=provider, model=model, effort=effort, profile=profile)

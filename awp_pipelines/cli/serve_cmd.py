@@ -28,9 +28,9 @@ from awp_pipelines.core.records.diffs import read_diff
 from awp_pipelines.core.records.events import iter_events
 from awp_pipelines.core.records.redact import redact
 from awp_pipelines.core.records.workspace import WorkspaceError, git
-from awp_pipelines.orchestration.attempt_lookup import FoundAttempt, agent_run_attempts, find_attempt
-from awp_pipelines.orchestration.instance import instance_home, open_instance_folder
-from awp_pipelines.orchestration.page_link import DEFAULT_PAGE_PORT
+from awp_pipelines.orchestration.compile.page_link import DEFAULT_PAGE_PORT
+from awp_pipelines.orchestration.ledger.attempt_lookup import FoundAttempt, agent_run_attempts, find_attempt
+from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance_folder
 
 
 def attempt_view(found: FoundAttempt) -> AttemptView:

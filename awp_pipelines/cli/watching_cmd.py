@@ -49,14 +49,14 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
                   translator: str | None) -> None:
     """Watch PACKET's newest packet run until it ends: prompts done, the Attempt running now, minutes quiet,
     dirty files and new commits per repo, and the violations `not_running` and `progress_stale`."""
-    from awp_pipelines.orchestration.binding import PacketBinding
-    from awp_pipelines.orchestration.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.translator import load_translator
-    from awp_pipelines.orchestration.watching import watch_reading
+    from awp_pipelines.orchestration.compile.binding import PacketBinding
+    from awp_pipelines.orchestration.compile.translator import load_translator
+    from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.ledger.watching import watch_reading
 
     loaded = open_packet(packet)
     binding = PacketBinding.of(loaded, open_catalog(providers_file), translator=load_translator(translator))
-    from awp_pipelines.orchestration.instance_choice import instance_to_read
+    from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
 
     chosen = instance_to_read(loaded.root, instance_dir)
     (console if as_json else out).print(chosen.line(), highlight=False)  # JSON lines on stdout stay clean

@@ -29,14 +29,14 @@ from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
-from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.naming import RECOVERY_SENSOR, job_name, recovery_sensor_name
+from awp_pipelines.orchestration.compile.translator import PacketTranslator, load_translator
 from awp_pipelines.orchestration.compute.launch_choice import NEEDS_DAEMON
-from awp_pipelines.orchestration.naming import RECOVERY_SENSOR, job_name, recovery_sensor_name
-from awp_pipelines.orchestration.resources import AwpResource, resource_key
-from awp_pipelines.orchestration.sensors import ServedPacket, recovery_sensor
-from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, parallel_executor
-from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
+from awp_pipelines.orchestration.compute.resources import AwpResource, resource_key
+from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL, parallel_executor
+from awp_pipelines.orchestration.sensors.recovery import ServedPacket, recovery_sensor
 
 # The schema Dagster would infer from a `config: AttemptConfig` argument, inferred once: per asset, that
 # inference was the largest cost of loading 2,000 prompts.

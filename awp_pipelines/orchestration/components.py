@@ -21,8 +21,8 @@ from dagster import Component, ComponentLoadContext, Definitions, Model, Resolva
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.translator import PacketTranslator, load_translator
+from awp_pipelines.orchestration.compile.translator import PacketTranslator, load_translator
+from awp_pipelines.orchestration.compute.resources import AwpResource
 
 
 class PacketComponent(Component, Model, Resolvable):

@@ -19,10 +19,10 @@ from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
 from awp_pipelines.orchestration.assets import location_definitions, packet_assets
-from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
-from awp_pipelines.orchestration.naming import dagster_name
-from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.step_executor import parallel_executor
+from awp_pipelines.orchestration.compile.naming import dagster_name
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.compute.step_executor import parallel_executor
+from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING
 
 REPO_PACKETS_DIR = "assets"
 LOCATION_RESOURCE = "awp"

@@ -125,7 +125,7 @@ def init_workspaces(project: Path, packets: list[str]) -> None:
 
 def embedded_home(home: Path) -> Path:
     """A Dagster home holding the embedded instance's dagster.yaml (SQLite, as `awp run` makes it)."""
-    from awp_pipelines.orchestration.instance import embedded_config
+    from awp_pipelines.orchestration.ledger.instance import embedded_config
 
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(embedded_config(home))
@@ -147,7 +147,7 @@ def deployment(home: Path, project: Path, env: dict[str, str] | None = None) -> 
     # Created once, before the two processes start, as `awp run` and `make ui` do: two processes creating
     # a fresh SQLite instance at once stamp two alembic heads (the probe's broken instance).
     if not (home / "history").exists():
-        from awp_pipelines.orchestration.instance import open_instance_folder
+        from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
         open_instance_folder(home).dispose()
     procs = []

@@ -19,8 +19,8 @@ from deployment import REPO_ROOT, Deployment, deployment, embedded_home, make_pr
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
-from awp_pipelines.orchestration.heartbeat import RUN_STEP, Beat, beats
-from awp_pipelines.orchestration.translator import load_translator
+from awp_pipelines.orchestration.compile.translator import load_translator
+from awp_pipelines.orchestration.ledger.heartbeat import RUN_STEP, Beat, beats
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from dag_packets import write_dag_packet
 from dagster import DagsterEventType, DagsterInstance
 from deployment import deployment, embedded_home, make_project
 
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 pytestmark = pytest.mark.slow
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}

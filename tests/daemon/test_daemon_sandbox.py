@@ -19,8 +19,8 @@ from local_servers import serving
 
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.isolation.bwrap import unavailable
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")]

@@ -20,9 +20,9 @@ from dagster._core.scheduler.instigation import InstigatorType
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
 
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.packet_index import runs_of_packet
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 pytestmark = pytest.mark.slow
 

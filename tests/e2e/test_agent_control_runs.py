@@ -10,9 +10,9 @@ import pytest
 import yaml
 from e2e_support import awp, decided_launch, git_log, stored_records
 
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 5}
 

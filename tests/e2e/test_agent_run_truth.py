@@ -24,14 +24,14 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.runs import UNFINISHED
-from awp_pipelines.orchestration.adoption import OUTAGE_REASON, adopt_committed
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.attempt_config import launch_run_config
-from awp_pipelines.orchestration.history import packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.packet_index import packet_runs_of
-from awp_pipelines.orchestration.reaper import end_run
+from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
+from awp_pipelines.orchestration.compile.naming import job_name
+from awp_pipelines.orchestration.ledger.adoption import OUTAGE_REASON, adopt_committed
+from awp_pipelines.orchestration.ledger.history import packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
+from awp_pipelines.orchestration.ledger.reaper import end_run
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}

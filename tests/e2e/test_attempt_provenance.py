@@ -12,10 +12,10 @@ from dagster import AssetKey
 from e2e_support import awp, git_log, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.orchestration.packet_index import packet_runs_of, runs_of_packet
+from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of, runs_of_packet
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 

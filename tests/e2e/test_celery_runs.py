@@ -24,7 +24,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from e2e_support import decided_attempt, prompt_of
 from local_servers import serving
 
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
@@ -207,7 +207,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     Celery task STARTED, but its heartbeat goes silent, so the sensor fails the run, frees its slots and
     launches the third Attempt, which runs on the other worker from the checkpoint the first one pushed."""
     from awp_pipelines.dagster_compat.pools import slot_holders
-    from awp_pipelines.orchestration.heartbeat import beats
+    from awp_pipelines.orchestration.ledger.heartbeat import beats
 
     a2, a3 = f"{PACKET_RUN}.01.a2", f"{PACKET_RUN}.01.a3"
     with _topology(tmp_path, fresh_pg_database, make_git_repo, repos=FOUR, attempts=KILLED_MID_ATTEMPT,
@@ -271,7 +271,7 @@ def test_the_attack_table_through_the_celery_launcher(
     there): a `command` agent in its sandbox finds the password in no environment and no /proc, cannot reach
     the instance's PostgreSQL, the operator's HOME or another account's folder, while its work is verified and
     committed and `awp agent-control` works from inside."""
-    from awp_pipelines.orchestration.history import attempt_records
+    from awp_pipelines.orchestration.ledger.history import attempt_records
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
     project, tree, remote = attacked_project(tmp_path, "sandbox", fresh_pg_database, server.server_address[1])

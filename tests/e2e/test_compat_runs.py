@@ -11,10 +11,10 @@ from dagster import DagsterRunStatus
 from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.orchestration.packet_index import runs_of_packet
-from awp_pipelines.orchestration.reaper import runners_of
+from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.reaper import runners_of
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],

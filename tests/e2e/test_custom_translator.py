@@ -15,9 +15,9 @@ from translators import TEAM_POOL, TeamTranslator
 from awp_pipelines import api
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.parallel import can_overlap
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.driver.parallel import can_overlap
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 DOTTED = "translators.TeamTranslator"
 

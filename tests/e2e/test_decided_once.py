@@ -13,8 +13,8 @@ from e2e_support import stored_events
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration import history
 from awp_pipelines.orchestration.compute import attempt_compute
+from awp_pipelines.orchestration.ledger import history
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(
@@ -36,7 +36,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
         return real_build(*args, **kwargs)
 
     monkeypatch.setattr(plan, "build_plan", build)
-    for where in ("awp_pipelines.api", "awp_pipelines.orchestration.binding"):
+    for where in ("awp_pipelines.api", "awp_pipelines.orchestration.compile.binding"):
         monkeypatch.setattr(f"{where}.build_plan", build)
 
     events: list[ProgressEvent] = []
@@ -63,7 +63,7 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
     import inspect
 
     from awp_pipelines.dagster_compat import pools as storage
-    from awp_pipelines.orchestration import stop_store
+    from awp_pipelines.orchestration.ledger import stop_store
 
     stop_reads: Counter[str] = Counter()
     pool_lists = Counter[str]()
@@ -91,7 +91,7 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
         finally:
             monkeypatch.setattr(instance.event_log_storage, "get_concurrency_keys", storage_keys)
 
-    monkeypatch.setattr("awp_pipelines.orchestration.lease.ensure_pool", ensure_pool)
+    monkeypatch.setattr("awp_pipelines.orchestration.ledger.lease.ensure_pool", ensure_pool)
     events: list[ProgressEvent] = []
     result = api.run(demo_copy, on_progress=events.append)
     assert result.ok

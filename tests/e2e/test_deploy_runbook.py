@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from dagster import DagsterInstance
 from e2e_support import decided_launch
 
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, free_port, make_project, stop_groups, wait_for_webserver
 from tests.e2e.test_celery_runs import _redis
 

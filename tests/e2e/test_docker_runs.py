@@ -31,7 +31,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from e2e_support import decided_attempt
 from local_servers import serving
 
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import deployment, make_project
 from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
@@ -125,7 +125,7 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     run worker): run monitoring fails the run, the recovery sensor launches the second Attempt in a new
     container, which pushes the prompt's one commit; no run is left unfinished and no slot held."""
     from awp_pipelines.dagster_compat.pools import slot_holders
-    from awp_pipelines.orchestration.heartbeat import beats
+    from awp_pipelines.orchestration.ledger.heartbeat import beats
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     remote = tmp_path / "alpha.git"
@@ -233,7 +233,7 @@ def test_the_attack_table_through_the_docker_launcher(
     process's, cannot reach the instance's PostgreSQL, the operator's HOME or another account's folder, while
     its work is verified and committed and `awp agent-control` works from inside. With `isolation: none` the
     same rows get through (the environment allowlist alone still keeps the password out of its environment)."""
-    from awp_pipelines.orchestration.history import attempt_records
+    from awp_pipelines.orchestration.ledger.history import attempt_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)  # on the host network: a container reaches it

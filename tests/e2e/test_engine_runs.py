@@ -10,8 +10,8 @@ from dagster import AssetKey
 from e2e_support import awp, decided_launch, stored_records
 
 from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 STATES = ["created", "provisioning", "running", "checkpointing", "terminal"]
 

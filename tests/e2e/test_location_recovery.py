@@ -13,7 +13,7 @@ from e2e_support import decided_launch
 from test_housekeeping import counted_queries
 
 from awp_pipelines.orchestration.definitions import build_definitions
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKETS = ("alpha", "beta", "gamma")  # gamma never runs: nothing of it is read or launched

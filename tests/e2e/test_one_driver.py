@@ -16,8 +16,8 @@ from awp_pipelines.core.engine.runlock import packet_lock
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.runner import Progress, RunOptions, run_packet
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
 
 LIMITED = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}
 

@@ -11,9 +11,9 @@ from e2e_support import awp
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.packet_index import runs_of_packet
-from awp_pipelines.orchestration.parallel import can_overlap
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.driver.parallel import can_overlap
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 
 def _step_spans(instance_dir: Path) -> tuple[int, dict[str, tuple[float, float]]]:

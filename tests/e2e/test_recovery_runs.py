@@ -12,9 +12,9 @@ import yaml
 from dagster import AssetKey, RunsFilter
 from e2e_support import awp, decided_launch, git_log, stored_attempts, stored_records
 
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Attempts per prompt of Prompt Runner's recovery walkthrough, and the mode of each.

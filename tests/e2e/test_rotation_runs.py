@@ -14,12 +14,12 @@ from e2e_support import awp, decided_launch
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
-from awp_pipelines.orchestration.account_store import AccountStore
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.standing import agent_run_records
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
 ACCOUNTS = ["sim-a", "sim-b", "sim-c"]
 LIMITED = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}

@@ -76,7 +76,7 @@ def metadata_of(packet: Path) -> dict:
     """The Attempt's materialization metadata, as the asset's page shows it."""
     from dagster import AssetKey
 
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     instance = open_instance(packet)
     try:

@@ -16,8 +16,8 @@ from dagster import AssetKey, DagsterEventType, RunsFilter
 from e2e_support import awp, postgres_instance_dir
 
 from awp_pipelines.cli_features.schema import schema_for
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,7 +136,7 @@ def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-u
     find what Dagster's own per-run API finds, with the same values, in the same order."""
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.dagster_compat import events as storage
-    from awp_pipelines.orchestration.naming import prompt_key
+    from awp_pipelines.orchestration.compile.naming import prompt_key
 
     packet = load_packet(demo)
     keys = {prompt_key(packet, p.id): p.id for p in packet.prompts}

@@ -82,7 +82,7 @@ def test_the_preload_builds_the_named_job_drops_the_variable_and_survives_a_bad_
     from dagster import build_reconstructable_job
 
     from awp_pipelines.dagster_compat.executor import PRELOAD_JOB_ENV, build_preloaded_job
-    from awp_pipelines.orchestration import parallel
+    from awp_pipelines.orchestration.driver import parallel
 
     packet = write_dag_packet(tmp_path / "dag", {"01": "a", "02": "b"}, name="preload")
     source = parallel.JobSource(str(packet), build="test").to_json()
@@ -111,7 +111,7 @@ def test_the_forkserver_reads_dagsters_migration_scripts_once_for_every_instance
     from dagster._core.storage import sql
 
     from awp_pipelines.dagster_compat import migrations as storage
-    from awp_pipelines.orchestration.instance import open_instance_folder
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     monkeypatch.setattr(sql, "ScriptDirectory", ScriptDirectory)  # put back after the test
     monkeypatch.setattr(storage._MigrationsReadOnce, "_read", {})
@@ -141,8 +141,9 @@ def test_every_module_the_forkserver_imports_for_the_steps_exists_in_this_dagste
     import importlib
 
     from awp_pipelines.dagster_compat.executor import STEP_IMPORTS
-    from awp_pipelines.orchestration.step_executor import STEP_PRELOAD
+    from awp_pipelines.orchestration.compute.step_executor import STEP_PRELOAD
 
     for name in STEP_IMPORTS:
         importlib.import_module(name)
-    assert STEP_PRELOAD[-1] == "awp_pipelines.orchestration.step_preload" and set(STEP_IMPORTS) <= set(STEP_PRELOAD)
+    assert STEP_PRELOAD[-1] == "awp_pipelines.orchestration.compute.step_preload"
+    assert set(STEP_IMPORTS) <= set(STEP_PRELOAD)

@@ -18,9 +18,9 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
-from awp_pipelines.orchestration.resources import AwpResource
-from awp_pipelines.orchestration.status_read import status_report
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.status_read import status_report
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_a_run_cancelled_by_the_user_stops_its_packet_run(tmp_path: Path) -> Non
 def test_awp_resume_lifts_the_stop_and_goes_on_with_the_packet_run(tmp_path: Path) -> None:
     from e2e_support import awp
 
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     packet = _demo(tmp_path).packet
     first = awp("run", packet.root, "--no-recovery", "--json")

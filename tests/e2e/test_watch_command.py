@@ -16,10 +16,10 @@ from e2e_support import awp
 
 from awp_pipelines.core.engine.status_report import liveness
 from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import prompt_key
-from awp_pipelines.orchestration.packet_index import note_packet_run
+from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,9 +19,9 @@ from e2e_support import postgres_instance_dir  # noqa: E402
 _SCRIPT = """
 import sys
 from pathlib import Path
-from awp_pipelines.orchestration.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.ledger.instance import open_instance
 from awp_pipelines.core.decisions.rotation import choose_account
 
 home, action = Path(sys.argv[1]), sys.argv[2]

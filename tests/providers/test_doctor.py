@@ -90,8 +90,8 @@ def test_unreachable_storage_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from awp_pipelines.core.records.failures import FailureEnvelope
-    from awp_pipelines.orchestration.account_store import AccountStore
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.account_store import AccountStore
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
     packet, providers = _setup(tmp_path, str(FAKES / "claude"))

@@ -135,7 +135,7 @@ def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
 def test_the_resource_keeps_every_field_of_the_catalogs_providers_and_accounts() -> None:
     """The compute probes and runs from the resource's catalog: a per-account base_url, the plain `env`
     settings and the provider's model prefixes must survive (a hand-kept copy of the fields lost them)."""
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
 
     catalog = Catalog(providers={"router": ProviderSpec(kind="openai_http", models=["gpt-"], env={"A": "1"})},
                       accounts={"router-a": AccountSpec(provider="router", credential_env="AWP_PROBE_KEY",

@@ -79,7 +79,7 @@ def _observed(packet: Path, key: str) -> list[object]:
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance import open_instance
 
     binding = packet_assets(load_packet(packet), load_catalog(None)).binding
     instance = open_instance(packet)

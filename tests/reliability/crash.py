@@ -23,9 +23,9 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.naming import prompt_key
+from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
 

@@ -43,9 +43,9 @@ from reliability.canary_scan import (
 
 from awp_pipelines.cli.serve_cmd import attempt_view
 from awp_pipelines.cli_features.attempt_page import DagsterLinks, attempt_html
-from awp_pipelines.orchestration.attempt_lookup import find_attempt
-from awp_pipelines.orchestration.history import attempt_records
-from awp_pipelines.orchestration.instance import embedded_config, open_instance
+from awp_pipelines.orchestration.ledger.attempt_lookup import find_attempt
+from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.instance import embedded_config, open_instance
 
 AWP = str(Path(sys.executable).parent / "awp")
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"

@@ -19,9 +19,9 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.dagster_compat.pools import slot_holders
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.housekeeping import HOUSEKEEPING
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING
 
 
 @pytest.mark.slow

@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from awp_pipelines.orchestration.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 OPENER = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
-    from awp_pipelines.orchestration.instance import open_instance_folder
+    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
     go = float(sys.argv[2])
     while time.time() < go:
         time.sleep(0.001)

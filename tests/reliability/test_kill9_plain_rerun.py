@@ -18,8 +18,8 @@ from reliability.test_kill9 import POINTS
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.ledger.history import packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 
 def attempt_commits(repo: Path) -> list[str]:

@@ -30,9 +30,9 @@ from awp_pipelines.core.records.run_tags import RUNNER_KEY
 from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.reaper import free_slots_of_ended_runs
+from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"

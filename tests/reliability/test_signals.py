@@ -38,8 +38,8 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.providers.process import group_alive
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.history import decision_inputs, packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 
 def stop_mid_attempt(packet: Path, providers: Path, signals: list[signal.Signals], between: Seen | None = None,
@@ -137,8 +137,8 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     from dagster._core.utils import make_new_run_id
 
     from awp_pipelines.dagster_compat.pools import ensure_pool
-    from awp_pipelines.orchestration.reaper import note_runner
-    from awp_pipelines.orchestration.translator import repo_pools
+    from awp_pipelines.orchestration.compile.translator import repo_pools
+    from awp_pipelines.orchestration.ledger.reaper import note_runner
 
     packet = write_packet(tmp_path / "p", make_git_repo)
     pool = repo_pools(load_packet(packet))["01"] + "_tree"

@@ -13,7 +13,7 @@ import pytest
 from reliability.crash import AWP, commits_per_prompt, write_packet
 from reliability.test_instance_init import alembic_versions
 
-from awp_pipelines.orchestration.instance import open_instance
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 TRIALS = 8
 

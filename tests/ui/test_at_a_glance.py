@@ -29,10 +29,10 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.attempt_config import launch_run_config
-from awp_pipelines.orchestration.instance import open_instance_folder
-from awp_pipelines.orchestration.manual_repair import plan_repair
-from awp_pipelines.orchestration.naming import job_name
+from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
+from awp_pipelines.orchestration.compile.naming import job_name
+from awp_pipelines.orchestration.driver.manual_repair import plan_repair
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
 pytestmark = [pytest.mark.slow]
 

@@ -21,8 +21,8 @@ from ui_server import free_port, stop_group, wait_for_server
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
 from provider_helpers import real_cli  # noqa: E402
 
-from awp_pipelines.orchestration.attempt_lookup import find_attempt  # noqa: E402
-from awp_pipelines.orchestration.instance import open_instance_folder  # noqa: E402
+from awp_pipelines.orchestration.ledger.attempt_lookup import find_attempt  # noqa: E402
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

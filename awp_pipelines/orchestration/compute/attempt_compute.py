@@ -41,8 +41,8 @@ from awp_pipelines.core.records.live_lines import LiveFeed, ticking
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS
-from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compute.attempt_marks import mark_started, mark_superseded, rest_account
 from awp_pipelines.orchestration.compute.attempt_stops import honour_stop, store_stop
 from awp_pipelines.orchestration.compute.launch_choice import (
@@ -51,11 +51,11 @@ from awp_pipelines.orchestration.compute.launch_choice import (
     start_gate,
     warn_without_daemon,
 )
+from awp_pipelines.orchestration.compute.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.compute.target_check import probed, specs_for
 from awp_pipelines.orchestration.compute.work_trees import checkpoints_to_restore, clear_dead_work
-from awp_pipelines.orchestration.history import PacketRunHistory, packet_run_history
-from awp_pipelines.orchestration.lease import Lease, leased
-from awp_pipelines.orchestration.resources import AwpResource, resource_key
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
+from awp_pipelines.orchestration.ledger.lease import Lease, leased
 
 Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
 

@@ -16,12 +16,12 @@ from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, A
 from awp_pipelines.core.engine.progress import ProgressEvent
 from awp_pipelines.core.packet.providers_config import AccountSpec
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.account_store import AccountStore
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.claims import claim_attempt
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED
-from awp_pipelines.orchestration.lease import fail_if_stopping
-from awp_pipelines.orchestration.page_link import attempt_page_url
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.page_link import attempt_page_url
+from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.claims import claim_attempt
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.lease import fail_if_stopping
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:

@@ -12,7 +12,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 
 def signal_stop() -> AbstractContextManager[object]:

@@ -16,20 +16,19 @@ from awp_pipelines.core.packet.ids import check_id
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
-from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.asset_job_runs import joining_tags, own_packet_run
-from awp_pipelines.orchestration.attempt_config import AttemptConfig, decided_by_launcher
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import (
+from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig, decided_by_launcher
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
+from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
     agent_run_truth,
     decision_inputs,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.manual_repair import latest_history
-from awp_pipelines.orchestration.packet_index import note_packet_run
-from awp_pipelines.orchestration.reaper import runners_of
+from awp_pipelines.orchestration.ledger.packet_index import latest_history, note_packet_run
+from awp_pipelines.orchestration.ledger.reaper import runners_of
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")

@@ -21,12 +21,12 @@ from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.redact import redact
-from awp_pipelines.orchestration.attempt_config import AttemptConfig
-from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.compute.attempt_compute import run_attempt
 from awp_pipelines.orchestration.compute.attempt_stops import signal_stop
-from awp_pipelines.orchestration.heartbeat import beating
-from awp_pipelines.orchestration.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.orchestration.ledger.heartbeat import beating
 
 
 def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,

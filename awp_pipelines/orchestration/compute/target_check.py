@@ -13,9 +13,9 @@ from awp_pipelines.core.decisions.policy import Target, past_unavailable
 from awp_pipelines.core.engine.progress import AttemptNote
 from awp_pipelines.core.packet.providers_config import AccountSpec, ProviderSpec
 from awp_pipelines.core.planning.target_probe import probe
-from awp_pipelines.orchestration.binding import PacketBinding
+from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compute.attempt_marks import said
-from awp_pipelines.orchestration.resources import AwpResource
+from awp_pipelines.orchestration.compute.resources import AwpResource
 
 
 def probed(context: AssetExecutionContext, resource: AwpResource, binding: PacketBinding, launch: Launch,

@@ -13,9 +13,9 @@ from awp_pipelines.core.engine.orphans import end_orphans
 from awp_pipelines.core.engine.remote import RemoteTrees
 from awp_pipelines.core.planning.plan import PromptPlan, WorkRepo
 from awp_pipelines.core.records.workspace import WorkspaceError, latest_checkpoint
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
 
 
 def clear_dead_work(context: AssetExecutionContext, binding: PacketBinding, history: PacketRunHistory,

@@ -15,8 +15,8 @@ from dagster import DagsterInstance, DagsterRun
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.packet_index import note_packet_run
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
 
 def own_packet_run(run: DagsterRun) -> str:

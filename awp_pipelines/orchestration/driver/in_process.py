@@ -37,23 +37,23 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.log_mirrors import keep_log_mirrors_out_of_the_terminal_group
 from awp_pipelines.dagster_compat.runs import ended_by_interrupt
 from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
-from awp_pipelines.orchestration.adoption import adopt_committed
 from awp_pipelines.orchestration.assets import CompiledPacket
-from awp_pipelines.orchestration.attempt_config import launch_run_config
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import (
+from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, execute_parallel, resolve_job
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.history import (
     PacketRunHistory,
     agent_run_truth,
     packet_run_history,
 )
-from awp_pipelines.orchestration.instance import storage_failure
-from awp_pipelines.orchestration.interrupted_work import save_unrecorded_work
-from awp_pipelines.orchestration.packet_index import note_packet_run
-from awp_pipelines.orchestration.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
-from awp_pipelines.orchestration.sensors import launch_tags
-from awp_pipelines.orchestration.settling import settle_earlier_packet_runs
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.ledger.instance import storage_failure
+from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
+from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
+from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
+from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
+from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.runs import ExecutionResult

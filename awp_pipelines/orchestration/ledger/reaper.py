@@ -24,8 +24,8 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
 from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
 from awp_pipelines.dagster_compat.runs import UNFINISHED
-from awp_pipelines.orchestration.heartbeat import reap_silent_runs
-from awp_pipelines.orchestration.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
+from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose end could not be stored
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.

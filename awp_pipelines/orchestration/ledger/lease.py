@@ -22,7 +22,7 @@ from dagster import DagsterInstance, Failure
 
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_slot, pools_supported
-from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.compile.naming import dagster_name
 
 _POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 Kind = Literal["tree", "account"]

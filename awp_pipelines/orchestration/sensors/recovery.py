@@ -39,16 +39,16 @@ from awp_pipelines.core.decisions.next_launches import Launch, next_launches
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
-from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.asset_job_runs import claim_ended_run, claimant, of_packet
-from awp_pipelines.orchestration.attempt_config import launch_run_config
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.ended_runs import ended_since
-from awp_pipelines.orchestration.history import PacketRunHistory, decision_inputs, packet_run_history
-from awp_pipelines.orchestration.reaper import driven_in_process
-from awp_pipelines.orchestration.recovery_cursor import PacketCursor, RecoveryCursor
-from awp_pipelines.orchestration.sensor_instance import tick_instance
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, claimant, of_packet
+from awp_pipelines.orchestration.ledger.ended_runs import ended_since
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.reaper import driven_in_process
+from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
+from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition

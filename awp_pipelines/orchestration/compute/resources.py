@@ -24,7 +24,7 @@ from awp_pipelines.core.packet.packet import Packet, normalize_id
 from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import parse_yaml
-from awp_pipelines.orchestration.naming import dagster_name
+from awp_pipelines.orchestration.compile.naming import dagster_name
 
 if TYPE_CHECKING:
     from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from dagster import DagsterInstance, RunRecord, RunsFilter
 
-from awp_pipelines.orchestration.history import FINISHED
+from awp_pipelines.orchestration.ledger.history import FINISHED
 
 
 def ended_since(instance: DagsterInstance, after: float, limit: int) -> list[RunRecord]:

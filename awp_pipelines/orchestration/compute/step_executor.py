@@ -10,7 +10,7 @@ from typing import Any
 from dagster import DagsterEvent, Executor, ExecutorDefinition
 
 from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_process
-from awp_pipelines.orchestration.heartbeat import RUN_STEP, beating
+from awp_pipelines.orchestration.ledger.heartbeat import RUN_STEP, beating
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -19,7 +19,7 @@ DEFAULT_PARALLEL = 8
 # What the forkserver imports before it forks a step: AWP's assets and compute (and Dagster), what a step imports
 # as it starts, then the run's job, built.
 STEP_PRELOAD = ["awp_pipelines.orchestration.assets", "awp_pipelines.orchestration.compute.prompt_compute",
-                *STEP_IMPORTS, "awp_pipelines.orchestration.step_preload"]
+                *STEP_IMPORTS, "awp_pipelines.orchestration.compute.step_preload"]
 
 
 def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinition:

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from awp_pipelines.orchestration.instance import instance_home
+from awp_pipelines.orchestration.ledger.instance import instance_home
 
 _INSTANCE_FILES = ("dagster.yaml", "history")
 

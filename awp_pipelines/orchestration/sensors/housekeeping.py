@@ -25,9 +25,9 @@ from dagster import (
     sensor,
 )
 
-from awp_pipelines.orchestration.heartbeat import reap_silent_runs
-from awp_pipelines.orchestration.reaper import free_slots_of_ended_runs
-from awp_pipelines.orchestration.sensor_instance import tick_instance
+from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
+from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
+from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 HOUSEKEEPING_SENSOR = "awp_housekeeping"
 # Every third wake-up of the daemon (sensors.py), not every one: a silent run is only failed once its beat is

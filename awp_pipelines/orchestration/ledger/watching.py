@@ -22,16 +22,16 @@ from awp_pipelines.core.engine.status_report import (
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.agent_files import last_activity
 from awp_pipelines.dagster_compat.events import latest_event_time
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import (
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import (
     FINISHED,
     AgentRunHistory,
     agent_run_truth,
     packet_run_history,
     superseded_runs,
 )
-from awp_pipelines.orchestration.reaper import runner_alive, runners_of
-from awp_pipelines.orchestration.status_read import newest_packet_run
+from awp_pipelines.orchestration.ledger.reaper import runner_alive, runners_of
+from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 
 def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,

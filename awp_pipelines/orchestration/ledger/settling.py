@@ -22,11 +22,11 @@ from awp_pipelines.core.decisions.agent_run import UNFINISHED_BY_HAND, packet_ru
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
-from awp_pipelines.orchestration.adoption import adopt_committed
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import agent_run_truth, packet_run_history
-from awp_pipelines.orchestration.packet_index import packet_runs_filter
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.history import agent_run_truth, packet_run_history
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_filter
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 _UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
 

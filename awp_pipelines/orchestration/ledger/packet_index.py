@@ -16,6 +16,8 @@ from dagster import DagsterInstance, DagsterRun, RunsFilter
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed, kv_set
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
 
 
 def _prefix(packet: str) -> str:
@@ -72,3 +74,20 @@ def _index_tagged_runs(instance: DagsterInstance, packet: str) -> dict[str, str]
     found = {_prefix(packet) + packet_run: str(at) for packet_run, at in newest.items()}
     kv_set(instance, {**found, _prefix(packet) + _INDEXED: "1"})
     return found
+
+
+_RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
+
+
+def latest_history(instance: DagsterInstance, binding: PacketBinding, prompt: str) -> PacketRunHistory | None:
+    """The newest packet run in which the prompt has an Attempt record."""
+    seen: set[str] = set()
+    for run in runs_of_packet(instance, binding.packet.name, limit=_RECENT_RUNS):  # newest first
+        packet_run = run.tags.get(tags.PACKET_RUN)
+        if not packet_run or packet_run in seen:
+            continue
+        seen.add(packet_run)
+        history = packet_run_history(instance, packet_run, binding.keys)
+        if prompt in history.agent_runs and history.agent_runs[prompt].records:
+            return history
+    return None

@@ -11,15 +11,15 @@ from dagster import DagsterInstance
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, packet_run_state, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import (
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
     agent_run_truth,
     packet_run_history,
     superseded_runs,
 )
-from awp_pipelines.orchestration.packet_index import packet_runs_of
+from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
 
 
 def newest_packet_run(instance: DagsterInstance, packet: str) -> str | None:

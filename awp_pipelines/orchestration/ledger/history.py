@@ -27,9 +27,9 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import commit_of_attempt
 from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value
-from awp_pipelines.orchestration.account_store import AccountStore
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.stop_store import StopStore
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})

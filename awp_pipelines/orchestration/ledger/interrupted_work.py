@@ -8,8 +8,8 @@ from pathlib import Path
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.workspace import WorkspaceError, discard_changes, head, save_checkpoint
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
 
 
 def checkpoint_interrupted(repos: Mapping[str, Path], agent_run: str, attempt: str) -> dict[str, str]:

@@ -12,25 +12,13 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory, agent_run_truth, decision_inputs, packet_run_history
-from awp_pipelines.orchestration.packet_index import runs_of_packet
-
-_RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
-
-
-def latest_history(instance: DagsterInstance, binding: PacketBinding, prompt: str) -> PacketRunHistory | None:
-    """The newest packet run in which the prompt has an Attempt record."""
-    seen: set[str] = set()
-    for run in runs_of_packet(instance, binding.packet.name, limit=_RECENT_RUNS):  # newest first
-        packet_run = run.tags.get(tags.PACKET_RUN)
-        if not packet_run or packet_run in seen:
-            continue
-        seen.add(packet_run)
-        history = packet_run_history(instance, packet_run, binding.keys)
-        if prompt in history.agent_runs and history.agent_runs[prompt].records:
-            return history
-    return None
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import (
+    agent_run_truth,
+    decision_inputs,
+    packet_run_history,
+)
+from awp_pipelines.orchestration.ledger.packet_index import latest_history
 
 
 def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, packet_run: str | None,

@@ -9,11 +9,11 @@ from dagster import DagsterInstance
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.packet.packet import Packet
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import agent_run_truth, intent_changes, packet_run_history
-from awp_pipelines.orchestration.instance import open_instance
-from awp_pipelines.orchestration.status_read import newest_packet_run
-from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.translator import PacketTranslator
+from awp_pipelines.orchestration.ledger.history import agent_run_truth, intent_changes, packet_run_history
+from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 Standing = tuple[str | None, dict[str, AgentRunStatus], list[str]]
 

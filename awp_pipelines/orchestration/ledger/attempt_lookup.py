@@ -11,7 +11,7 @@ from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED, run_asset_events
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_asset_events
 
 
 @dataclass

@@ -17,7 +17,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.attempt_lifecycle import trail_text
 from awp_pipelines.core.records.redact import redact, redact_obj
 from awp_pipelines.core.verifiers.report import cap_lines
-from awp_pipelines.orchestration.page_link import attempt_page_url
+from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),

@@ -31,7 +31,7 @@ from awp_pipelines.core.planning.plan import PromptPlan
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.verifiers.items import contract_items
 from awp_pipelines.dagster_compat.tags import CODE_REFERENCES_KEY
-from awp_pipelines.orchestration.naming import dagster_name, prompt_key
+from awp_pipelines.orchestration.compile.naming import dagster_name, prompt_key
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
 MAX_KINDS = 3  # Dagster's limit per asset

@@ -45,14 +45,14 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import run_event_page
 from awp_pipelines.dagster_compat.executor import start_step_server
 from awp_pipelines.dagster_compat.runs import execute_run
-from awp_pipelines.orchestration.history import ATTEMPT_STARTED
-from awp_pipelines.orchestration.naming import job_name
-from awp_pipelines.orchestration.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
+from awp_pipelines.orchestration.compile.naming import job_name
+from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.runs import ExecutionResult
     from awp_pipelines.orchestration.assets import CompiledPacket
-    from awp_pipelines.orchestration.binding import PacketBinding
+    from awp_pipelines.orchestration.compile.binding import PacketBinding
 
 
 def start_steps_early(source: JobSource) -> None:
@@ -107,7 +107,7 @@ def packet_job(source_json: str) -> JobDefinition:
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.core.planning.plan import Overrides, PlanContext
     from awp_pipelines.orchestration.assets import packet_assets
-    from awp_pipelines.orchestration.resources import AwpResource
+    from awp_pipelines.orchestration.compute.resources import AwpResource
 
     source = JobSource(**json.loads(source_json))
     catalog = load_catalog(Path(source.providers_file) if source.providers_file else None)

@@ -18,10 +18,10 @@ from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
 from awp_pipelines.dagster_compat.events import report_materialization
-from awp_pipelines.orchestration.binding import PacketBinding
-from awp_pipelines.orchestration.history import PacketRunHistory
-from awp_pipelines.orchestration.metadata import record_metadata
-from awp_pipelines.orchestration.reaper import OUTAGE_MARK, runner_alive, runners_of
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.metadata import record_metadata
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK, runner_alive, runners_of
 
 ADOPTED_REASON = "adopted: committed before its process died"
 # The process lived on, but the instance's database failed: its record (and its run's end) was never stored.

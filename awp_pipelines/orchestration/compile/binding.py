@@ -23,7 +23,7 @@ from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.planning.plan import PacketPlan, PlanContext, PromptPlan, build_plan
 from awp_pipelines.core.planning.selection import Selection
-from awp_pipelines.orchestration.translator import PacketTranslator
+from awp_pipelines.orchestration.compile.translator import PacketTranslator
 
 
 @dataclass(frozen=True)
