@@ -7,7 +7,7 @@ VENV := .venv
 # Stamp newer than pyproject.toml = the venv has this version of the dependencies.
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast demo ui lint
+.PHONY: install test test-fast demo ui lint fuzz
 
 install: $(STAMP)
 
@@ -23,6 +23,11 @@ test: install
 # The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), no PostgreSQL.
 test-fast: install
 	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow and not postgres"
+
+# The long fuzz: 10,000 generated packets through lint, plan, verify and run --dry-run (the suite runs 400).
+fuzz: install
+	AWP_FUZZ_EXAMPLES=10000 $(VENV)/bin/python -m pytest -q -n 2 -p no:cacheprovider \
+		tests/reliability/test_fuzz_inputs.py -k test_no_input_ends_in_a_traceback
 
 # The main job: a fresh ./workspace repo for the demo packet, then the packet end to end in process.
 demo: install

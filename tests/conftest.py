@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
@@ -35,7 +37,7 @@ SLOW_ELSEWHERE = {
         "a second process imports Dagster",
     # Large examples and repository-wide greps: each keeps a small or unit variant in the fast loop.
     "tests/reliability/test_fuzz_inputs.py::test_no_input_ends_in_a_traceback":
-        "400 fuzzed packets (10,000 under CI) through four commands; test_a_few_fuzzed_inputs_… stays fast",
+        "400 fuzzed packets (10,000 with `make fuzz`) through four commands; test_a_few_fuzzed_inputs_… stays fast",
     "tests/test_redact.py::test_the_prefilter_never_skips_a_text_a_pattern_would_change":
         "3,000 hypothesis examples; the `_small` variant (200) stays fast",
     "tests/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
@@ -54,6 +56,15 @@ SLOW_ELSEWHERE = {
 }
 # Whole modules: the real agent CLIs (Node processes) against local fake APIs.
 SLOW_MODULES = ("test_real_*.py",)
+UI_DIR = REPO_ROOT / "tests" / "ui"  # a real browser (and often a real webserver): slow, every module
+# What differs between Dagster releases, run again on the oldest one (tests/oldest_dagster.sh): every fast test of
+# a module that imports Dagster or AWP's Dagster layer (marked `dagster_api` here), and one end-to-end scenario
+# under a real daemon (ON_OLDEST). The rest is AWP's own logic, the same on any Dagster.
+DAGSTER_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:dagster\b|awp_pipelines\.(?:orchestration|dagster_compat)\b)",
+                            re.MULTILINE)
+ON_OLDEST = {
+    "tests/daemon/test_daemon_runs.py::test_ui_launch_of_the_demo_completes_through_sensor_launched_repair_and_retry",
+}
 
 
 def _in_ci() -> bool:
@@ -183,13 +194,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = f"skipped under CI=true, where every test must run: {reason}"
 
 
+@functools.cache
+def imports_dagster(path: Path) -> bool:
+    """Whether a test module imports Dagster or AWP's Dagster layer (at any indentation)."""
+    return bool(DAGSTER_IMPORT.search(path.read_text(encoding="utf-8")))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the slow tests here, by where they live, so the end-to-end modules need no marker of their own:
-    everything under tests/e2e/ (Dagster runs of whole packets), the real CLIs (SLOW_MODULES) and the few
-    in SLOW_ELSEWHERE."""
+    everything under tests/e2e/ (Dagster runs of whole packets) and tests/ui/ (a browser), the real CLIs
+    (SLOW_MODULES) and the few in SLOW_ELSEWHERE; and what the oldest-Dagster leg runs (`dagster_api`, `oldest`)."""
     for item in items:
-        if (item.path.is_relative_to(E2E_DIR) or item.nodeid.split("[")[0] in SLOW_ELSEWHERE
+        if (item.path.is_relative_to(E2E_DIR) or item.path.is_relative_to(UI_DIR)
+                or item.nodeid.split("[")[0] in SLOW_ELSEWHERE
                 or any(item.path.match(pattern) for pattern in SLOW_MODULES)):
             item.add_marker(pytest.mark.slow)
         if item.path.is_relative_to(DAEMON_DIR):
             item.add_marker(pytest.mark.daemon)
+        if item.path.suffix == ".py" and imports_dagster(item.path):
+            item.add_marker(pytest.mark.dagster_api)
+        if item.nodeid.split("[")[0] in ON_OLDEST:
+            item.add_marker(pytest.mark.oldest)
