@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from awp_pipelines.core.packet.install import VERSION as __version__
 
 SDK = ("load", "lint", "plan", "run", "status", "repair", "verify")
 __all__ = ["__version__", "lint", "load", "plan", "repair", "run", "status", "verify"]

@@ -234,7 +234,7 @@ RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENG
                                   "planning", "lint", "engine"))
 # Each folder and what it may import besides itself (docs/architecture.md, "Which may import which"). The core's
 # folders form a ladder: records at the bottom imports nothing else; the engine at the top drives the rest.
-ORCH, COMPAT = "awp_pipelines.orchestration", "awp_pipelines.dagster_compat"
+ROOT, ORCH, COMPAT = "awp_pipelines", "awp_pipelines.orchestration", "awp_pipelines.dagster_compat"
 COMPILE, LEDGER, COMPUTE, SENSORS, DRIVER = (f"{ORCH}.{name}" for name in ("compile", "ledger", "compute", "sensors",
                                                                            "driver"))
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
@@ -260,7 +260,9 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     ORCH: (CORE, COMPAT, COMPILE, LEDGER, COMPUTE, SENSORS),
     DRIVER: (CORE, COMPAT, ORCH),
     "awp_pipelines.api": (CORE, "awp_pipelines.orchestration"),
-    "awp_pipelines.cli": (CORE, "awp_pipelines.cli_features", "awp_pipelines.orchestration", "awp_pipelines.api"),
+    "awp_pipelines.cli": (CORE, "awp_pipelines.cli_features", "awp_pipelines.orchestration", "awp_pipelines.api", ROOT),
+    # The package root re-exports the SDK (lazily) and the version; nothing below the front imports it back.
+    ROOT: (PACKET, "awp_pipelines.api"),
 }
 # Finer edges inside a folder: the model is data; it reads no settings file and no template.
 FORBIDDEN_EDGES = ((f"{PACKET}.model", f"{PACKET}.templates"), (f"{PACKET}.model", f"{PACKET}.providers_config"))
@@ -277,8 +279,10 @@ def _imports(file: Path) -> set[str]:
 
 
 def _folder(module: str) -> str | None:
-    """The folder of MAY_IMPORT a module is in (None for the package root itself)."""
-    return next((f for f in sorted(MAY_IMPORT, key=len, reverse=True) if _within(module, [f])), None)
+    """The folder of MAY_IMPORT a module is in; the package root is a place of its own (only itself)."""
+    if module == ROOT:
+        return ROOT
+    return next((f for f in sorted(MAY_IMPORT, key=len, reverse=True) if f != ROOT and _within(module, [f])), None)
 
 
 def layering_violations(package: Path) -> list[str]:
@@ -307,6 +311,58 @@ def test_every_module_is_in_a_folder_of_the_layering() -> None:
 
 def test_layering_edges_point_the_right_way() -> None:
     assert layering_violations(REPO_ROOT / "awp_pipelines") == []
+
+
+def import_loops(package: Path) -> list[list[str]]:
+    """The loops of the package's import graph, every import counted (function-level ones and the package root's
+    lazy SDK import too): each a strongly connected set of two modules or more."""
+    modules = {".".join(f.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): f
+               for f in package.rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {m: {t for n in _imports(f) if (t := resolve(n)) and t != m} for m, f in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(members) > 1:
+                loops.append(sorted(members))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return loops
+
+
+def test_no_import_loop_counting_the_package_root() -> None:
+    """The core never imports the package root (whose SDK loads the Dagster layer), so no import closes a loop."""
+    assert import_loops(REPO_ROOT / "awp_pipelines") == []
+
+
+def test_the_loop_finder_sees_a_loop_through_the_root(tmp_path: Path) -> None:
+    package = tmp_path / "awp_pipelines"
+    (package / "core").mkdir(parents=True)
+    (package / "__init__.py").write_text("def __getattr__(name):\n    from awp_pipelines import api\n")
+    (package / "api.py").write_text("from awp_pipelines.core import x\n")
+    (package / "core" / "x.py").write_text("import awp_pipelines\n")
+    assert import_loops(package) == [["awp_pipelines", "awp_pipelines.api", "awp_pipelines.core.x"]]
 
 
 def test_the_layering_walk_sees_a_wrong_edge(tmp_path: Path) -> None:

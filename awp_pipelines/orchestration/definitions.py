@@ -13,9 +13,9 @@ from pathlib import Path
 
 from dagster import Definitions, ScheduleDefinition
 
-import awp_pipelines
 from awp_pipelines.core.packet.automation import load_automation
 from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.install import PACKAGE_DIR
 from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
 from awp_pipelines.orchestration.assets import location_definitions, packet_assets
@@ -29,8 +29,16 @@ LOCATION_RESOURCE = "awp"
 
 
 def project_root() -> Path:
+    """AWP_PROJECT_ROOT; else the working directory when it is a project (workspace.yaml's `working_directory`,
+    a code server started in the project); else the source checkout around the package; else the working
+    directory. An installed wheel has no checkout around it: site-packages is never taken for a project."""
     env = os.environ.get("AWP_PROJECT_ROOT")
-    return Path(env) if env else Path(awp_pipelines.__file__).resolve().parent.parent
+    if env:
+        return Path(env)
+    for candidate in (Path.cwd(), PACKAGE_DIR.parent):
+        if (candidate / REPO_PACKETS_DIR).is_dir() or (candidate / "resources" / "providers.yaml").is_file():
+            return candidate
+    return Path.cwd()
 
 
 def discover_packets(assets_dir: Path) -> list[Packet]:

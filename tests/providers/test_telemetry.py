@@ -8,7 +8,7 @@ import pytest
 
 from awp_pipelines.core.engine.attempts import attempt_usage
 from awp_pipelines.core.packet.errors import PacketError
-from awp_pipelines.core.packet.prices import ModelPrice, PriceTable, load_prices
+from awp_pipelines.core.packet.prices import SHIPPED_PRICES, ModelPrice, PriceTable, load_prices
 from awp_pipelines.core.providers.base import ProviderUsage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_an_unknown_model_has_no_cost_rather_than_a_made_up_one() -> None:
 
 
 def test_the_shipped_price_table_loads_and_a_bad_key_is_refused(tmp_path: Path) -> None:
-    table = load_prices(REPO / "resources" / "prices.yaml")
+    table = load_prices(SHIPPED_PRICES)
     assert table.price_for("claude-haiku-4-5") is not None and table.price_for("gpt-5.3-codex-spark") is not None
     bad = tmp_path / "prices.yaml"
     bad.write_text("models:\n  x: {input: 1, output: 2, cache_read: 3}\n")

@@ -109,7 +109,7 @@ class Usage(TokenCounts):
 
     cost_usd: float | None = None
     cost_source: CostSource = Field(
-        "unknown", description="Where cost_usd comes from: the provider's report, resources/prices.yaml, or "
+        "unknown", description="Where cost_usd comes from: the provider's report, the price table, or "
         "nowhere (None).")
 
 

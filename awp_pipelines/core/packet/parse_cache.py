@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-import awp_pipelines
+from awp_pipelines.core.packet.install import VERSION
 from awp_pipelines.core.records.redact import Redactor
 
 CACHE_ENV = "AWP_CACHE_HOME"
@@ -44,7 +44,7 @@ KeyPath = tuple[str, ...]
 def _salt() -> str:
     # This file's source too: entries chosen by an older rule (one stored a secret) are dropped, never kept.
     source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("yamlsrc.py", "parse_cache.py"))
-    return f"{awp_pipelines.__version__}\0{yaml.__version__}\0{hashlib.sha256(source).hexdigest()}"
+    return f"{VERSION}\0{yaml.__version__}\0{hashlib.sha256(source).hexdigest()}"
 
 
 def cache_folder() -> Path | None:

@@ -1,4 +1,5 @@
-"""Cost from a price table (`resources/prices.yaml`) when the provider reports none. Pure."""
+"""Cost from a price table when the provider reports none: a project's own `resources/prices.yaml`, else the
+table shipped with the package (`core/packet/prices.yaml`). Pure."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from pathlib import Path
 
 from pydantic import Field
 
-import awp_pipelines
+from awp_pipelines.core.packet.install import PACKAGE_DIR
 from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.validation import validate_doc
 from awp_pipelines.core.packet.yamlsrc import parse_yaml
 
 _PER = 1_000_000
+SHIPPED_PRICES = PACKAGE_DIR / "core" / "packet" / "prices.yaml"
 
 
 class ModelPrice(StrictModel):
@@ -48,8 +50,7 @@ def default_prices_file() -> Path | None:
     env = os.environ.get("AWP_PRICES")
     if env:
         return Path(env)
-    for candidate in (Path.cwd() / "resources" / "prices.yaml",
-                      Path(awp_pipelines.__file__).resolve().parent.parent / "resources" / "prices.yaml"):
+    for candidate in (Path.cwd() / "resources" / "prices.yaml", SHIPPED_PRICES):
         if candidate.is_file():
             return candidate
     return None

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import awp_pipelines
 from awp_pipelines.core.isolation.bwrap import SYSTEM_RO
 from awp_pipelines.core.isolation.grants import Grants, PathGrant
+from awp_pipelines.core.packet.install import PACKAGE_DIR
 from awp_pipelines.core.providers.base import ProviderRequest
 from awp_pipelines.core.providers.cli import CliAdapter
 from awp_pipelines.core.providers.environment import LOGIN_DIRS
@@ -49,7 +49,7 @@ def runtime_grants(tools: Path | None) -> list[PathGrant]:
     """The `awp` shim's folder and the interpreter and package it runs, read-only."""
     if tools is None:
         return []
-    places = (sys.base_prefix, sys.prefix, str(Path(awp_pipelines.__file__).resolve().parent), str(tools))
+    places = (sys.base_prefix, sys.prefix, str(PACKAGE_DIR), str(tools))
     return [PathGrant(path=p, mode="ro", why="awp agent-control") for p in dict.fromkeys(places) if not _system(p)]
 
 
