@@ -8,13 +8,10 @@ goes on, `require` fails the Attempt; the record keeps the reported model whatev
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 from awp_pipelines.core.providers.base import ProviderOutcome
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import FailureEnvelope
-
-CliConfirmation = Literal["off", "warn", "require"]
 
 
 def _name(model: str) -> str:
