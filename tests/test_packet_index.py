@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dagster import DagsterRun, DagsterRunStatus
 
+from awp_pipelines.dagster_compat.kvs import kv_prefixed
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of, runs_of_packet
 
@@ -34,26 +35,16 @@ def test_a_packet_lists_its_packet_runs_newest_first_and_their_runs_only(tmp_pat
         instance.dispose()
 
 
-def test_runs_made_before_the_index_are_indexed_on_the_first_read_once(tmp_path: Path) -> None:
-    """An upgraded instance: its runs carry the packet as a tag (`awp/packet`) and are in no index. The first
-    read lists their packet runs beside one noted since, and marks the packet done: later runs tagged the old
-    way (none are written now) are not looked for again."""
+def test_reading_a_packets_runs_writes_nothing(tmp_path: Path) -> None:
+    """`awp status` and every other reader only read: runs that carry no indexed packet run stay unlisted and
+    the key-value table is left as it was (no migration on read)."""
     instance = open_instance_folder(tmp_path / "home")
     try:
-        for packet_run in ("pr-a", "pr-a", "pr-b"):
-            instance.add_run(DagsterRun(job_name="packet__demo", run_id=str(uuid.uuid4()),
-                                        status=DagsterRunStatus.SUCCESS,
-                                        tags={"awp/packet": "demo", "awp/packet_run": packet_run}))
-            time.sleep(0.01)
-        time.sleep(0.01)
-        note_packet_run(instance, "demo", "pr-new")  # a run since the upgrade, before any read
-        assert packet_runs_of(instance, "demo") == ["pr-new", "pr-b", "pr-a"]
-        assert len(runs_of_packet(instance, "demo")) == 3
         instance.add_run(DagsterRun(job_name="packet__demo", run_id=str(uuid.uuid4()),
-                                    status=DagsterRunStatus.SUCCESS,
-                                    tags={"awp/packet": "demo", "awp/packet_run": "pr-late"}))
-        assert packet_runs_of(instance, "demo") == ["pr-new", "pr-b", "pr-a"]  # indexed once
-        assert packet_runs_of(instance, "other") == []
+                                    tags={"awp/packet": "demo", "awp/packet_run": "pr-old"}))
+        before = kv_prefixed(instance, "awp/")
+        assert packet_runs_of(instance, "demo") == [] and runs_of_packet(instance, "demo") == []
+        assert kv_prefixed(instance, "awp/") == before
     finally:
         instance.dispose()
 

@@ -74,7 +74,6 @@ COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
 STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
 PACKET_RUNS_KEY = f"{PREFIX}packet_runs/"  # + <packet>/<packet run>: the packet's packet runs (packet_index.py)
-LEGACY_PACKET = f"{PREFIX}packet"  # the packet's tag on runs made before the index: read once, to index them
 SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer packet run settled it (settling.py)
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)

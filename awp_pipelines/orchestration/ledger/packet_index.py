@@ -4,8 +4,8 @@ a line of its own, so a packet tag would cost every row a line): a reader of a p
 runs here (one prefix read on the key's index), then their runs by the packet-run tag (the tag index).
 
 A packet run is noted wherever a run joins one: `awp run` and `awp repair` before they launch, and a run's
-first compute (compute/launch_choice.py) or the recovery sensor (asset_job_runs.py) when they tag it. Runs made
-before the index carry their packet as a tag (`awp/packet`): the first read of a packet indexes them, once."""
+first compute (compute/launch_choice.py) or the recovery sensor (asset_job_runs.py) when they tag it. A read
+never writes."""
 
 from __future__ import annotations
 
@@ -28,17 +28,9 @@ def note_packet_run(instance: DagsterInstance, packet: str, packet_run: str) -> 
     kv_set(instance, {_prefix(packet) + packet_run: str(int(time.time() * 1000))})
 
 
-# Under the packet's prefix, so the one prefix read sees it: its older runs are indexed. No packet run id starts
-# with a dot (ids.py).
-_INDEXED = ".indexed"
-
-
 def packet_runs_of(instance: DagsterInstance, packet: str) -> list[str]:
     """The packet's packet runs, the one a run joined last first."""
     noted = kv_prefixed(instance, _prefix(packet))
-    if _prefix(packet) + _INDEXED not in noted:
-        noted.update(_index_tagged_runs(instance, packet))
-    noted.pop(_prefix(packet) + _INDEXED, None)
     by_time = sorted(noted.items(), key=lambda item: int(item[1]) if item[1].isdigit() else 0, reverse=True)
     return [key.removeprefix(_prefix(packet)) for key, _ in by_time]
 
@@ -60,20 +52,6 @@ def runs_of_packet(instance: DagsterInstance, packet: str, statuses: Sequence[ob
         return []
     # Once each: a run whose tag row was stored twice (seen on dagster 1.12's SQLite) came back twice.
     return list({run.run_id: run for run in instance.get_runs(of_packet, limit=limit)}.values())
-
-
-def _index_tagged_runs(instance: DagsterInstance, packet: str) -> dict[str, str]:
-    """The packet runs of the runs made before the index (tagged with their packet), noted with the time of
-    their newest run, and the mark that says it is done: an upgraded instance keeps its history in `awp status`."""
-    newest: dict[str, int] = {}
-    for record in instance.get_run_records(RunsFilter(tags={tags.LEGACY_PACKET: packet})):
-        packet_run = record.dagster_run.tags.get(tags.PACKET_RUN)
-        if packet_run:
-            at = int(record.create_timestamp.timestamp() * 1000)
-            newest[packet_run] = max(newest.get(packet_run, 0), at)
-    found = {_prefix(packet) + packet_run: str(at) for packet_run, at in newest.items()}
-    kv_set(instance, {**found, _prefix(packet) + _INDEXED: "1"})
-    return found
 
 
 _RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
