@@ -57,12 +57,13 @@ def views(packet: Path, packet_run: str) -> tuple[str, str]:
     return json.loads(status.stdout)["state"], json.loads(watch.stdout)["state"]
 
 
-@pytest.mark.slow
 # The settling differs by the state left behind, not by the line killed: one point per state keeps the column's
 # meaning at 4 end-to-end runs instead of 10 (test_kill9.py runs all ten with `--packet-run`).
-PLAIN_RERUN_POINTS = ("agent mid-session", "agent done, before verify", "committed, before the record", "retry backoff")
+PLAIN_RERUN_POINTS = ("agent mid-session", "agent done, before verify", "committed, before the record",
+                      "retry backoff")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", PLAIN_RERUN_POINTS)
 def test_kill_9_then_plain_rerun_leaves_no_packet_run_behind(point: str, tmp_path: Path, make_git_repo,
                                                             reliability_row) -> None:
