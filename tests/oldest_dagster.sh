@@ -5,6 +5,7 @@
 # (`oldest`), both marked in tests/conftest.py. The first leg runs the whole suite on the newest release.
 #
 #   bash tests/oldest_dagster.sh [pytest args...]
+#   bash tests/oldest_dagster.sh --install-only     only make .venv-oldest current (run_tests.sh, during the first leg)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +26,10 @@ have=$("$venv/bin/python" -c 'import dagster; print(dagster.__version__)')
 if [ "$have" != "$want" ]; then
   echo "oldest_dagster.sh: FAILED: $venv has dagster $have, the pins say $want ($pins)." >&2
   exit 1
+fi
+if [ "${1:-}" = "--install-only" ]; then
+  echo "oldest_dagster.sh: $venv holds dagster $have"
+  exit 0
 fi
 echo "oldest_dagster.sh: the Dagster-facing fast tests and one daemon scenario on dagster $have"
 
