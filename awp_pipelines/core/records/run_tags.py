@@ -80,6 +80,7 @@ SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer 
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
 RUNNER_KEY = f"{PREFIX}runner/"  # + <run id>: the `awp run` process driving it, host:pid:start time (reaper.py)
+HANDOFF_KEY = f"{PREFIX}handoff/"  # + <packet>/<packet run>: its hand-off's results, JSON (ledger/handoffs.py)
 HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
