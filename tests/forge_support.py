@@ -26,7 +26,7 @@ class ForgeDemo:
     origin: Path  # the bare remote
     providers: Path
 
-    def remote_branch(self, branch: str = "awp/demo") -> str | None:
+    def remote_branch(self, branch: str = "awp/demo/handoff") -> str | None:
         proc = subprocess.run(["git", "--git-dir", str(self.origin), "rev-parse", "--verify", "--quiet",
                                f"refs/heads/{branch}"], capture_output=True, text=True)
         return proc.stdout.strip() or None

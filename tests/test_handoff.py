@@ -77,9 +77,9 @@ def test_first_hand_off_opens_the_pull_request_and_the_next_updates_it(forged: F
         auth = {c.request.headers["Authorization"] for c in forge.calls}
     assert (first.action, first.number, first.url) == ("opened", 7, "https://github.com/acme/docs/pull/7")
     assert second.action == "updated" and second.url == first.url
-    assert calls == [("GET", f"{GITHUB_PULLS}?head=acme%3Aawp%2Fdemo&state=open"), ("POST", GITHUB_PULLS),
-                     ("GET", f"{GITHUB_PULLS}?head=acme%3Aawp%2Fdemo&state=open"), ("PATCH", f"{GITHUB_PULLS}/7")]
-    assert bodies[0]["head"] == "awp/demo" and bodies[0]["base"] == "main" and bodies[0]["draft"] is False
+    found = f"{GITHUB_PULLS}?head=acme%3Aawp%2Fdemo%2Fhandoff&state=open"
+    assert calls == [("GET", found), ("POST", GITHUB_PULLS), ("GET", found), ("PATCH", f"{GITHUB_PULLS}/7")]
+    assert (bodies[0]["head"], bodies[0]["base"], bodies[0]["draft"]) == ("awp/demo/handoff", "main", False)
     assert "pr-0001" in bodies[0]["title"] and "pr-0002" in bodies[1]["title"] and "pr-0002" in bodies[1]["body"]
     assert auth == {f"Bearer {TOKEN}"}
     # The branch really is on the remote, at the tree's HEAD each time; the token is nowhere on disk.
@@ -106,8 +106,8 @@ def test_gitlab_merge_request_is_opened_then_updated(demo_copy: Path, tmp_path: 
     assert (first.action, second.action, second.url) == ("opened", "updated",
                                                         "https://gitlab.com/acme/docs/-/merge_requests/3")
     assert calls == [("GET", GITLAB_MRS), ("POST", GITLAB_MRS), ("GET", GITLAB_MRS), ("PUT", f"{GITLAB_MRS}/3")]
-    assert params == {"source_branch": "awp/demo", "state": "opened"}
-    assert (created["source_branch"], created["target_branch"]) == ("awp/demo", "main")
+    assert params == {"source_branch": "awp/demo/handoff", "state": "opened"}
+    assert (created["source_branch"], created["target_branch"]) == ("awp/demo/handoff", "main")
     assert created["title"].startswith("Draft: ") and updated["title"].startswith("Draft: ")  # stays a draft
     assert "pr-0002" in updated["description"] and tokens == {TOKEN}
 
@@ -116,7 +116,7 @@ def test_a_refused_pull_request_is_one_redacted_line_and_the_pushed_branch_stays
     with responses.RequestsMock() as forge:
         forge.get(GITHUB_PULLS, json=[])
         forge.post(GITHUB_PULLS, status=422, json={"message": "Validation Failed", "errors": [
-            {"message": f"No commits between main and awp/demo (token {TOKEN})"}]})
+            {"message": f"No commits between main and awp/demo/handoff (token {TOKEN})"}]})
         result = _hand_off(forged, _report())
     assert result.action == "failed" and result.url is None
     assert result.message.startswith("open the pull request: HTTP 422: Validation Failed; No commits between")
@@ -130,12 +130,12 @@ def test_a_push_the_remote_refuses_fails_before_any_api_call(forged: ForgeDemo, 
     subprocess.run(["git", "clone", "--quiet", str(forged.origin), str(other)], check=True)
     git_out(other, "-c", "user.name=R", "-c", "user.email=r@x.invalid", "commit", "--quiet", "--allow-empty",
             "-m", "reviewer's fix")
-    git_out(other, "push", "--quiet", "origin", "HEAD:refs/heads/awp/demo")
+    git_out(other, "push", "--quiet", "origin", "HEAD:refs/heads/awp/demo/handoff")
     theirs = forged.remote_branch()
     with responses.RequestsMock() as forge:
         result = _hand_off(forged, _report())
         assert not forge.calls
-    assert result.action == "failed" and result.message.startswith("push to origin awp/demo failed:")
+    assert result.action == "failed" and result.message.startswith("push to origin awp/demo/handoff failed:")
     assert "rejected" in result.message and forged.remote_branch() == theirs
 
 
@@ -171,7 +171,7 @@ def test_the_ephemeral_credential_helper_gives_git_the_token_and_nothing_else(tm
 
 def test_body_lists_each_prompt_its_attempts_links_verifier_and_cost() -> None:
     report = _report()
-    body = body_of(report, _page, "awp/demo")
+    body = body_of(report, _page, "awp/demo/handoff")
     assert title_of(report) == "AWP demo: 2/2 prompts completed (packet run pr-0001)"
     assert "### 01 Write the greeting: completed" in body and "### 02 Write the changelog: completed" in body
     assert body.count("http://pages.test/attempts/") == 3

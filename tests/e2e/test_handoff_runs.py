@@ -42,3 +42,32 @@ def test_a_demo_packet_run_opens_one_pull_request_and_the_next_updates_it(
     assert report.packet_run == second.packet_run
     assert [(h.action, h.url) for h in report.handoff] == [("updated", "https://github.com/acme/docs/pull/7")]
     assert TOKEN not in report.model_dump_json() + (demo.workspace / ".git" / "config").read_text()
+
+
+def test_under_the_daemon_the_recovery_sensor_hands_an_ended_packet_run_off_once(
+        demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import AssetKey, DagsterInstance, build_sensor_context
+
+    from awp_pipelines.core.packet.packet import load_packet
+    from awp_pipelines.core.packet.providers_config import load_catalog
+    from awp_pipelines.orchestration.assets import packet_assets
+    from awp_pipelines.orchestration.compute.resources import AwpResource
+
+    monkeypatch.setenv(TOKEN_VAR, TOKEN)
+    demo = forge_demo(demo_copy, tmp_path)
+    compiled = packet_assets(load_packet(demo.packet), load_catalog(demo.providers), AwpResource())
+    defs = compiled.definitions()
+    with DagsterInstance.ephemeral() as instance, responses.RequestsMock() as forge:
+        forge.get(GITHUB_PULLS, json=[])
+        forge.post(GITHUB_PULLS, json={"number": 5, "html_url": "https://github.com/acme/docs/pull/5"}, status=201)
+        # "Materialize" prompt 01 alone, as from the UI: it completes, and its packet run has nothing left to run.
+        defs.resolve_job_def("packet__demo").execute_in_process(
+            instance=instance, raise_on_error=False, asset_selection=[AssetKey(["demo", "01_write_greeting"])])
+        assert not forge.calls  # the run itself hands nothing off: the tick that sees it end does
+        tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
+        assert tick.run_requests == [] and [c.request.method for c in forge.calls] == ["GET", "POST"]
+        assert "### 01 Write the greeting: completed" in sent(forge.calls[1])["body"]
+        # A later tick that sees the packet run again does not hand it off twice.
+        compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
+        assert len(forge.calls) == 2
+    assert demo.remote_branch() == demo.head()

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from awp_pipelines.core.packet.model.base import StrictModel
+from awp_pipelines.core.records.run_tags import BRANCH_PREFIX
 
 Forge = Literal["github", "gitlab"]
 HandoffWhen = Literal["completed", "ended"]
@@ -18,6 +19,10 @@ _PROJECT = re.compile(r"^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+|[0-9]+)$")
 _BRANCH_FIELDS = re.compile(r"\{([^}]*)\}")
 BRANCH_PLACEHOLDERS = ("packet", "packet_run")
 _API_CREDENTIAL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/@]*@", re.IGNORECASE)
+
+# Beside a remote repo's packet-run branches (<prefix><packet>/<packet run>, remote.py), never over them: git cannot
+# hold a branch `awp/demo` and a branch `awp/demo/pr-…` in one repository.
+DEFAULT_BRANCH = BRANCH_PREFIX + "{packet}/handoff"
 
 DEFAULT_API_URL: dict[str, str] = {"github": "https://api.github.com", "gitlab": "https://gitlab.com/api/v4"}
 
@@ -33,7 +38,7 @@ class HandoffSpec(StrictModel):
                          "The token is given to the push and the API calls only: never to an agent, never stored.")
     base: str | None = Field(None, description="The branch the pull request merges into; default the remote "
                              "repo's `branch`, else `main`.")
-    branch: str = Field("awp/{packet}", min_length=1, description="The head branch pushed to the remote. "
+    branch: str = Field(DEFAULT_BRANCH, min_length=1, description="The head branch pushed to the remote. "
                         "`{packet}` and `{packet_run}` are filled in: with the default, every packet run of the "
                         "packet updates the same pull request; with `{packet_run}` in it, each opens its own.")
     remote: str = Field("origin", min_length=1, description="The git remote of the repo to push to (a remote "
