@@ -32,6 +32,8 @@ from tests.forge_support import (
     sent,
 )
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 def _page(attempt: str) -> str:
     return f"http://pages.test/attempts/{attempt}"
@@ -191,3 +193,22 @@ def test_handoff_settings_are_strict() -> None:
         HandoffSpec.model_validate({"forge": "github", "project": "o/r", "account": "a", "token": "x"})
     spec = HandoffSpec(forge="github", project="o/r", account="a", branch="awp/{packet}/{packet_run}")
     assert spec.head_branch("de mo", "pr-1") == "awp/de-mo/pr-1"
+
+
+def test_plan_shows_the_hand_off_and_awp_handoff_refuses_what_it_cannot_hand_off(forged: ForgeDemo,
+                                                                                demo_copy: Path) -> None:
+    from click.testing import CliRunner
+
+    from awp_pipelines import api
+    from awp_pipelines.cli import cli
+
+    assert api.plan(forged.packet).handoff["docs"].project == "acme/docs"
+    shown = CliRunner().invoke(cli, ["plan", str(forged.packet)], catch_exceptions=False)
+    assert ("hand-off of docs: github pull request acme/docs: awp/demo/handoff → the base branch via remote "
+            "origin, token of account forge-bot, when completed") in " ".join(shown.output.split())
+    none_yet = CliRunner().invoke(cli, ["handoff", str(forged.packet)], catch_exceptions=False)
+    assert none_yet.exit_code == 2 and "no packet run of demo in this instance yet" in none_yet.output
+    plain = demo_copy.parent / "plain"
+    subprocess.run(["cp", "-r", str(REPO_ROOT / "assets" / "demo"), str(plain)], check=True)
+    refused = CliRunner().invoke(cli, ["handoff", str(plain)], catch_exceptions=False)
+    assert refused.exit_code == 2 and "no repo of the packet has a `handoff:`" in refused.output

@@ -62,6 +62,8 @@ def print_plan(plan: PacketPlan) -> None:
     out.print(Text("uncommitted changes in a work tree: " + ("refused" if plan.dirty_tree == "refuse" else
                                                              "set aside as a git stash") + " (dirty_tree)"),
               soft_wrap=False)
+    for repo, handoff in plan.handoff.items():
+        out.print(Text(f"hand-off of {repo}: {handoff.describe(plan.packet)}"), soft_wrap=False)
     for prompt in plan.prompts:
         out.print()
         out.print(Text.assemble((f"{prompt.id}  {prompt.name}", "bold")), soft_wrap=False)

@@ -80,9 +80,10 @@ class HandoffSpec(StrictModel):
         filled = self.branch.replace("{packet}", packet).replace("{packet_run}", packet_run)
         return "/".join(re.sub(r"[^A-Za-z0-9._-]|\.\.|^\.|\.lock$|\.$", "-", part) for part in filled.split("/"))
 
-    def describe(self) -> str:
+    def describe(self, packet: str) -> str:
         """One line for `awp plan`."""
         kind = "merge request" if self.forge == "gitlab" else "pull request"
-        return (f"{self.forge} {kind} {self.project}: {self.branch} → {self.base or 'the base branch'} "
+        branch = self.branch.replace("{packet}", packet)
+        return (f"{self.forge} {kind} {self.project}: {branch} → {self.base or 'the base branch'} "
                 f"via remote {self.remote}, token of account {self.account}, when {self.when}"
                 + (", draft" if self.draft else ""))
