@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 import responses
+from dagster import RunsFilter
 
 from awp_pipelines import api
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.ledger.instance import open_instance
 from tests.forge_support import GITHUB_PULLS, TOKEN, TOKEN_VAR, forge_demo, github_open_then_update, sent
 
 
@@ -42,6 +45,13 @@ def test_a_demo_packet_run_opens_one_pull_request_and_the_next_updates_it(
     assert report.packet_run == second.packet_run
     assert [(h.action, h.url) for h in report.handoff] == [("updated", "https://github.com/acme/docs/pull/7")]
     assert TOKEN not in report.model_dump_json() + (demo.workspace / ".git" / "config").read_text()
+    # The Dagster UI shows it too: a tag of the packet run's first run (its "Materialize all").
+    instance = open_instance(demo.packet)
+    try:
+        first_runs = instance.get_runs(RunsFilter(tags={tags.PACKET_RUN: first.packet_run}), ascending=True)
+    finally:
+        instance.dispose()
+    assert [r.tags.get(tags.PULL_REQUEST) for r in first_runs] == ["https://github.com/acme/docs/pull/7", None, None]
 
 
 def test_under_the_daemon_the_recovery_sensor_hands_an_ended_packet_run_off_once(

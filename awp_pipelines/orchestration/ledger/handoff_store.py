@@ -1,12 +1,13 @@
 """Where a packet run's hand-off results are kept: `awp/handoff/<packet>/<packet run>` in the instance's key-value
-store, one JSON list (a result per repo), so `awp status` shows the pull request's URL from any host."""
+store, one JSON list (a result per repo), so `awp status` shows the pull request's URL from any host; and the
+URL as a tag of the packet run's first run, where the Dagster UI's run page and Runs list show it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from dagster import DagsterInstance
+from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
@@ -32,3 +33,12 @@ def handoff_of(instance: DagsterInstance, packet: str, packet_run: str) -> list[
 
 def keep_handoff(instance: DagsterInstance, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
     kv_set(instance, {_key(packet, packet_run): json.dumps([r.model_dump() for r in results])})
+
+
+def tag_root_run(instance: DagsterInstance, packet_run: str, results: Sequence[HandoffResult]) -> None:
+    """`awp/pull_request` on the packet run's first run: its URLs, one tag on one run (every run's tags cost the
+    Runs list a line each)."""
+    urls = " ".join(r.url for r in results if r.ok and r.url)
+    first = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}), limit=1, ascending=True)
+    if urls and first:
+        instance.add_run_tags(first[0].dagster_run.run_id, {tags.PULL_REQUEST: urls})

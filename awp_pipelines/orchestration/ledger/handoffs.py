@@ -12,7 +12,7 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff, keep_handoff
+from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff, keep_handoff, tag_root_run
 from awp_pipelines.orchestration.ledger.status_read import status_report
 
 
@@ -32,4 +32,5 @@ def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packe
         return []
     results = hand_off(binding.packet, binding.catalog or Catalog(), report, attempt_page_url, automatic=automatic)
     keep_handoff(instance, binding.packet.name, packet_run, results)
+    tag_root_run(instance, packet_run, results)
     return results
