@@ -4,6 +4,7 @@ The packet run's records come as a status report made here (the end-to-end run i
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,38 @@ def test_plan_shows_the_hand_off_and_awp_handoff_refuses_what_it_cannot_hand_off
     subprocess.run(["cp", "-r", str(REPO_ROOT / "assets" / "demo"), str(plain)], check=True)
     refused = CliRunner().invoke(cli, ["handoff", str(plain)], catch_exceptions=False)
     assert refused.exit_code == 2 and "no repo of the packet has a `handoff:`" in refused.output
+
+
+def test_a_remote_repo_hands_off_its_packet_run_branch_as_another_host_pushed_it(
+        tmp_path: Path, make_git_repo: Callable[[Path], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.core.engine.remote import RemoteTrees, run_branch
+
+    monkeypatch.setenv(TOKEN_VAR, TOKEN)
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(make_git_repo(tmp_path / "seed")), str(bare)], check=True)
+    root = tmp_path / "travel"
+    (root / "prompts").mkdir(parents=True)
+    (root / "packet.yaml").write_text(f"name: travel\nrepos:\n  app:\n    remote: {{url: '{bare}', branch: main}}\n"
+                                      "    handoff: {forge: github, project: acme/docs, account: forge-bot}\n")
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(f"accounts: {{forge-bot: {{provider: github, credential_env: {TOKEN_VAR}}}}}\n")
+    # Host A works on the packet run's branch and pushes; host B (this one) has an older clone of it.
+    monkeypatch.setenv("AWP_WORK_ROOT", str(tmp_path / "host-b"))
+    host_b = RemoteTrees(load_packet(root), "pr-0001")
+    host_b.sync([tmp_path / "host-b" / "travel" / "app"])
+    monkeypatch.setenv("AWP_WORK_ROOT", str(tmp_path / "host-a"))
+    clone_a = tmp_path / "host-a" / "travel" / "app"
+    RemoteTrees(load_packet(root), "pr-0001").sync([clone_a])
+    (clone_a / "work.md").write_text("work\n")
+    git_out(clone_a, "add", "work.md")
+    git_out(clone_a, "commit", "--quiet", "-m", "work on host A")
+    git_out(clone_a, "push", "--quiet", "origin", f"HEAD:refs/heads/{run_branch('travel', 'pr-0001')}")
+    monkeypatch.setenv("AWP_WORK_ROOT", str(tmp_path / "host-b"))
+    with responses.RequestsMock() as forge:
+        forge.get(GITHUB_PULLS, json=[])
+        forge.post(GITHUB_PULLS, json=github_pr(2), status=201)
+        [result] = hand_off(load_packet(root), load_catalog(providers), _report(), _page)
+        base = sent(forge.calls[1])["base"]
+    on_remote = git_out(bare, "rev-parse", "refs/heads/awp/travel/handoff")
+    assert result.action == "opened" and base == "main"
+    assert on_remote == result.commit == git_out(clone_a, "rev-parse", "HEAD")  # host A's tip, not B's stale one
