@@ -139,7 +139,7 @@ def test_a_push_the_remote_refuses_fails_before_any_api_call(forged: ForgeDemo, 
         result = _hand_off(forged, _report())
         assert not forge.calls
     assert result.action == "failed" and result.message.startswith("push to origin awp/demo/handoff failed:")
-    assert "rejected" in result.message and forged.remote_branch() == theirs
+    assert "[rejected]" in result.message and "hint:" not in result.message and forged.remote_branch() == theirs
 
 
 def test_a_missing_token_or_account_says_which(forged: ForgeDemo, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,10 +48,10 @@ def _one(packet: Packet, catalog: Catalog, repo: Repo, spec: HandoffSpec, report
     packet_run = report.packet_run or ""
     branch = spec.head_branch(packet.name, packet_run)
     at = datetime.now(UTC).isoformat(timespec="seconds")
-    base = {"repo": repo.name, "forge": spec.forge, "branch": branch, "at": at}
+    result = HandoffResult(repo=repo.name, forge=spec.forge, branch=branch, action="failed", at=at)
     if automatic and spec.when == "completed" and report.state != "completed":
-        return HandoffResult(**base, action="skipped", message=f"the packet run is {report.state} and `when` is "
-                             f"completed: `awp handoff {packet.root}` hands it off as it is")
+        return result.model_copy(update={"action": "skipped", "message": f"the packet run is {report.state} and "
+                                         f"`when` is completed: `awp handoff {packet.root}` hands it off as it is"})
     token: str | None = None
     try:
         token = _token(catalog, spec)
@@ -61,12 +61,13 @@ def _one(packet: Packet, catalog: Catalog, repo: Repo, spec: HandoffSpec, report
         found = client.find_open(branch)
         if found is None:
             opened = client.create(branch, _base_branch(repo, spec), title, body, spec.draft)
-            return HandoffResult(**base, action="opened", url=opened.url, number=opened.number, commit=commit)
+            return result.model_copy(update={"action": "opened", "url": opened.url, "number": opened.number,
+                                             "commit": commit})
         updated = client.update(found.number, title, body, spec.draft)
-        return HandoffResult(**base, action="updated", url=updated.url, number=updated.number, commit=commit)
+        return result.model_copy(update={"action": "updated", "url": updated.url, "number": updated.number,
+                                         "commit": commit})
     except (HandoffError, ForgeError, WorkspaceError) as err:
-        message = redact(" ".join(str(err).split()), [token] if token else [])
-        return HandoffResult(**base, action="failed", message=message)
+        return result.model_copy(update={"message": redact(" ".join(str(err).split()), [token] if token else [])})
 
 
 def _token(catalog: Catalog, spec: HandoffSpec) -> str:
@@ -92,8 +93,14 @@ def _push(packet: Packet, repo: Repo, spec: HandoffSpec, packet_run: str, branch
     try:
         return push_branch(repo.path, spec.remote, source, branch, env)
     except WorkspaceError as err:
-        raise HandoffError(f"push to {spec.remote} {branch} failed: {err.detail}") from None
+        raise HandoffError(f"push to {spec.remote} {branch} failed: {_git_words(err.detail)}") from None
 
+
+def _git_words(detail: str) -> str:
+    """Git's reason, without its hints and the `To <url>` line: the line must stay one line."""
+    kept = [line.strip() for line in detail.splitlines()
+            if line.strip() and not line.startswith(("hint:", "To "))]
+    return " ".join(kept) or detail
 
 def _base_branch(repo: Repo, spec: HandoffSpec) -> str:
     return spec.base or (repo.remote.branch if repo.remote is not None else "main")
