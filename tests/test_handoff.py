@@ -248,3 +248,14 @@ def test_a_remote_repo_hands_off_its_packet_run_branch_as_another_host_pushed_it
     on_remote = git_out(bare, "rev-parse", "refs/heads/awp/travel/handoff")
     assert result.action == "opened" and base == "main"
     assert on_remote == result.commit == git_out(clone_a, "rev-parse", "HEAD")  # host A's tip, not B's stale one
+
+
+def test_lint_names_a_hand_off_account_missing_from_providers_yaml(forged: ForgeDemo) -> None:
+    from awp_pipelines.core.lint import lint_packet
+
+    missing = [f for f in lint_packet(forged.packet, load_catalog(None)).findings if f.kind == "unknown_account"]
+    assert [(f.key, "'forge-bot' of repo docs" in f.message) for f in missing] == [("repos.docs.handoff.account", True)]
+    assert missing[0].line == next(n for n, line in enumerate((forged.packet / "packet.yaml").read_text().splitlines(),
+                                                               1) if "account: forge-bot" in line)
+    assert not [f for f in lint_packet(forged.packet, load_catalog(forged.providers)).findings
+                if f.kind == "unknown_account"]
