@@ -259,3 +259,15 @@ def test_lint_names_a_hand_off_account_missing_from_providers_yaml(forged: Forge
                                                                1) if "account: forge-bot" in line)
     assert not [f for f in lint_packet(forged.packet, load_catalog(forged.providers)).findings
                 if f.kind == "unknown_account"]
+
+
+def test_what_leaves_for_the_forge_is_redacted(forged: ForgeDemo) -> None:
+    report = _report(state="failed")
+    leaky = report.prompts[1].model_copy(update={"reason": f"the agent printed {TOKEN}"})
+    report = report.model_copy(update={"prompts": [report.prompts[0], leaky]})
+    with responses.RequestsMock() as forge:
+        forge.get(GITHUB_PULLS, json=[])
+        forge.post(GITHUB_PULLS, json=github_pr(4), status=201)
+        assert _hand_off(forged, report, automatic=False).action == "opened"
+        body = sent(forge.calls[1])["body"]
+    assert "the agent printed" in body and TOKEN not in body

@@ -83,22 +83,30 @@ def test_under_the_daemon_the_recovery_sensor_hands_an_ended_packet_run_off_once
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.ledger.handoff_store import handoff_of
 
     monkeypatch.setenv(TOKEN_VAR, TOKEN)
     demo = forge_demo(demo_copy, tmp_path)
     compiled = packet_assets(load_packet(demo.packet), load_catalog(demo.providers), AwpResource())
     defs = compiled.definitions()
     with DagsterInstance.ephemeral() as instance, responses.RequestsMock() as forge:
+        forge.get(GITHUB_PULLS, status=502, json={"message": "Server Error"})
         forge.get(GITHUB_PULLS, json=[])
-        forge.post(GITHUB_PULLS, json={"number": 5, "html_url": "https://github.com/acme/docs/pull/5"}, status=201)
+        forge.post(GITHUB_PULLS, json=github_pr(5), status=201)
         # "Materialize" prompt 01 alone, as from the UI: it completes, and its packet run has nothing left to run.
-        defs.resolve_job_def("packet__demo").execute_in_process(
+        run = defs.resolve_job_def("packet__demo").execute_in_process(
             instance=instance, raise_on_error=False, asset_selection=[AssetKey(["demo", "01_write_greeting"])])
+        packet_run = run.dagster_run.tags[tags.PACKET_RUN]
         assert not forge.calls  # the run itself hands nothing off: the tick that sees it end does
         tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
-        assert tick.run_requests == [] and [c.request.method for c in forge.calls] == ["GET", "POST"]
-        assert "### 01 Write the greeting: completed" in sent(forge.calls[1])["body"]
-        # A later tick that sees the packet run again does not hand it off twice.
+        [failed] = handoff_of(instance, "demo", packet_run)
+        assert tick.run_requests == [] and failed.action == "failed"
+        assert failed.message == "find the open pull request: HTTP 502: Server Error"
+        assert demo.remote_branch() == demo.head()  # pushed before the forge failed: nothing lost
+        # A later tick that sees the packet run again tries again; once it succeeded, never again.
         compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
-        assert len(forge.calls) == 2
-    assert demo.remote_branch() == demo.head()
+        [opened] = handoff_of(instance, "demo", packet_run)
+        assert (opened.action, opened.url) == ("opened", "https://github.com/acme/docs/pull/5")
+        assert "### 01 Write the greeting: completed" in sent(forge.calls[2])["body"]
+        compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
+        assert [c.request.method for c in forge.calls] == ["GET", "GET", "POST"]

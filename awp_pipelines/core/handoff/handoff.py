@@ -20,7 +20,7 @@ from awp_pipelines.core.packet.model.handoff import HandoffSpec
 from awp_pipelines.core.packet.packet import Packet, Repo
 from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
-from awp_pipelines.core.records.redact import redact
+from awp_pipelines.core.records.redact import Redactor, redact
 from awp_pipelines.core.records.workspace import WorkspaceError, is_git_repo
 
 
@@ -57,7 +57,9 @@ def _one(packet: Packet, catalog: Catalog, repo: Repo, spec: HandoffSpec, report
         token = _token(catalog, spec)
         commit = _push(packet, repo, spec, packet_run, branch, token)
         client = forge(spec, token)
-        title, body = title_of(report), body_of(report, page_url, branch)
+        # What leaves for the forge is redacted of every account's credential, as a page is.
+        redactor = Redactor.for_catalog(catalog).with_values([token])
+        title, body = redactor(title_of(report)), redactor(body_of(report, page_url, branch))
         found = client.find_open(branch)
         if found is None:
             opened = client.create(branch, _base_branch(repo, spec), title, body, spec.draft)
