@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from awp_pipelines.core.engine.status_report import AttemptSummary, PromptStatus, StatusReport, totals_of
 from awp_pipelines.core.handoff.body import body_of, title_of
 from awp_pipelines.core.handoff.handoff import hand_off
-from awp_pipelines.core.handoff.push import credential_args, token_env
+from awp_pipelines.core.handoff.push import token_env
 from awp_pipelines.core.packet.model.handoff import HandoffSpec
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
@@ -162,14 +162,18 @@ def test_when_completed_skips_an_unfinished_packet_run_unless_asked_by_hand(forg
         assert _hand_off(forged, failed, automatic=False).action == "opened"
 
 
-def test_the_ephemeral_credential_helper_gives_git_the_token_and_nothing_else(tmp_path: Path) -> None:
-    # Real git asks the helper as it would for an https push: the token comes from this process's variable.
-    helper = [*credential_args()]
-    asked = subprocess.run(["git", *helper, "credential", "fill"], input="protocol=https\nhost=github.com\n\n",
+def test_the_ephemeral_credential_helper_gives_git_the_token_and_no_other_helper_is_asked(tmp_path: Path) -> None:
+    # The operator's own helper, configured globally, would store the token: the ephemeral one replaces it.
+    stored = tmp_path / "stored"
+    (tmp_path / ".gitconfig").write_text(f"[credential]\n\thelper = store --file {stored}\n")
+    # Real git asks as it would for an https push: the token comes from that process's variables alone.
+    asked = subprocess.run(["git", "credential", "fill"], input="protocol=https\nhost=gitlab.com\n\n",
                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                                                                **token_env("github", TOKEN)}, check=True)
-    assert f"username=x-access-token\npassword={TOKEN}\n" in asked.stdout
-    assert not any(TOKEN in arg for arg in helper)  # never on a command line
+                                                                **token_env("gitlab", TOKEN)}, check=True)
+    assert f"username=oauth2\npassword={TOKEN}\n" in asked.stdout
+    subprocess.run(["git", "credential", "approve"], input=asked.stdout, text=True, check=True,
+                   env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **token_env("gitlab", TOKEN)})
+    assert not stored.exists()  # no helper but the ephemeral one was told the token
 
 
 def test_body_lists_each_prompt_its_attempts_links_verifier_and_cost() -> None:

@@ -1,9 +1,10 @@
 """The push of a hand-off: the repo's work to the head branch on its remote, outside the agent's sandbox.
 
-The token never touches the disk or a command line: an ephemeral credential helper, given on `-c` for this one
-git process, prints it from a variable set in that process's environment only. Every credential helper
-configured elsewhere is reset first (an empty `credential.helper`), so no other one stores it. A file or ssh
-remote never asks for it.
+The token never touches the disk or a command line: an ephemeral credential helper, configured for this one git
+process through its environment (GIT_CONFIG_COUNT/KEY/VALUE, command-scope config no file holds), prints it from
+a variable set in that same environment only. Every credential helper configured elsewhere is reset first (an
+empty `credential.helper`), so no other one is asked or stores it. A file or ssh remote never asks for it. The
+git command itself stays `push` or `fetch`: the runner knows a network command by its first word.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ _HELPER = (f"!f() {{ test \"$1\" = get && printf 'username=%s\\npassword=%s\\n' 
 _PUSH_TIMEOUT_S = 600.0
 
 
-def credential_args() -> list[str]:
-    """`-c` options that make git ask only the ephemeral helper for a credential."""
-    return ["-c", "credential.helper=", "-c", f"credential.helper={_HELPER}"]
-
-
 def token_env(forge: str, token: str | None) -> dict[str, str]:
-    """The variables of the one push process: the helper's username and token."""
-    return {USER_VAR: TOKEN_USER.get(forge, "x-access-token"), TOKEN_VAR: token} if token else {}
+    """The variables of the one push process: git asks only the ephemeral helper, which answers with the
+    forge's username for a token and the token."""
+    if not token:
+        return {}
+    helpers = ("", _HELPER)  # the empty one resets the list: no configured helper is asked or stores it
+    config = {"GIT_CONFIG_COUNT": str(len(helpers))}
+    for index, value in enumerate(helpers):
+        config |= {f"GIT_CONFIG_KEY_{index}": "credential.helper", f"GIT_CONFIG_VALUE_{index}": value}
+    return {**config, USER_VAR: TOKEN_USER.get(forge, "x-access-token"), TOKEN_VAR: token}
 
 
 def commit_of(repo: Path, source: str) -> str:
@@ -40,13 +43,11 @@ def push_branch(repo: Path, remote: str, source: str, branch: str, env: dict[str
     reviewer's commit on the branch is never overwritten. Returns the commit pushed. Raises WorkspaceError with
     git's words (the caller redacts them)."""
     sha = commit_of(repo, source)
-    git(repo, *credential_args(), "push", "--quiet", remote, f"{sha}:refs/heads/{branch}", extra_env=env,
-        timeout_s=_PUSH_TIMEOUT_S)
+    git(repo, "push", "--quiet", remote, f"{sha}:refs/heads/{branch}", env=env, timeout_s=_PUSH_TIMEOUT_S)
     return sha
 
 
 def fetch_branch(repo: Path, remote: str, branch: str, env: dict[str, str]) -> str:
     """Fetch a remote repo's packet-run branch (another host may have pushed its tip): FETCH_HEAD's commit."""
-    git(repo, *credential_args(), "fetch", "--quiet", remote, f"refs/heads/{branch}", extra_env=env,
-        timeout_s=_PUSH_TIMEOUT_S)
+    git(repo, "fetch", "--quiet", remote, f"refs/heads/{branch}", env=env, timeout_s=_PUSH_TIMEOUT_S)
     return commit_of(repo, "FETCH_HEAD")
