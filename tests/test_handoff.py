@@ -275,3 +275,22 @@ def test_what_leaves_for_the_forge_is_redacted(forged: ForgeDemo) -> None:
         assert _hand_off(forged, report, automatic=False).action == "opened"
         body = sent(forge.calls[1])["body"]
     assert "the agent printed" in body and TOKEN not in body
+
+
+def test_an_https_remote_gets_the_token_from_the_ephemeral_helper_and_keeps_no_trace(
+        forged: ForgeDemo, tmp_path: Path) -> None:
+    from local_servers import git_http
+
+    served = tmp_path / "served"
+    served.mkdir()
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(forged.origin), str(served / "docs.git")], check=True)
+    with git_http(served, TOKEN) as (prefix, users), responses.RequestsMock() as forge:
+        git_out(forged.workspace, "remote", "set-url", "origin", f"{prefix}docs.git")
+        forge.get(GITHUB_PULLS, json=[])
+        forge.post(GITHUB_PULLS, json=github_pr(8), status=201)
+        result = _hand_off(forged, _report())
+    assert result.action == "opened", result.message
+    assert git_out(served / "docs.git", "rev-parse", "refs/heads/awp/demo/handoff") == forged.head()
+    assert users and set(users) == {"x-access-token"}  # the helper's answer, the token as its password
+    config = (forged.workspace / ".git" / "config").read_text()
+    assert TOKEN not in config and f"{prefix}docs.git" in config  # the remote URL as it was, no credential
