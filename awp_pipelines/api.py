@@ -194,8 +194,9 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
                                                                               o.prompt))
                      for o in outcomes}
-            # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says.
-            handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True)
+            # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
+            # with --no-commit its work is not in a commit to push.
+            handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True) if commit else []
         finally:
             dagster.dispose()
     return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
