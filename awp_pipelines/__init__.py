@@ -1,6 +1,6 @@
 """AWP Pipelines: work packets for AI coding agents, compiled into Dagster.
 
-The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify.
+The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify, handoff.
 
     import awp_pipelines as awp
     result = awp.run("assets/demo", on_progress=lambda event: print(event.line()))
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from awp_pipelines.core.packet.install import VERSION as __version__
 
-SDK = ("load", "lint", "plan", "run", "status", "repair", "verify")
-__all__ = ["__version__", "lint", "load", "plan", "repair", "run", "status", "verify"]
+SDK = ("load", "lint", "plan", "run", "status", "repair", "verify", "handoff")
+__all__ = ["__version__", "handoff", "lint", "load", "plan", "repair", "run", "status", "verify"]
 
 if TYPE_CHECKING:
-    from awp_pipelines.api import lint, load, plan, repair, run, status, verify
+    from awp_pipelines.api import handoff, lint, load, plan, repair, run, status, verify
 
 
 def __getattr__(name: str) -> Any:

@@ -39,6 +39,7 @@ from awp_pipelines.core.planning.selection import (
     upstream_warnings,
 )
 from awp_pipelines.core.planning.selection import remaining as remaining_of
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.core.verifiers.context import VerifyContext
 from awp_pipelines.core.verifiers.engine import run_contract
@@ -50,8 +51,8 @@ if TYPE_CHECKING:
 
     Translator = PacketTranslator | str | None  # a translator, or its dotted path (`pkg.module.Class`)
 
-__all__ = ["Overrides", "RepairResult", "RunResult", "Select", "lint", "load", "plan", "repair", "run", "status",
-           "verify"]
+__all__ = ["HandoffResult", "Overrides", "RepairResult", "RunResult", "Select", "handoff", "lint", "load", "plan",
+           "repair", "run", "status", "verify"]
 
 PathLike = str | os.PathLike[str]
 
@@ -79,6 +80,7 @@ class RunResult:
     stopped_by: int | None = None  # the signal that came after the last Attempt, if one did
     explanation: str | None = None  # why nothing ran, or why what is unfinished cannot go on
     warnings: list[str] = field(default_factory=list)  # changed prompts of a resume, chosen ones without upstream
+    handoff: list[HandoffResult] = field(default_factory=list)  # the pull requests opened or updated, once it ended
 
     @property
     def ok(self) -> bool:
@@ -158,6 +160,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL
     from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, start_steps_early
+    from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
     from awp_pipelines.orchestration.ledger.instance import open_instance
     from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
@@ -191,9 +194,12 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
                                                                               o.prompt))
                      for o in outcomes}
+            # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
+            # with --no-commit its work is not in a commit to push.
+            handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True) if commit else []
         finally:
             dagster.dispose()
-    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings)
+    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
 
 
 def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
@@ -259,6 +265,34 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
             dagster.dispose()
     ok = record.identity.number == launch.number and record.completed
     return RepairResult(loaded.name, run_id, pid, record, now.state, now.reason or "", ok)
+
+
+def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
+            providers: PathLike | None = None, translator: Translator = None) -> tuple[str, list[HandoffResult]]:
+    """Hand the newest packet run (or `packet_run`) off again, whatever its state: push each `handoff:` repo's
+    work and open or update its pull request. Returns the packet run and each repo's result (kept for `awp
+    status`). A packet with no `handoff:` repo raises PacketError."""
+    from awp_pipelines.orchestration.compile.binding import PacketBinding
+    from awp_pipelines.orchestration.compile.translator import load_translator
+    from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
+    from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
+    from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+
+    loaded = load(packet)
+    if not has_handoff(loaded):
+        raise PacketError(loaded.manifest_file, "no repo of the packet has a `handoff:`", key="repos",
+                          hint="add `handoff: {forge: github, project: OWNER/NAME, account: ACCOUNT}` to a repo")
+    binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
+    dagster = open_instance(loaded.root, _path(instance))
+    try:
+        chosen = packet_run or newest_packet_run(dagster, loaded.name)
+        if chosen is None:
+            raise PacketError(loaded.manifest_file, f"no packet run of {loaded.name} in this instance yet",
+                              hint=f"`awp run {loaded.root}` starts one")
+        return chosen, hand_off_packet_run(dagster, binding, chosen, automatic=False)
+    finally:
+        dagster.dispose()
 
 
 def verify(packet: PathLike | Packet, ids: Sequence[str] = (), *,

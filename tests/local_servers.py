@@ -52,3 +52,54 @@ def git_daemon(base: Path) -> Iterator[str]:
         daemon.terminate()
         daemon.wait(10)
 
+
+
+@contextmanager
+def git_http(base: Path, password: str) -> Iterator[tuple[str, list[str]]]:
+    """Git's smart HTTP (`git http-backend`) for the bare repositories under `base`, on loopback, every request
+    refused with 401 unless its Basic credential's password is `password`: yields the URL prefix
+    (http://127.0.0.1:PORT/) and the list of usernames that authenticated, in order."""
+    import base64
+    import http.server
+    import os
+
+    users: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # quiet
+            pass
+
+        def _serve(self) -> None:
+            scheme, _, encoded = self.headers.get("Authorization", "").partition(" ")
+            basic = base64.b64decode(encoded).decode() if scheme == "Basic" else ""
+            user, _, given = basic.partition(":")
+            if given != password:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            users.append(user)
+            path, _, query = self.path.partition("?")
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            env = {**os.environ, "GIT_PROJECT_ROOT": str(base), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+                   "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": user,
+                   "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+                   "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", "")}
+            out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+            head, _, payload = out.partition(b"\r\n\r\n")
+            lines = head.decode().split("\r\n")
+            status = next((int(line.split()[1]) for line in lines if line.startswith("Status:")), 200)
+            self.send_response(status)
+            for line in lines:
+                name, _, value = line.partition(": ")
+                if name and name != "Status":
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = _serve
+
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", users

@@ -229,9 +229,9 @@ def test_kinds_stay_within_dagsters_limit_of_three() -> None:
 
 
 CORE = "awp_pipelines.core"
-RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENGINE = (
+RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENGINE, HANDOFF = (
     f"{CORE}.{name}" for name in ("records", "isolation", "packet", "decisions", "providers", "verifiers",
-                                  "planning", "lint", "engine"))
+                                  "planning", "lint", "engine", "handoff"))
 # Each folder and what it may import besides itself (docs/architecture.md, "Which may import which"). The core's
 # folders form a ladder: records at the bottom imports nothing else; the engine at the top drives the rest.
 ROOT, ORCH, COMPAT = "awp_pipelines", "awp_pipelines.orchestration", "awp_pipelines.dagster_compat"
@@ -248,6 +248,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     PLANNING: (PROVIDERS, VERIFIERS, DECISIONS, PACKET, ISOLATION, RECORDS),
     LINT: (PLANNING, PROVIDERS, VERIFIERS, PACKET, ISOLATION, RECORDS),
     ENGINE: (PLANNING, PROVIDERS, VERIFIERS, DECISIONS, PACKET, ISOLATION, RECORDS),
+    HANDOFF: (ENGINE, VERIFIERS, PACKET, RECORDS),
     "awp_pipelines.cli_features": (CORE,),
     # Dagster's private names, behind one package (docs/upstream.md): it imports nothing of AWP's.
     COMPAT: (),

@@ -10,6 +10,7 @@ from awp_pipelines.cli import (
     blame_cmd,
     control_cmd,
     doctor_cmd,
+    handoff_cmd,
     lint_cmd,
     plan_cmd,
     repair_cmd,
@@ -33,7 +34,7 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd):
     module.register(cli)
 
 

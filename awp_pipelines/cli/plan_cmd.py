@@ -71,6 +71,10 @@ def print_plan(plan: PacketPlan) -> None:
         for label, value in plan_rows(prompt):
             grid.add_row(label, value)
         out.print(Padding(grid, (0, 0, 0, 4)))
+    if plan.handoff:
+        out.print()
+    for repo, handoff in plan.handoff.items():  # when the packet run ends: after its prompts
+        out.print(Text(f"hand-off of {repo}: {handoff.describe(plan.packet)}"), soft_wrap=False)
     print_catalog(plan.catalog)
 
 

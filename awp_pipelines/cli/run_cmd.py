@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -103,7 +104,8 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                    "usage": result.total_usage.model_dump(),
                    "prompts": [{**o.__dict__, "usage": result.usage[o.prompt].model_dump()} for o in outcomes],
                    **({"explanation": result.explanation} if result.explanation and not result.ok else {}),
-                   **({"warnings": result.warnings} if result.warnings else {})})
+                   **({"warnings": result.warnings} if result.warnings else {}),
+                   **({"handoff": [h.model_dump() for h in result.handoff]} if result.handoff else {})})
     else:
         for o in outcomes:
             # The AgentRun's state heads the line, in the words of `awp status` and `awp watch`.
@@ -119,6 +121,10 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                   f" · {_usage_line(result.total_usage)}")
         if result.explanation and not result.ok:
             console.print(f"awp run: {result.explanation}", highlight=False, markup=False)
+        for handed in result.handoff:  # a failed hand-off loses nothing: `awp handoff` tries again
+            retry = (f" — retry: awp handoff {shlex.quote(str(packet))} --packet-run {result.packet_run}"
+                     if handed.action == "failed" else "")
+            out.print(f"hand-off: {handed.line()}{retry}", markup=False, highlight=False, soft_wrap=True)
     if result.stopped_by is not None:  # it came after the last Attempt: everything is stored
         console.print(f"awp run: stopped by {signal.Signals(result.stopped_by).name} after its last Attempt ended: "
                       f"packet run {result.packet_run} is stored whole", highlight=False, markup=False)

@@ -90,6 +90,8 @@ def print_status(report: StatusReport, packet: Path) -> None:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
     out.print(f"totals: {t.duration_s:.1f} s · {t.tokens_in:,} tokens in / {t.tokens_out:,} out{cost}")
+    for handed in report.handoff:
+        out.print(f"hand-off: {handed.line()} ({handed.at})", markup=False, highlight=False, soft_wrap=True)
     for prompt in report.prompts:
         if prompt.verifier is not None and not prompt.verifier.passed:
             out.print(f"[red]{prompt.prompt} unmet[/red] (last verifier report):")

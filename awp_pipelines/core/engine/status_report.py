@@ -16,6 +16,7 @@ from awp_pipelines.core.decisions.agent_run import AgentRunState, PacketRunState
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records.agent_files import control_folder
 from awp_pipelines.core.records.attempt_lifecycle import Cause
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.core.verifiers.report import VerifierReport
 
 # A prompt of the packet: its AgentRun's state (agent_run.py), or not part of the packet run at all.
@@ -132,6 +133,8 @@ class StatusReport(_Out):
     stop: StopInfo | None = Field(None, description="The user's stop, while it stands (state `stopped`).")
     prompts: list[PromptStatus] = Field(default_factory=list, description="Every prompt, in packet order.")
     totals: Totals = Field(default_factory=Totals, description="Over the packet run.")
+    handoff: list[HandoffResult] = Field(default_factory=list, description="The packet run's hand-off, one per repo "
+                                         "with `handoff:` (its pull request's URL), once one was tried.")
 
 
 def totals_of(prompts: Iterable[PromptStatus], runs: int) -> Totals:

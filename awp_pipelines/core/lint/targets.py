@@ -22,8 +22,18 @@ MIN_TIMEOUT_MS = 60_000
 
 
 def lint_manifest(ctx: LintContext) -> None:
-    """The manifest's fallback list."""
+    """The manifest's fallback list, and each hand-off's account (the forge token's variable)."""
     _fallback(ctx, ctx.packet.manifest.fallback, Where(ctx.packet.doc, ("fallback",)))
+    repos = ctx.packet.manifest.repos
+    for index, (name, repo) in enumerate(ctx.packet.manifest.repo_map().items()):
+        handoff = repo.handoff
+        if handoff is None or handoff.account in ctx.catalog.accounts:
+            continue
+        at = Where(ctx.packet.doc, ("repos", name if isinstance(repos, dict) else index, "handoff", "account"))
+        ctx.add("unknown_account", at, f"hand-off account '{handoff.account}' of repo {name} is not in the "
+                "catalog: the forge token's variable is an account's `credential_env`",
+                hint=f"add `{handoff.account}: {{provider: {handoff.forge}, credential_env: VAR}}` under "
+                "`accounts:` in providers.yaml")
 
 
 def lint_prompt(ctx: LintContext, prompt: Prompt, plan: PromptPlan) -> None:

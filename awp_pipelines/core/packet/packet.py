@@ -12,6 +12,7 @@ from typing import Any
 
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.ids import ID_RULE, id_problem
+from awp_pipelines.core.packet.model.handoff import HandoffSpec
 from awp_pipelines.core.packet.model.manifest import Manifest, RemoteSpec, RepoSpec
 from awp_pipelines.core.packet.model.prompt import PromptFrontMatter
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig, deep_merge
@@ -42,6 +43,7 @@ class Repo:
     path: Path
     default: bool
     remote: RemoteSpec | None = None  # a work tree that travels: cloned at `path` on each worker (remote.py)
+    handoff: HandoffSpec | None = None  # its packet run's work handed off as a pull request (core/handoff/)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class Packet:
     def repos(self) -> dict[str, Repo]:
         """Resolved once per packet (the plan and the translator ask per prompt; its paths never move)."""
         specs: dict[str, RepoSpec] = self.manifest.repo_map()
-        return {name: Repo(name, self._repo_path(name, spec), spec.default, spec.remote)
+        return {name: Repo(name, self._repo_path(name, spec), spec.default, spec.remote, spec.handoff)
                 for name, spec in specs.items()}
 
     def _repo_path(self, name: str, spec: RepoSpec) -> Path:

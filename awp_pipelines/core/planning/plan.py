@@ -20,6 +20,7 @@ from awp_pipelines.core.packet.bounds import Bounds, derive_bounds
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.budget import BudgetConfig
 from awp_pipelines.core.packet.model.execution import ExecutionSettings, Rotation, TargetSpec
+from awp_pipelines.core.packet.model.handoff import HandoffSpec
 from awp_pipelines.core.packet.model.manifest import DirtyTreePolicy
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.packet.packet import Packet, Prompt
@@ -124,6 +125,9 @@ class PacketPlan(BaseModel):
     dirty_tree: DirtyTreePolicy = Field("refuse", description="What an Attempt does with a person's changes in its "
                                         "work tree (manifest `dirty_tree`).")
     prompts: list[PromptPlan]
+    handoff: dict[str, HandoffSpec] = Field(default_factory=dict, description="Repo → where a packet run's work "
+                                            "in it is handed off as a pull request when the run ends (manifest "
+                                            "`repos.<name>.handoff`).")
     catalog: list[CatalogEntryPlan] = Field(
         default_factory=list, description="The providers and accounts the prompts may use, each field with the "
         "layer that set it (built-in, providers.yaml:LINE, default).")
@@ -337,6 +341,7 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
     plan = PacketPlan(packet=packet.name, root=str(packet.root), manifest=str(packet.manifest_file),
                       profile=ctx.overrides.profile or packet.manifest.profile, warnings=warnings,
                       budget=packet.manifest.budget, dirty_tree=packet.manifest.dirty_tree,
+                      handoff={name: repo.handoff for name, repo in packet.repos.items() if repo.handoff},
                       prompts=[planned[p.id].model_copy(update={"independent_of": reviewed.get(p.id, [])})
                                for p in prompts])
     return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})

@@ -28,6 +28,7 @@ REASON = f"{PREFIX}reason"
 PARENT_RUN = f"{PREFIX}parent_run"
 NOTE = f"{PREFIX}note"  # a person's note for a repair by hand: short and redacted, added to the repair prompt
 COMMIT = f"{PREFIX}commit"  # Attempt metadata: the commits it made, <repo>@<sha>
+PULL_REQUEST = f"{PREFIX}pull_request"  # on a packet run's first run: the pull request its hand-off opened or updated
 IGNORE_DEPS = f"{PREFIX}ignore_deps"  # "true": the user ran prompts whose upstream is not completed (--ignore-deps)
 # The run tags every run of a packet carries: what a user filters the Runs page on. Dagster's Runs list shows
 # each tag outside `dagster/` on a line of its own in every row (1 tag: 8 rows at 1400x900, 2: 6, 3: 5), so
@@ -78,6 +79,7 @@ SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer 
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
 CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
 RUNNER_KEY = f"{PREFIX}runner/"  # + <run id>: the `awp run` process driving it, host:pid:start time (reaper.py)
+HANDOFF_KEY = f"{PREFIX}handoff/"  # + <packet>/<packet run>: its hand-off's results, JSON (ledger/handoffs.py)
 HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one

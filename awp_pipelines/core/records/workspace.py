@@ -41,16 +41,19 @@ def git_env(*, read_only: bool = False) -> dict[str, str]:
 
 
 def git(repo: Path | str, *args: str, input: str | None = None, ok_codes: Sequence[int] = (0,),
-        read_only: bool = False, timeout_s: float | None = None) -> subprocess.CompletedProcess[str]:
+        read_only: bool = False, timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`. The one git
-    runner: the verifier's queries pass `read_only` and a timeout. Output bytes that are not UTF-8 (a file
+    runner: the verifier's queries pass `read_only` and a timeout; the hand-off's push passes its credential
+    helper's variables in `env`, for that one process only. Output bytes that are not UTF-8 (a file
     name) are replaced, never a crash. Git runs in a process group of its own: a terminal's Ctrl-C (sent to
     the foreground group) never kills a commit or a checkpoint halfway; `awp run` stops in order around it
     (interrupts.py)."""
     cmd = ["git", "-C", str(repo), *args]
     try:
         proc = subprocess.run(cmd, input=input, capture_output=True, encoding="utf-8", errors="replace",
-                              env=git_env(read_only=read_only), timeout=timeout_s, process_group=0,
+                              env={**git_env(read_only=read_only), **(env or {})}, timeout=timeout_s,
+                              process_group=0,
                               stdin=None if input is not None else subprocess.DEVNULL)
     except OSError as err:  # git itself missing, or repo path unusable
         raise WorkspaceError(repo, args, str(err)) from None

@@ -12,6 +12,7 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
@@ -53,7 +54,9 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
         by=marker.by, at=datetime.fromtimestamp(marker.at, UTC).isoformat(), reason=marker.reason,
         resumable=len(resumable_prompts(statuses)))
     return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
-                        totals=totals_of(prompts, len(history.runs)), stop=stop)
+                        totals=totals_of(prompts, len(history.runs)), stop=stop,
+                        handoff=handoff_of(instance, packet.name, packet_run)
+                        if has_handoff(packet) else [])
 
 
 def _independence(binding: PacketBinding, state: DecisionInput | None, prompt: str) -> dict[str, object]:

@@ -10,6 +10,8 @@ config (attempt_config.py). A packet with nothing new costs nothing beyond the s
 Attempt's id, so a launch is requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
+A packet run with nothing left to launch whose AgentRuns all ended is handed off (ledger/handoffs.py) when its
+packet has a `handoff:` repo: the tick that saw its last run end pushes its branch and opens the pull request.
 
 One sensor rather than one per packet: the daemon's fixed cost per sensor tick (its gRPC call to the code
 server, the tick's state and writes; 65-160 ms of CPU each) made 200 packets' sensors most of a core.
@@ -44,6 +46,8 @@ from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, claimant, of_packet
 from awp_pipelines.orchestration.ledger.ended_runs import ended_since
+from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
+from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs, packet_run_history
 from awp_pipelines.orchestration.ledger.reaper import driven_in_process
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
@@ -193,4 +197,8 @@ def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packe
         requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=packet.job.name,
                                    asset_selection=[key], run_config={**launch_run_config(key, launch), **IN_PROCESS},
                                    tags=launch_tags(binding, history, launch)))
+    if outlook.idle and has_handoff(binding.packet):
+        # Nothing comes next: if every AgentRun ended, the packet run's work is handed off (once it succeeded).
+        for result in hand_off_packet_run(instance, binding, packet_run, automatic=True):
+            context.log.info(f"packet run {packet_run}: hand-off: {result.line()}")
     return requests, bool(outlook.waiting)

@@ -12,6 +12,7 @@ from awp_pipelines.core.packet.model.base import StrictModel
 from awp_pipelines.core.packet.model.budget import BudgetConfig
 from awp_pipelines.core.packet.model.control import AgentControlConfig
 from awp_pipelines.core.packet.model.execution import ExecutionSettings
+from awp_pipelines.core.packet.model.handoff import HandoffSpec
 from awp_pipelines.core.packet.model.pathtext import PathText
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 
@@ -51,6 +52,8 @@ class RepoSpec(StrictModel):
                                       "clone lives under $AWP_WORK_ROOT/<packet>/<repo> (else the packet's "
                                       ".awp/trees/<repo>).")
     default: bool = Field(False, description="The default repo for verifier entries without a repo.")
+    handoff: HandoffSpec | None = Field(None, description="When a packet run ends, push its work here to a branch "
+                                        "of the remote and open (or update) a pull request for it (`awp handoff`).")
 
     @model_validator(mode="after")
     def _path_or_remote(self) -> RepoSpec:
@@ -110,4 +113,5 @@ class Manifest(ExecutionSettings):
     def repo_map(self) -> dict[str, RepoSpec]:
         if isinstance(self.repos, dict):
             return dict(self.repos)
-        return {r.name: RepoSpec(path=r.path, remote=r.remote, default=r.default) for r in self.repos}
+        return {r.name: RepoSpec(path=r.path, remote=r.remote, default=r.default, handoff=r.handoff)
+                for r in self.repos}

@@ -1,0 +1,36 @@
+"""A packet run's hand-off (core/handoff/), run on the packet run as the instance holds it, its results kept there
+(handoff_store.py). Called where a packet run ends: `awp run` (api.py), the recovery sensor (sensors/recovery.py),
+and `awp handoff` by hand."""
+
+from __future__ import annotations
+
+from dagster import DagsterInstance
+
+from awp_pipelines.core.decisions.agent_run import ENDED
+from awp_pipelines.core.handoff.handoff import hand_off
+from awp_pipelines.core.packet.providers_config import Catalog
+from awp_pipelines.core.records.handoff_record import HandoffResult
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.page_link import attempt_page_url
+from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff, keep_handoff, tag_root_run
+from awp_pipelines.orchestration.ledger.status_read import status_report
+
+
+def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packet_run: str, *,
+                        automatic: bool) -> list[HandoffResult]:
+    """Hand the packet run off and keep the results. `automatic` (a packet run that may just have ended): only
+    one whose AgentRuns all ended, each repo as its `when` says, and not again once it succeeded (the sensor may
+    see the packet run end twice); a skipped or failed one is tried again."""
+    if not has_handoff(binding.packet):
+        return []
+    if automatic:
+        done = handoff_of(instance, binding.packet.name, packet_run)
+        if done and all(r.ok for r in done):
+            return []
+    report = status_report(instance, binding, packet_run)
+    if automatic and any(p.state not in ENDED and p.state != "not_selected" for p in report.prompts):
+        return []
+    results = hand_off(binding.packet, binding.catalog or Catalog(), report, attempt_page_url, automatic=automatic)
+    keep_handoff(instance, binding.packet.name, packet_run, results)
+    tag_root_run(instance, packet_run, results)
+    return results
