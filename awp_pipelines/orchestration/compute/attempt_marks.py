@@ -59,12 +59,12 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         metadata={k: v for k, v in marker.items() if v}))
 
 
-def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, packet_run: str,
+def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, last: str,
                     through: int, stored: str) -> None:
     """The first Attempt of a new AgentRun of a changed prompt: the earlier AgentRun's end (Attempts up to
-    `through`, started under the definition `stored`) goes on the asset page, in the words of `awp status`."""
+    `through`, started under the definition `stored`; `last`: the id of Attempt `through`) goes on the asset
+    page, in the words of `awp status`."""
     ended = superseded_status(through, stored, binding.intents[prompt_id])
-    last = tags.attempt_id(tags.agent_run_id(packet_run, prompt_id), through)
     context.log_event(AssetObservation(asset_key=binding.key(prompt_id),
                                        description=f"AgentRun up to Attempt {last}: {ended.text}",
                                        metadata={tags.AGENT_RUN_STATE: ended.text, tags.ATTEMPT: last}))

@@ -337,7 +337,7 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         if final is not None and (record is None or record.identity.number < final.number):
             # Its process died before the record, and no commit of it exists (one that committed was adopted,
             # its record written): interrupted, and it counted against the budget all the same.
-            ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
+            ident = history.attempt_of(pid, final.number)
             out.append(PromptOutcome(pid, prompt.name, final.result, attempt=ident, failure_class=final.failure_class,
                                      message="interrupted: its process died before the Attempt's record was written",
                                      decision=decision, state=status.state, done=status.done))

@@ -69,6 +69,23 @@ class AgentRunHistory:
             return 0
         return through
 
+    def generation(self, number: int, intent_now: str = "") -> int:
+        """Which AgentRun of the prompt Attempt `number` belongs to (1 for the first): one more for each change
+        of the stored definition between consecutive started Attempts up to it; a number not started yet is
+        compared with the last stored definition through `intent_now`. Derived from stored history alone, so
+        every reader and the launch that starts it agree on the id."""
+        generation, previous = 1, ""
+        for n in sorted(self.started):
+            if n > number:
+                return generation
+            current = self.intents.get(n, "")
+            if current and previous and current != previous:
+                generation += 1
+            previous = current or previous
+        if number not in self.started and intent_now and previous and intent_now != previous:
+            generation += 1
+        return generation
+
     def after(self, number: int) -> AgentRunHistory:
         """The Attempts after `number`: the AgentRun that began there."""
         return AgentRunHistory([r for r in self.records if r.identity.number > number],
@@ -77,7 +94,8 @@ class AgentRunHistory:
 
     def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None,
                   committed: Collection[int] = ()) -> list[AttemptSummary]:
-        """Every Attempt (those before number `before`, if given), oldest first: recorded ones from their
+        """Every Attempt (those before number `before`, if given; `agent_run`: the id of the prompt's first
+        AgentRun, each Attempt's id is its own AgentRun's), oldest first: recorded ones from their
         record; started ones without a record are `interrupted` when their run ended (`completed`, adopted,
         when their number is in `committed`: their commit exists, their record is not written yet), else
         `running`."""
@@ -86,7 +104,8 @@ class AgentRunHistory:
             if number not in rows:
                 ended = "completed" if number in committed else "interrupted"
                 rows[number] = AttemptSummary(
-                    attempt=tags.attempt_id(agent_run, number), number=number, mode=mode, provider=target.provider,
+                    attempt=tags.attempt_id(tags.in_generation(agent_run, self.generation(number)), number),
+                    number=number, mode=mode, provider=target.provider,
                     account=target.account, model=target.model or "", dagster_run=run_id,
                     result=ended if run_id in finished_runs else "running", adopted=number in committed,
                     failure_class="interrupted" if run_id in finished_runs and ended != "completed" else None)
@@ -102,6 +121,14 @@ class PacketRunHistory:
     # accounts → their stored cooldowns and usage now (read from the instance, shared by every process)
     accounts_of: Callable[[Iterable[str]], Availability] = lambda accounts: Availability()
     stopped: StopMarker | None = None  # the user's stop of the packet run, while it stands
+
+    def agent_run_of(self, prompt: str, number: int, intent_now: str = "") -> str:
+        """The id of the AgentRun Attempt `number` of `prompt` belongs to (AgentRunHistory.generation)."""
+        whole = self.agent_runs.get(prompt, AgentRunHistory())
+        return agent_run_id(self.packet_run, prompt, whole.generation(number, intent_now))
+
+    def attempt_of(self, prompt: str, number: int, intent_now: str = "") -> str:
+        return attempt_id(self.agent_run_of(prompt, number, intent_now), number)
 
     def finished_runs(self) -> set[str]:
         return {r.run_id for r in self.runs if r.status in FINISHED}
@@ -174,7 +201,7 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
     states = []
     for pid in scope:
         whole = history.agent_runs.get(pid, AgentRunHistory())
-        committed = _committed_in(binding, pid, history.packet_run)
+        committed = _committed_in(binding, pid, history)
         # A changed definition starts a new AgentRun: its facts (and its budget) begin after the old one's.
         superseded = whole.superseded_through(binding.intents[pid], whole.facts(finished, committed))
         agent_run = whole.after(superseded)
@@ -186,6 +213,8 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=_independent(binding, history, pid),
             deps=tuple(packet.dependencies(packet.prompt(pid))),
             facts=tuple(agent_run.facts(finished, committed)), superseded=superseded,
+            generation=whole.generation(superseded + 1 if superseded else max(whole.started, default=1),
+                                        binding.intents[pid]),
             started=max(whole.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
@@ -220,6 +249,16 @@ def superseded_runs(binding: PacketBinding, history: PacketRunHistory,
                                    binding.intents[pid]) for pid, s in states.items() if s.superseded}
 
 
+def superseded_ids(history: PacketRunHistory, states: Mapping[str, DecisionInput]) -> dict[str, str]:
+    """Prompt → the id of its earlier AgentRun that a change of its definition ended (its last Attempt's)."""
+    return {pid: history.agent_run_of(pid, s.superseded) for pid, s in states.items() if s.superseded}
+
+
+def current_ids(history: PacketRunHistory, states: Mapping[str, DecisionInput]) -> dict[str, str]:
+    """Prompt → the id of its current AgentRun."""
+    return {pid: agent_run_id(history.packet_run, pid, s.generation) for pid, s in states.items()}
+
+
 def intent_changes(binding: PacketBinding, history: PacketRunHistory,
                    statuses: Mapping[str, AgentRunStatus]) -> list[str]:
     """One line per prompt whose definition changed since its last Attempt in the packet run: what a resume
@@ -234,12 +273,12 @@ def intent_changes(binding: PacketBinding, history: PacketRunHistory,
     return lines
 
 
-def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:
+def _committed_in(binding: PacketBinding, prompt: str, history: PacketRunHistory) -> Callable[[int], bool]:
     """Whether Attempt n of the prompt's AgentRun left a commit in one of its target repos."""
     repos = [Path(t.path) for t in binding.plans[prompt].repos]
 
     def committed(number: int) -> bool:
-        attempt = attempt_id(agent_run_id(packet_run, prompt), number)
+        attempt = history.attempt_of(prompt, number)
         return any(commit_of_attempt(repo, attempt) for repo in repos if (repo / ".git").exists())
 
     return committed

@@ -27,7 +27,9 @@ from awp_pipelines.orchestration.ledger.history import (
     FINISHED,
     AgentRunHistory,
     agent_run_truth,
+    current_ids,
     packet_run_history,
+    superseded_ids,
     superseded_runs,
 )
 from awp_pipelines.orchestration.ledger.reaper import runner_alive, runners_of
@@ -92,5 +94,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
                         agent_runs={p: s.state for p, s in statuses.items()}, current=current, pending=pending,
                         superseded={p: f"{s.state} (superseded)" for p, s in superseded_runs(binding, history,
                                                                                               states).items()},
+                        agent_run_ids=current_ids(history, states),
+                        superseded_agent_runs=superseded_ids(history, states),
                         minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
                         violations=violations, details=details)

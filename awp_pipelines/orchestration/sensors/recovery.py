@@ -190,7 +190,8 @@ def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packe
             context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
                              f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
         key = binding.key(launch.prompt)
-        requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=packet.job.name,
+        attempt = history.attempt_of(launch.prompt, launch.number, binding.intents[launch.prompt])
+        requests.append(RunRequest(run_key=attempt, job_name=packet.job.name,
                                    asset_selection=[key], run_config={**launch_run_config(key, launch), **IN_PROCESS},
                                    tags=launch_tags(binding, history, launch)))
     return requests, bool(outlook.waiting)
