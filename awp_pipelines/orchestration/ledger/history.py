@@ -29,6 +29,7 @@ from awp_pipelines.core.records.workspace import commit_of_attempt
 from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.liveness import gone_runs
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 ATTEMPT_STARTED = "attempt_started"
@@ -121,6 +122,9 @@ class PacketRunHistory:
     # accounts → their stored cooldowns and usage now (read from the instance, shared by every process)
     accounts_of: Callable[[Iterable[str]], Availability] = lambda accounts: Availability()
     stopped: StopMarker | None = None  # the user's stop of the packet run, while it stands
+    # run id → why: runs Dagster says have not ended whose driver is gone (liveness.py); every reader counts
+    # them ended, so their Attempts read `interrupted` at once, before anything reaps them
+    gone: dict[str, str] = field(default_factory=dict)
 
     def agent_run_of(self, prompt: str, number: int, intent_now: str = "") -> str:
         """The id of the AgentRun Attempt `number` of `prompt` belongs to (AgentRunHistory.generation)."""
@@ -131,7 +135,11 @@ class PacketRunHistory:
         return attempt_id(self.agent_run_of(prompt, number, intent_now), number)
 
     def finished_runs(self) -> set[str]:
-        return {r.run_id for r in self.runs if r.status in FINISHED}
+        return {r.run_id for r in self.runs if r.status in FINISHED} | set(self.gone)
+
+    def unfinished_runs(self) -> list[DagsterRun]:
+        """The runs that have not ended and whose driver lives."""
+        return [r for r in self.runs if r.status not in FINISHED and r.run_id not in self.gone]
 
     def scope(self, packet: Packet, keys: Mapping[AssetKey, str]) -> list[str]:
         """The prompts this packet run was asked to run, in packet order."""
@@ -146,8 +154,8 @@ class PacketRunHistory:
 
     def busy(self, keys: Mapping[AssetKey, str], exclude_run: str | None = None) -> set[str]:
         held: set[str] = set()
-        for run in self.runs:
-            if run.status not in FINISHED and run.run_id != exclude_run:
+        for run in self.unfinished_runs():
+            if run.run_id != exclude_run:
                 held |= prompts_of_run(run, keys)
         return held
 
@@ -182,7 +190,7 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
     return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability,
-                            StopStore(instance).marker(packet_run))
+                            StopStore(instance).marker(packet_run), gone_runs(instance, runs))
 
 
 def _opt(value: object) -> str | None:
