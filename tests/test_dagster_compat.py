@@ -52,7 +52,7 @@ PRIVATE_NAMES = {
     "config_schema": ["dagster._core.definitions.definition_config_schema:DefinitionConfigSchema"],
     "executor": ["dagster._core.definitions.reconstruct:ReconstructableJob", "dagster._core.executor.multiprocess"],
     "migrations": ["dagster._core.storage.sql:ScriptDirectory", "dagster._core.storage.sql:get_alembic_config"],
-    "runs": ["dagster._core.execution.api:execute_run", "dagster._core.events:RunFailureReason",
+    "execution": ["dagster._core.execution.api:execute_run", "dagster._core.events:RunFailureReason",
              "dagster._core.execution.execution_result:ExecutionResult",
              "dagster._core.definitions.unresolved_asset_job_definition:UnresolvedAssetJobDefinition"],
     "embedded_instance": ["dagster._core.run_coordinator:DefaultRunCoordinator",

@@ -34,8 +34,8 @@ from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.execution import ended_by_interrupt
 from awp_pipelines.dagster_compat.log_mirrors import keep_log_mirrors_out_of_the_terminal_group
-from awp_pipelines.dagster_compat.runs import ended_by_interrupt
 from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
@@ -56,7 +56,7 @@ from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import ExecutionResult
+    from awp_pipelines.dagster_compat.execution import ExecutionResult
 
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 

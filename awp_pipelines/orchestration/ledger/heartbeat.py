@@ -31,7 +31,7 @@ from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import free_run_slots
-from awp_pipelines.dagster_compat.runs import UNFINISHED
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 DEFAULT_EVERY_S = 15.0
 RUN_STEP = "(run)"  # the run worker's own beat, beside its computes' (step_executor.py): no step key has brackets

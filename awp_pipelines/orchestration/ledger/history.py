@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunsFilter
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
@@ -26,7 +26,7 @@ from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import commit_of_attempt
-from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value
+from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value, run_event_page
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.orchestration.ledger.liveness import gone_runs
@@ -314,3 +314,10 @@ def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecor
     """Every Attempt record one run stored, in order."""
     return [AttemptRecord.model_validate(meta[tags.RECORD]) for _, meta in run_asset_events(instance, run_id)
             if isinstance(meta.get(tags.RECORD), dict)]
+
+
+def run_events_page(instance: DagsterInstance, run_id: str,
+                    cursor: str | None) -> tuple[list[EventLogRecord], str, bool]:
+    """One page of a run's event records, oldest first, the next cursor and whether more follow: what
+    `awp run --parallel` follows its runs by (the ledger reads every event log AWP reads)."""
+    return run_event_page(instance, run_id, cursor)

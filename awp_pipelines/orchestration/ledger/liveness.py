@@ -18,8 +18,8 @@ from dagster import DagsterInstance, DagsterRun
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from awp_pipelines.orchestration.ledger.runners import runner_alive, runners_of, this_host
 
 

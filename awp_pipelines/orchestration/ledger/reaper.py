@@ -19,9 +19,9 @@ from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
 
 from awp_pipelines.core.engine.runlock import live_holder
 from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from awp_pipelines.orchestration.ledger.runners import note_runner, runner_alive, runners_of, this_host, this_runner
 
 __all__ = ["note_runner", "runner_alive", "runners_of", "this_host", "this_runner"]  # their home was here

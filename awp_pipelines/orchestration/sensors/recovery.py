@@ -51,7 +51,7 @@ from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
+    from awp_pipelines.dagster_compat.execution import UnresolvedAssetJobDefinition
 
 # Dagster's sensor daemon wakes every 5 s (MIN_INTERVAL_LOOP_TIME) and ticks a sensor only if at least its minimum
 # interval has passed since its last tick. An interval of exactly 5 s lost that race about every other wake-up:
