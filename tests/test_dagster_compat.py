@@ -42,7 +42,8 @@ def columns(path: str, *names: str) -> None:
 PRIVATE_NAMES = {
     "events": ["dagster._core.storage.event_log.sql_event_log:SqlEventLogStorage",
                "dagster._core.storage.event_log.schema:SqlEventLogStorageTable",
-               "dagster._core.storage.sqlalchemy_compat:db_select", "dagster._core.events:StepMaterializationData"],
+               "dagster._core.storage.sqlalchemy_compat:db_select", "dagster._core.events:StepMaterializationData",
+               "dagster._core.events:AssetObservationData"],
     "kvs": ["dagster._core.storage.runs.sql_run_storage:SqlRunStorage",
             "dagster._core.storage.runs.schema:KeyValueStoreTable"],
     "pools": ["dagster._core.storage.event_log.sql_event_log:SqlEventLogStorage",

@@ -174,8 +174,19 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
                     instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
     runs = [r.dagster_run for r in records]
     ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
+    return history_of(packet_run, runs, ended, attempt_events(instance, [run.run_id for run in runs], keys), keys,
+                      AccountStore(instance).availability, StopStore(instance).marker(packet_run),
+                      gone_runs(instance, runs))
+
+
+def history_of(packet_run: str, runs: list[DagsterRun], ended: dict[str, float],
+               events: Iterable[tuple[str, AssetKey, Mapping[str, object]]], keys: Mapping[AssetKey, str],
+               accounts_of: Callable[[Iterable[str]], Availability], stopped: StopMarker | None,
+               gone: dict[str, str]) -> PacketRunHistory:
+    """The packet run's history from what a ledger stored: its runs, their end times, and its prompts' start
+    markers and records as (run id, asset, metadata as plain values), in the order they were stored."""
     agent_runs: dict[str, AgentRunHistory] = {}
-    for run_id, key, meta in attempt_events(instance, [run.run_id for run in runs], keys):
+    for run_id, key, meta in events:
         history = agent_runs.setdefault(keys[key], AgentRunHistory())
         if meta.get(tags.EVENT) == ATTEMPT_STARTED:
             number = int(str(meta.get(tags.ATTEMPT_NUMBER) or 0))
@@ -189,8 +200,7 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
-    return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability,
-                            StopStore(instance).marker(packet_run), gone_runs(instance, runs))
+    return PacketRunHistory(packet_run, runs, agent_runs, ended, accounts_of, stopped, gone)
 
 
 def _opt(value: object) -> str | None:

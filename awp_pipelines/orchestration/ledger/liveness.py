@@ -12,7 +12,7 @@ Reading decides nothing and writes nothing: the next `awp run` or the recovery s
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from dagster import DagsterInstance, DagsterRun
 
@@ -30,22 +30,24 @@ def gone_runs(instance: DagsterInstance, runs: Iterable[DagsterRun], now: float 
     if not unfinished:
         return {}
     runners = runners_of(instance, unfinished)
-    gone = {run_id: f"its awp run process ({runner}) is gone" for run_id, runner in runners.items()
-            if not runner_alive(runner)}
-    judged_by_beat = [run_id for run_id in unfinished if run_id not in gone and not this_host(runners.get(run_id))]
-    if judged_by_beat:
-        gone |= silent_runs(instance, judged_by_beat, time.time() if now is None else now)
-    return gone
+    needs_beats = any(not this_host(runners.get(run_id)) for run_id in unfinished)
+    found = [b for value in kv_prefixed(instance, tags.HEARTBEAT_KEY).values()
+             if (b := Beat.parse(value)) is not None] if needs_beats else []
+    return drivers_gone(unfinished, runners, found, time.time() if now is None else now)
 
 
-def silent_runs(instance: DagsterInstance, run_ids: Iterable[str], now: float) -> dict[str, str]:
-    """Run id → why, for those of `run_ids` that beat and whose every beat is past its bound."""
-    wanted = set(run_ids)
+def drivers_gone(unfinished: Iterable[str], runners: Mapping[str, str], beats: Iterable[Beat],
+                 now: float) -> dict[str, str]:
+    """The rule itself, over what a ledger stored: run id → why, for those of the `unfinished` runs whose
+    runner on this host is dead, or (no runner here) that beat and whose every beat is past its bound."""
+    wanted = list(unfinished)
+    gone = {run_id: f"its awp run process ({runners[run_id]}) is gone" for run_id in wanted
+            if run_id in runners and not runner_alive(runners[run_id])}
     by_run: dict[str, list[Beat]] = {}
-    for value in kv_prefixed(instance, tags.HEARTBEAT_KEY).values():
-        beat = Beat.parse(value)
-        if beat is not None and beat.run_id in wanted:
+    for beat in beats:
+        if beat.run_id in wanted and beat.run_id not in gone and not this_host(runners.get(beat.run_id)):
             by_run.setdefault(beat.run_id, []).append(beat)
-    return {run_id: f"its worker (pid {found[0].pid} on host {found[0].host}) has not beaten for "
-                    f"{min(b.silent_for(now) for b in found):.0f} s (bound {found[0].bound_s:.0f} s)"
-            for run_id, found in by_run.items() if all(b.stale(now) for b in found)}
+    gone |= {run_id: f"its worker (pid {found[0].pid} on host {found[0].host}) has not beaten for "
+                     f"{min(b.silent_for(now) for b in found):.0f} s (bound {found[0].bound_s:.0f} s)"
+             for run_id, found in by_run.items() if all(b.stale(now) for b in found)}
+    return gone
