@@ -9,7 +9,7 @@ from awp_pipelines.core.records.failures import FailureEnvelope
 def a_record(packet_run: str, number: int, result: str, run_id: str, prompt: str = "01", account: str = "acct",
              failure_class: str = "provider_runtime_claim", ended_at: str = "2026-11-30T00:00:02+00:00"
              ) -> AttemptRecord:
-    failure = None if result == "completed" else FailureEnvelope.for_class(failure_class, "it failed")
+    failure = FailureEnvelope.for_class(failure_class, "it failed") if result == "provider_failed" else None
     return AttemptRecord(
         identity=AttemptIdentity(attempt_id=f"{packet_run}.{prompt}.a{number}", agent_run=f"{packet_run}.{prompt}",
                                  number=number, packet="p", packet_run=packet_run, prompt=prompt,
