@@ -49,10 +49,10 @@ from awp_pipelines.orchestration.ledger.history import (
 )
 from awp_pipelines.orchestration.ledger.instance import storage_failure
 from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     keep_log_mirrors_out_of_the_terminal_group()
     try:
         if options.packet_run:
-            StopStore(instance).resume(packet_run)  # the user's own launch of it: a stop of it is lifted
+            InstanceLedger(instance).resume(packet_run, time.time())  # the user's own launch of it lifts its stop
         return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
     except Interrupted as err:
         raise RunStopped(packet_run, err.signum, _store_stop(compiled, instance, packet_run, err)) from None
@@ -160,7 +160,7 @@ def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run:
     """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
     With the database down neither is possible: the outage's own message follows from the caller."""
     try:
-        StopStore(instance).stop(packet_run, StopMarker.from_signal(
+        InstanceLedger(instance).stop(packet_run, StopMarker.from_signal(
             err.signum, time.time(), f"awp run (pid {os.getpid()}) was stopped"))
         history = packet_run_history(instance, packet_run, compiled.binding.keys)
     except Exception as failed:
