@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 from dagster import DagsterRunStatus
-from ledger.records import a_record
+from ledger.support import a_record
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.decisions.next_launches import next_launches

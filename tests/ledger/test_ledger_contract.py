@@ -4,7 +4,6 @@ written in `Ledger`'s docstrings is asserted here once, for all of them."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,12 +12,10 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
-from ledger.records import a_record
+from ledger.support import a_record, dead_runner
 
 from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.engine.hosts import host_id
-from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
@@ -79,13 +76,6 @@ def _marker(number: int, intent: str = "body:1") -> dict[str, object]:
             tags.INTENT: intent}
 
 
-def _dead_runner() -> str:
-    proc = subprocess.Popen(["sleep", "30"])
-    start = process_start_time(proc.pid)
-    proc.kill()
-    proc.wait()
-    return f"{host_id()}:{proc.pid}:{start}"
-
 
 def test_both_implementations_are_ledgers(subject: Subject) -> None:
     assert isinstance(subject.ledger, Ledger)
@@ -120,7 +110,7 @@ def test_a_run_whose_runner_died_reads_ended_at_once_and_a_reap_ends_it_for_good
     ledger = subject.ledger
     killed, live = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
     ledger.note_runner(live)
-    dead = _dead_runner()
+    dead = dead_runner()
     if isinstance(ledger, MemoryLedger):
         ledger.kv[tags.RUNNER_KEY + killed] = dead
     else:

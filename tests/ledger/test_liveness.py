@@ -4,7 +4,6 @@ run's history, so status, watch and the page read its Attempt `interrupted` at o
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +11,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
+from ledger.support import dead_runner
 
-from awp_pipelines.core.engine.hosts import host_id
-from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
@@ -38,18 +36,10 @@ def _run(instance: DagsterInstance, status: DagsterRunStatus = DagsterRunStatus.
                                tags={tags.PACKET_RUN: "pr-live"}).run_id
 
 
-def _dead_runner() -> str:
-    """A process that lived and was killed (kill -9): host:pid:start time, as `awp run` notes itself."""
-    proc = subprocess.Popen(["sleep", "30"])
-    start = process_start_time(proc.pid)
-    proc.kill()
-    proc.wait()
-    return f"{host_id()}:{proc.pid}:{start}"
-
 
 def test_a_run_whose_awp_run_process_died_is_gone_and_ended_in_the_history(instance: DagsterInstance) -> None:
     killed, driven, waiting = _run(instance), _run(instance), _run(instance, DagsterRunStatus.NOT_STARTED)
-    kv_set(instance, {tags.RUNNER_KEY + killed: _dead_runner()})
+    kv_set(instance, {tags.RUNNER_KEY + killed: dead_runner()})
     note_runner(instance, driven)  # this process: alive
     history = packet_run_history(instance, "pr-live", KEYS)
     assert set(history.gone) == {killed} and "is gone" in history.gone[killed]

@@ -1,9 +1,22 @@
-"""Attempt records for the ledger's tests: what a finished Attempt stores, with its account and failure."""
+"""What the ledger's tests store: an Attempt's record, and the runner of an `awp run` killed with kill -9."""
 
 from __future__ import annotations
 
+import subprocess
+
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.records.failures import FailureEnvelope
+
+
+def dead_runner() -> str:
+    """A process that lived and was killed (kill -9): host:pid:start time, as `awp run` notes itself."""
+    proc = subprocess.Popen(["sleep", "30"])
+    start = process_start_time(proc.pid)
+    proc.kill()
+    proc.wait()
+    return f"{host_id()}:{proc.pid}:{start}"
 
 
 def a_record(packet_run: str, number: int, result: str, run_id: str, prompt: str = "01", account: str = "acct",
