@@ -317,6 +317,56 @@ def steady_growth(demo: Demo, scratch: Path) -> float:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def storage_by_event(demo: Demo, scratch: Path) -> str:
+    """Where an Attempt's event-log storage goes: a second run of the packet on one SQLite instance (as
+    `steady_growth`), its event rows grouped by Dagster event type (rows and bytes of the serialized event per
+    Attempt), and the key-value rows AWP wrote (claims, runners, beats, stops, accounts, packet index)."""
+    import sqlalchemy as sa
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as events
+    from dagster._core.storage.runs.schema import KeyValueStoreTable as kv
+
+    folder = Path(tempfile.mkdtemp(prefix="by-event-", dir=scratch))
+    try:
+        with _sqlite_instance(folder / "dagster") as (instance, _):
+            demo.reset()
+            _dagster_repetition("sqlite", demo, folder / "state", instance)
+            runs_before = {r.run_id for r in instance.get_runs()}
+            kv_before = _kv_rows(instance, kv)
+            demo.reset()
+            rep = _dagster_repetition("sqlite", demo, folder / "state", instance, skip_stored=True)
+            new_runs = [r.run_id for r in instance.get_runs() if r.run_id not in runs_before]
+            attempts = len(rep.samples)
+            size = sa.func.sum(sa.func.length(events.c.event))
+            query = (sa.select(events.c.dagster_event_type, sa.func.count(), size)
+                     .where(events.c.run_id.in_(new_runs)).group_by(events.c.dagster_event_type))
+            with instance.event_log_storage.index_connection() as conn:
+                rows = sorted(conn.execute(query).all(), key=lambda row: -(row[2] or 0))
+            kv_after = _kv_rows(instance, kv)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    total = sum(row[2] or 0 for row in rows)
+    lines = [f"event-log rows per Attempt by type ({attempts} Attempts, {len(new_runs)} runs; serialized event "
+             f"bytes, {total / attempts / 1024:.1f} KiB per Attempt in all):"]
+    lines += [f"  {str(kind or 'log line'):28} {count / attempts:5.1f} rows  {(size or 0) / attempts / 1024:6.1f} KiB"
+              for kind, count, size in rows]
+    grown = {k: v for k, v in kv_after.items() if kv_before.get(k) != v}
+    by_prefix: dict[str, tuple[int, int]] = {}
+    for key, value in grown.items():
+        prefix = "/".join(key.split("/")[:2])
+        n, size = by_prefix.get(prefix, (0, 0))
+        by_prefix[prefix] = (n + 1, size + len(key) + len(value))
+    lines.append("key-value rows written or changed by the second run: " + ", ".join(
+        f"{prefix} {n} ({size} B)" for prefix, (n, size) in sorted(by_prefix.items())))
+    return "\n".join(lines)
+
+
+def _kv_rows(instance: Any, table: Any) -> dict[str, str]:
+    import sqlalchemy as sa
+
+    with instance.run_storage.connect() as conn:
+        return {str(k): str(v) for k, v in conn.execute(sa.select(table.c.key, table.c.value)).all()}
+
+
 def profile_one_attempt(demo: Demo, scratch: Path, top: int = 20) -> str:
     """cProfile of prompt 01 (one Attempt) through run_packet on SQLite: own time grouped by package."""
     demo.reset()
@@ -491,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (samples included)")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile one in-process Attempt and print where its time goes")
+    parser.add_argument("--by-event", action="store_true",
+                        help="also break one run's event-log storage down by Dagster event type")
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL even if AWP_TEST_PG_URL is set")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -514,6 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         if "sqlite" in summary["modes"]:
             summary["modes"]["sqlite"]["steady_store_bytes_per_attempt"] = steady_growth(demo, scratch)
         profile = profile_one_attempt(demo, scratch) if args.profile else None
+        by_event = storage_by_event(demo, scratch) if args.by_event else None
     if args.json:
         if profile:
             summary["profile"] = profile
@@ -525,6 +578,9 @@ def main(argv: list[str] | None = None) -> int:
         if profile:
             print()
             print(profile)
+        if by_event:
+            print()
+            print(by_event)
     return 0
 
 

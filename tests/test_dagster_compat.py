@@ -42,7 +42,8 @@ def columns(path: str, *names: str) -> None:
 PRIVATE_NAMES = {
     "events": ["dagster._core.storage.event_log.sql_event_log:SqlEventLogStorage",
                "dagster._core.storage.event_log.schema:SqlEventLogStorageTable",
-               "dagster._core.storage.sqlalchemy_compat:db_select", "dagster._core.events:StepMaterializationData"],
+               "dagster._core.storage.sqlalchemy_compat:db_select", "dagster._core.events:StepMaterializationData",
+               "dagster._core.events:AssetObservationData"],
     "kvs": ["dagster._core.storage.runs.sql_run_storage:SqlRunStorage",
             "dagster._core.storage.runs.schema:KeyValueStoreTable"],
     "pools": ["dagster._core.storage.event_log.sql_event_log:SqlEventLogStorage",
@@ -52,7 +53,7 @@ PRIVATE_NAMES = {
     "config_schema": ["dagster._core.definitions.definition_config_schema:DefinitionConfigSchema"],
     "executor": ["dagster._core.definitions.reconstruct:ReconstructableJob", "dagster._core.executor.multiprocess"],
     "migrations": ["dagster._core.storage.sql:ScriptDirectory", "dagster._core.storage.sql:get_alembic_config"],
-    "runs": ["dagster._core.execution.api:execute_run", "dagster._core.events:RunFailureReason",
+    "execution": ["dagster._core.execution.api:execute_run", "dagster._core.events:RunFailureReason",
              "dagster._core.execution.execution_result:ExecutionResult",
              "dagster._core.definitions.unresolved_asset_job_definition:UnresolvedAssetJobDefinition"],
     "embedded_instance": ["dagster._core.run_coordinator:DefaultRunCoordinator",

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.decisions.policy import Target
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.core.records.run_tags import MODES, agent_run_id
+from awp_pipelines.core.records.run_tags import MODES
 
 _value = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=40)
 
@@ -23,7 +23,6 @@ def test_tags_name_what_a_user_filters_on(packet_run: str, provider: str, accoun
     # metadata, the parent run in Dagster's own tag (its launcher sets it).
     assert set(written) <= set(tags.RUN_TAGS)
     assert (written[tags.PACKET_RUN], written.get(tags.ACCOUNT)) == (packet_run, account)
-    assert launch.attempt(packet_run) == f"{agent_run_id(packet_run, prompt)}.a{number}"
     assert all(key.startswith(tags.PREFIX) for key in written)
 
 

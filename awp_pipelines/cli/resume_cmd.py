@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -29,8 +30,8 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
-    from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
     loaded = open_packet(packet)
     instance = open_instance(loaded.root, instance_dir)
@@ -39,7 +40,8 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
         if packet_run is None:
             raise PacketError(loaded.manifest_file, f"packet {loaded.name} has no packet run in this instance",
                               hint="`awp run` starts one")
-        lifted = StopStore(instance).resume(packet_run) if lift_only else StopStore(instance).marker(packet_run)
+        ledger = InstanceLedger(instance)
+        lifted = ledger.resume(packet_run, time.time()) if lift_only else ledger.stop_state(packet_run).marker
     finally:
         instance.dispose()
     was = f"it was {lifted.line()}" if lifted else "it had no stop"

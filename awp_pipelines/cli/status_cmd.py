@@ -84,8 +84,9 @@ def print_status(report: StatusReport, packet: Path) -> None:
             reason += escape(f" ({prompt.role}: never on {', '.join(prompt.avoids)}, its coders' accounts)")
         out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{cause}{reason}", highlight=False)
         if prompt.superseded:
-            out.print(f"  earlier AgentRun: [yellow]cancelled (superseded)[/yellow] — "
-                      f"{escape(prompt.superseded.split(' — ', 1)[-1])}", highlight=False)
+            out.print(f"  earlier AgentRun {escape(prompt.superseded_agent_run or '')}: [yellow]cancelled "
+                      f"(superseded)[/yellow] — {escape(prompt.superseded.split(' — ', 1)[-1])}", highlight=False)
+            out.print(f"  AgentRun {escape(prompt.agent_run or '')}: {prompt.state}", highlight=False)
         for attempt in prompt.attempts:
             out.print("  " + _attempt_line(attempt), highlight=False)
     cost = f" · ${t.cost_usd:.4f}" if t.cost_usd is not None else ""

@@ -8,7 +8,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dagster import AssetKey, AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance, EventLogRecord
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    DagsterEvent,
+    DagsterEventType,
+    DagsterInstance,
+    EventLogRecord,
+)
 
 if TYPE_CHECKING:
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
@@ -110,4 +118,14 @@ def report_materialization(instance: DagsterInstance, run_id: str, job_name: str
     instance.report_dagster_event(
         DagsterEvent(event_type_value=DagsterEventType.ASSET_MATERIALIZATION.value, job_name=job_name,
                      event_specific_data=StepMaterializationData(materialization)),
+        run_id=run_id)
+
+
+def report_observation(instance: DagsterInstance, run_id: str, job_name: str, observation: AssetObservation) -> None:
+    """Store an observation (an Attempt's start marker) in a run's event log from outside its steps."""
+    from dagster._core.events import AssetObservationData
+
+    instance.report_dagster_event(
+        DagsterEvent(event_type_value=DagsterEventType.ASSET_OBSERVATION.value, job_name=job_name,
+                     event_specific_data=AssetObservationData(observation)),
         run_id=run_id)

@@ -63,9 +63,56 @@ def claim_slot(instance: DagsterInstance, pool: str, run_id: str, holder: str) -
     with _pools_lock(instance):
         claimed = isinstance(storage, SqlEventLogStorage) and _claim_idle(storage, pool, run_id, holder)
         claimed = claimed or bool(storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
+        if not claimed and isinstance(storage, SqlEventLogStorage) and assign_lost_turns(storage, run_id):
+            claimed = bool(storage.claim_concurrency_slot(pool, run_id, holder).is_claimed)
     if not claimed:
         _KNOWN_POOLS.get(instance, set()).discard(pool)
     return claimed
+
+
+def assign_lost_turns(storage: SqlEventLogStorage, run_id: str) -> int:
+    """Repair a queue the database lost a commit of: a waiter of `run_id` left unassigned in a pool whose free
+    slots no assigned waiter is about to take. Freeing a slot assigns the next waiter (one transaction, or
+    Dagster's two); a server that loses its last commits (PostgreSQL, `synchronous_commit=off`, killed) can
+    keep the free slot and lose the assignment, and the waiter polls forever (issue 32). Assigns the oldest
+    waiters (priority, then age: Dagster's order) of those pools, as many as there are free slots nobody is
+    assigned to. How many it assigned."""
+    import sqlalchemy as sa
+    from dagster._core.storage.event_log.schema import ConcurrencySlotsTable as slots
+    from dagster._core.storage.event_log.schema import PendingStepsTable as queue
+    from dagster._core.storage.sqlalchemy_compat import db_select
+
+    assigned = 0
+    with storage.index_connection() as conn:
+        pools = [row[0] for row in conn.execute(db_select([queue.c.concurrency_key]).where(
+            queue.c.run_id == run_id, queue.c.assigned_timestamp.is_(None)).distinct()).fetchall()]
+        for pool in pools:
+            free = conn.execute(db_select([sa.func.count()]).select_from(slots).where(
+                slots.c.concurrency_key == pool, slots.c.step_key.is_(None), slots.c.deleted.is_(False))).scalar()
+            claimed = conn.execute(db_select([sa.func.count()]).select_from(slots).where(
+                slots.c.concurrency_key == pool, slots.c.step_key.is_not(None))).scalar()
+            turns = conn.execute(db_select([sa.func.count()]).select_from(queue).where(
+                queue.c.concurrency_key == pool, queue.c.assigned_timestamp.is_not(None))).scalar()
+            # Every claimed slot has its assigned queue row; the assigned rows beyond them are about to claim.
+            spare = int(free or 0) - max(0, int(turns or 0) - int(claimed or 0))
+            if spare <= 0:
+                continue
+            waiters = [row[0] for row in conn.execute(
+                db_select([queue.c.id]).where(queue.c.concurrency_key == pool, queue.c.assigned_timestamp.is_(None))
+                .order_by(queue.c.priority.desc(), queue.c.create_timestamp.asc()).limit(spare)).fetchall()]
+            if waiters:
+                conn.execute(queue.update().where(queue.c.id.in_(waiters), queue.c.assigned_timestamp.is_(None))
+                             .values(assigned_timestamp=sa.func.now()))
+                assigned += len(waiters)
+    return assigned
+
+
+def repair_lost_turns(instance: DagsterInstance, run_id: str) -> int:
+    """`assign_lost_turns` for the run's waiting steps, on a SQL storage (every shipped one)."""
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    storage = instance.event_log_storage
+    return assign_lost_turns(storage, run_id) if isinstance(storage, SqlEventLogStorage) else 0
 
 
 def _claim_idle(storage: SqlEventLogStorage, pool: str, run_id: str, holder: str) -> bool:

@@ -43,7 +43,7 @@ from awp_pipelines.orchestration.sensors.recovery import ServedPacket, recovery_
 ATTEMPT_CONFIG_SCHEMA = shared_config_schema(AttemptConfig)
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
+    from awp_pipelines.dagster_compat.execution import UnresolvedAssetJobDefinition
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import ExecuteInProcessResult, build_sensor_context
 from e2e_support import awp, decided_launch, git_log, stored_attempts
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
@@ -23,7 +24,6 @@ from awp_pipelines.core.decisions.policy import Target
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.naming import job_name

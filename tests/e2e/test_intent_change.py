@@ -14,8 +14,20 @@ from test_agent_run_truth import _packet, _prompt, _sensor_launches, _writes
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import plain_value
+from awp_pipelines.orchestration.ledger.attempt_lookup import FoundAttempt, agent_run_attempts
+from awp_pipelines.orchestration.ledger.instance import open_instance
 
 FAILS = {"error": {"kind": "provider_runtime_claim"}}
+
+
+def _page_attempts(packet: Path, agent_run: str) -> list[FoundAttempt]:
+    """The Attempts the AgentRun's page (`awp serve`, /agent-runs/<id>) lists."""
+    folder = packet / ".awp" / "dagster"
+    instance = open_instance(folder, folder)
+    try:
+        return agent_run_attempts(instance, agent_run)
+    finally:
+        instance.dispose()
 
 
 def test_an_edited_prompt_starts_a_new_agent_run_and_the_old_one_reads_superseded_everywhere(
@@ -50,10 +62,20 @@ def test_an_edited_prompt_starts_a_new_agent_run_and_the_old_one_reads_supersede
     assert prompts["02"]["superseded"].startswith("cancelled — superseded: the prompt's body, contract, settings "
                                                   "changed after attempt 1")
     assert prompts["01"]["superseded"] is None
+    # Two AgentRuns, two ids, in every view: the records, status, watch, the commit's trailers, the page.
+    old, new = f"{packet_run}.02", f"{packet_run}.02.r2"
+    assert [r["identity"]["agent_run"] for r in stored_records(packet, packet_run, "02")] == [old, new]
+    assert (prompts["02"]["agent_run"], prompts["02"]["superseded_agent_run"]) == (new, old)
+    assert [a["attempt"] for a in prompts["02"]["attempts"]] == [f"{old}.a1", f"{new}.a2"]
     text = awp("status", packet, "--packet-run", packet_run).stdout
-    assert "earlier AgentRun: cancelled (superseded)" in text
+    assert f"earlier AgentRun {old}: cancelled (superseded)" in text and f"AgentRun {new}: completed" in text
     watch = json.loads(awp("watch", packet, "--packet-run", packet_run, "--once", "--json").stdout.splitlines()[0])
     assert watch["superseded"] == {"02": "cancelled (superseded)"}
+    assert watch["agent_run_ids"]["02"] == new and watch["superseded_agent_runs"] == {"02": old}
+    blamed = json.loads(awp("blame", packet / "workspace" / "c.txt:1", "--json").stdout)
+    assert (blamed["lines"][0]["awp"]["agent_run"], blamed["lines"][0]["awp"]["attempt"]) == (new, f"{new}.a2")
+    assert [a.attempt_id for a in _page_attempts(packet, old)] == [f"{old}.a1"]
+    assert [a.attempt_id for a in _page_attempts(packet, new)] == [f"{new}.a2"]
     # The asset page: the old AgentRun's end, in the metadata key every Attempt's state is in.
     said = [plain_value(e.dagster_event.event_specific_data.asset_observation.metadata[tags.AGENT_RUN_STATE])
             for e in stored_events(packet) if e.dagster_event is not None and e.dagster_event.is_asset_observation

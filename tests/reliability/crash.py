@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.naming import prompt_key
 from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history

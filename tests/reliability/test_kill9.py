@@ -32,6 +32,9 @@ from reliability.crash import (
     write_packet,
 )
 
+from awp_pipelines.orchestration.ledger.attempt_lookup import agent_run_attempts
+from awp_pipelines.orchestration.ledger.instance import open_instance
+
 
 @dataclass(frozen=True)
 class Point:
@@ -83,6 +86,26 @@ POINTS = {
 }
 
 
+def _views_say_interrupted(packet: Path, packet_run: str) -> None:
+    """`awp status --json`, `awp watch --json` and the Attempt's page agree: its driver is gone (liveness.py)."""
+    watched = subprocess.run([AWP, "watch", str(packet), "--once", "--json"], capture_output=True, text=True,
+                             timeout=120)
+    reading = json.loads(watched.stdout)
+    assert watched.returncode == 1 and reading["violations"] == ["not_running"]
+    status = json.loads(subprocess.run([AWP, "status", str(packet), "--json"], capture_output=True, text=True,
+                                       timeout=120, check=True).stdout)
+    [first] = [p for p in status["prompts"] if p["prompt"] == "01"]
+    assert (status["state"], first["state"], [a["result"] for a in first["attempts"]]) == (
+        "interrupted", "interrupted", ["interrupted"])
+    assert (reading["state"], reading["agent_runs"]["01"], reading["current"]) == ("interrupted", "interrupted", [])
+    instance = open_instance(packet)
+    try:
+        [page] = agent_run_attempts(instance, f"{packet_run}.01")
+    finally:
+        instance.dispose()
+    assert not page.running and page.driver_gone
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("point", list(POINTS))
 def test_kill_9_then_rerun_loses_nothing_and_doubles_nothing(point: str, tmp_path: Path, make_git_repo,
@@ -92,10 +115,8 @@ def test_kill_9_then_rerun_loses_nothing_and_doubles_nothing(point: str, tmp_pat
     packet, packet_run = spec.kill(tmp_path / "crash", make_git_repo)
     repo = packet / "workspace"
     assert dirty(repo) == spec.dirty
-    if point == "agent mid-session":  # what a watcher sees before anyone reruns it
-        watched = subprocess.run([AWP, "watch", str(packet), "--once", "--json"], capture_output=True, text=True,
-                                 timeout=120)
-        assert watched.returncode == 1 and json.loads(watched.stdout)["violations"] == ["not_running"]
+    if point == "agent mid-session":  # what every view says before anyone reruns it: interrupted, all at once
+        _views_say_interrupted(packet, packet_run)
 
     rerun = subprocess.run([AWP, "run", str(packet), "--packet-run", packet_run, "--json"], capture_output=True,
                            text=True, timeout=300)

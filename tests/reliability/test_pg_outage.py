@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import yaml
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import DagsterInstance
 from reliability.crash import commits_per_prompt
 
@@ -28,7 +29,6 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records.run_tags import RUNNER_KEY
 from awp_pipelines.dagster_compat.kvs import kv_set
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance

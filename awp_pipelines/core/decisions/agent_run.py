@@ -52,6 +52,7 @@ class DecisionInput:
     max_iterations: int | None = None  # set when the agent steers its iterations (agent_control)
     accounts: Availability = Availability()  # the chain's accounts' stored cooldowns and usage right now
     superseded: int = 0  # the last Attempt of an earlier AgentRun of the prompt, whose definition changed since
+    generation: int = 1  # which AgentRun of the prompt this is (2 after one change of definition): part of its id
 
     @property
     def completed(self) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from awp_pipelines.core.decisions.agent_run import DecisionInput, StopMarker, agent_run_states
 from awp_pipelines.core.decisions.policy import Target, Verdict, first_target, next_in_turn
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.core.records.run_tags import Mode, agent_run_id, attempt_id
+from awp_pipelines.core.records.run_tags import Mode
 
 PRIMARY_REASON = "primary target of the plan"
 
@@ -31,9 +31,6 @@ class Launch:
     target: Target
     parent_run: str | None = None
     due_at: float = 0.0
-
-    def attempt(self, packet_run: str) -> str:
-        return attempt_id(agent_run_id(packet_run, self.prompt), self.number)
 
     def run_tags(self, packet_run: str) -> dict[str, str]:
         """What a user filters its run by (`tags.RUN_TAGS`), and its account, which the run queue limits to one

@@ -88,11 +88,14 @@ class PromptStatus(_Out):
     role: str | None = Field(None, description="The prompt's agent role (coder, reviewer, …).")
     avoids: list[str] = Field(default_factory=list, description="provider/account pairs this AgentRun never runs "
                               "on: those the coders it reviews used (reviewer independence).")
-    agent_run: str | None = Field(None, description="AgentRun id: <packet run>.<prompt>.")
+    agent_run: str | None = Field(None, description="Its current AgentRun's id: <packet run>.<prompt>, and "
+                                  "<packet run>.<prompt>.r<n> for the n-th after changes of its definition.")
     attempts: list[AttemptSummary] = Field(default_factory=list, description="Every Attempt, oldest first.")
     verifier: VerifierReport | None = Field(None, description="The last recorded verifier report.")
     superseded: str | None = Field(None, description="The prompt's earlier AgentRun in this packet run, ended "
                                    "because the prompt's definition changed: `cancelled — superseded: …`.")
+    superseded_agent_run: str | None = Field(None, description="That earlier AgentRun's id (it differs from "
+                                             "`agent_run`).")
 
 
 class Totals(_Out):
@@ -188,6 +191,10 @@ class WatchReading(_Out):
                                                "the same words as `awp status`.")
     superseded: dict[str, str] = Field(default_factory=dict, description="Prompt → `cancelled (superseded)`: "
                                        "its earlier AgentRun, ended because the prompt's definition changed.")
+    agent_run_ids: dict[str, str] = Field(default_factory=dict, description="Prompt → its current AgentRun's id "
+                                          "(`<packet run>.<prompt>`, `….r<n>` after a change of its definition).")
+    superseded_agent_runs: dict[str, str] = Field(default_factory=dict, description="Prompt → the id of its "
+                                                  "earlier AgentRun that `superseded` names.")
     current: list[CurrentAttempt] = Field(default_factory=list, description="Attempts running now.")
     pending: list[str] = Field(default_factory=list, description="Prompts with an Attempt due to launch.")
     minutes_quiet: float | None = Field(None, description="Minutes since the packet run's latest event.")

@@ -103,9 +103,17 @@ def tag_values(raw: Mapping[str, str | None]) -> dict[str, str]:
     return {k: short(v) for k, v in raw.items() if v}
 
 
-def agent_run_id(packet_run: str, prompt_id: str) -> str:
-    """The logical assignment (packet run × prompt); every Attempt of it shares this id."""
-    return f"{packet_run}.{prompt_id}"
+def agent_run_id(packet_run: str, prompt_id: str, generation: int = 1) -> str:
+    """The logical assignment (packet run × prompt); every Attempt of it shares this id. A prompt whose
+    definition changed while its AgentRun was unfinished starts a new AgentRun (core/decisions/intent.py): its
+    `generation` (2, 3, …, counted from the stored history) gives it an id of its own, `<packet run>.<prompt>.r2`,
+    so the superseded one and its successor differ everywhere (status, watch, blame, trailers, the page)."""
+    return in_generation(f"{packet_run}.{prompt_id}", generation)
+
+
+def in_generation(first: str, generation: int) -> str:
+    """The id of AgentRun `generation` of a prompt whose first AgentRun is `first`."""
+    return first if generation <= 1 else f"{first}.r{generation}"
 
 
 def attempt_id(agent_run: str, number: int) -> str:

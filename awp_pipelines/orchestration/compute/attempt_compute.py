@@ -39,7 +39,7 @@ from awp_pipelines.core.records.agent_files import events_file as agent_events_f
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.live_lines import LiveFeed, ticking
 from awp_pipelines.core.records.redact import Redactor
-from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
+from awp_pipelines.core.records.run_tags import attempt_id
 from awp_pipelines.core.records.transcript import METADATA_TRANSCRIPT_CHARS
 from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig
 from awp_pipelines.orchestration.compile.binding import PacketBinding
@@ -92,7 +92,8 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
     launch = probed(context, resource, binding, launch, state)
-    agent_run = agent_run_id(packet_run, prompt.id)
+    # Its AgentRun's id from the stored history: a changed definition starts a new one (`….r2`).
+    agent_run = history.agent_run_of(prompt.id, launch.number, binding.intents[prompt.id])
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
                                mode=launch.mode, parent_run=launch.parent_run, dagster_run=context.run.run_id)
@@ -134,8 +135,8 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=checkpoints_to_restore(plan, agent_run, last))
         if state.superseded and launch.number == state.superseded + 1:
-            mark_superseded(context, binding, prompt.id, packet_run, state.superseded,
-                            history.agent_runs[prompt.id].intents.get(state.superseded, ""))
+            mark_superseded(context, binding, prompt.id, history.attempt_of(prompt.id, state.superseded),
+                            state.superseded, history.agent_runs[prompt.id].intents.get(state.superseded, ""))
         mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())

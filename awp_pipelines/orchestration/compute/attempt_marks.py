@@ -18,10 +18,10 @@ from awp_pipelines.core.packet.providers_config import AccountSpec
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.account_store import AccountStore
-from awp_pipelines.orchestration.ledger.claims import claim_attempt
+from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.lease import fail_if_stopping
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
@@ -38,12 +38,13 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
     `interrupted` fact needs); the Attempt's record follows when it ends. Its description is the Attempt's
     start line (`line`), so the run's log shows it without an event row of its own."""
     fail_if_stopping(f"before Attempt {identity.attempt_id} started: none did")
-    holder = claim_attempt(context.instance, identity.attempt_id, context.run.run_id)
+    ledger = InstanceLedger(context.instance)
+    holder = ledger.claim_attempt(identity.attempt_id, context.run.run_id)
     if holder is not None:  # a second worker of one run (a redelivered Celery task): no second agent
         raise Failure(description=f"Attempt {identity.attempt_id} is already started by {holder}: this process "
                       "starts no second one", allow_retries=False)
     if target.account is not None:  # counted as it starts: the next choice, in any process, already sees it
-        AccountStore(context.instance).record_use(target.account)
+        ledger.record_use(target.account, now_ms())
     page = attempt_page_url(identity.attempt_id)
     marker: dict[str, Any] = {
         tags.PAGE: MetadataValue.url(page),  # first: the asset page opens the running Attempt in one click
@@ -59,12 +60,12 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         metadata={k: v for k, v in marker.items() if v}))
 
 
-def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, packet_run: str,
+def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, last: str,
                     through: int, stored: str) -> None:
     """The first Attempt of a new AgentRun of a changed prompt: the earlier AgentRun's end (Attempts up to
-    `through`, started under the definition `stored`) goes on the asset page, in the words of `awp status`."""
+    `through`, started under the definition `stored`; `last`: the id of Attempt `through`) goes on the asset
+    page, in the words of `awp status`."""
     ended = superseded_status(through, stored, binding.intents[prompt_id])
-    last = tags.attempt_id(tags.agent_run_id(packet_run, prompt_id), through)
     context.log_event(AssetObservation(asset_key=binding.key(prompt_id),
                                        description=f"AgentRun up to Attempt {last}: {ended.text}",
                                        metadata={tags.AGENT_RUN_STATE: ended.text, tags.ATTEMPT: last}))

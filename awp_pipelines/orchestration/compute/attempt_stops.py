@@ -12,7 +12,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 
 
 def signal_stop() -> AbstractContextManager[object]:
@@ -30,12 +30,12 @@ def honour_stop(context: AssetExecutionContext, packet_run: str, marker: StopMar
     `awp run --packet-run`) resumes it."""
     if marker is None:
         return
-    stops = StopStore(context.instance)
+    ledger = InstanceLedger(context.instance)
     if SENSOR_NAME_TAG in context.run.tags:
         raise Failure(description=f"packet run {packet_run} was {marker.line()}: no Attempt starts until the "
                       "user resumes it (`awp resume`, `awp run --packet-run`, or a launch from the UI)",
                       allow_retries=False)
-    stops.resume(packet_run)
+    ledger.resume(packet_run, time.time())
     context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
 
 
@@ -48,8 +48,8 @@ def store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptR
     stop = interrupts.current()
     what = f"run {context.run.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
     if failure is not None and failure.failure_class == "user_cancelled":
-        return StopStore(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what)).marker
+        return InstanceLedger(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what)).marker
     if stop is not None and stop.signum is not None:
-        return StopStore(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(),
-                                                                                   what)).marker
+        return InstanceLedger(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(),
+                                                                                        what)).marker
     return stopped

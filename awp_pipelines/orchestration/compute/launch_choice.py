@@ -110,13 +110,13 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
     Attempts (the history table of this Attempt's record) and its state. The launch its launcher decided
     (the run's config) when it is the next Attempt; a single-prompt run tagged `awp/mode=repair` without one
     is a repair asked for by hand; anything else is decided here."""
-    packet_run = history.packet_run
     state = decision_inputs(binding, history, [prompt.id])[0]
     if state.chain.denied and not state.facts:  # a reviewer left only its coder's accounts: refused, not picked
         raise Failure(description=f"prompt {prompt.id}: {state.chain.denied}", allow_retries=False)
     agent_run = history.agent_runs.get(prompt.id, AgentRunHistory())
     last = agent_run.last_record
-    earlier = agent_run.summaries(agent_run_id(packet_run, prompt.id), history.finished_runs(), state.started + 1)
+    earlier = agent_run.summaries(agent_run_id(history.packet_run, prompt.id), history.finished_runs(),
+                                  state.started + 1)
     single = prompts_of_run(context.run, binding.keys) == {prompt.id}
     decided = config.launch(prompt.id, state.started + 1) if single else None
     if decided is not None:

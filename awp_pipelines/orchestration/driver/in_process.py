@@ -34,8 +34,8 @@ from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.execution import ended_by_interrupt
 from awp_pipelines.dagster_compat.log_mirrors import keep_log_mirrors_out_of_the_terminal_group
-from awp_pipelines.dagster_compat.runs import ended_by_interrupt
 from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
@@ -49,14 +49,14 @@ from awp_pipelines.orchestration.ledger.history import (
 )
 from awp_pipelines.orchestration.ledger.instance import storage_failure
 from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import ExecutionResult
+    from awp_pipelines.dagster_compat.execution import ExecutionResult
 
 _MAX_LAUNCHES = 500  # a guard against a bug in the decision function, far above any budget
 
@@ -143,7 +143,7 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
     keep_log_mirrors_out_of_the_terminal_group()
     try:
         if options.packet_run:
-            StopStore(instance).resume(packet_run)  # the user's own launch of it: a stop of it is lifted
+            InstanceLedger(instance).resume(packet_run, time.time())  # the user's own launch of it lifts its stop
         return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
     except Interrupted as err:
         raise RunStopped(packet_run, err.signum, _store_stop(compiled, instance, packet_run, err)) from None
@@ -160,7 +160,7 @@ def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run:
     """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
     With the database down neither is possible: the outage's own message follows from the caller."""
     try:
-        StopStore(instance).stop(packet_run, StopMarker.from_signal(
+        InstanceLedger(instance).stop(packet_run, StopMarker.from_signal(
             err.signum, time.time(), f"awp run (pid {os.getpid()}) was stopped"))
         history = packet_run_history(instance, packet_run, compiled.binding.keys)
     except Exception as failed:
@@ -337,7 +337,7 @@ def _outcomes(compiled: CompiledPacket, history: PacketRunHistory, selected: lis
         if final is not None and (record is None or record.identity.number < final.number):
             # Its process died before the record, and no commit of it exists (one that committed was adopted,
             # its record written): interrupted, and it counted against the budget all the same.
-            ident = tags.attempt_id(tags.agent_run_id(history.packet_run, pid), final.number)
+            ident = history.attempt_of(pid, final.number)
             out.append(PromptOutcome(pid, prompt.name, final.result, attempt=ident, failure_class=final.failure_class,
                                      message="interrupted: its process died before the Attempt's record was written",
                                      decision=decision, state=status.state, done=status.done))

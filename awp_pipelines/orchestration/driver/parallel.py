@@ -42,15 +42,14 @@ from dagster import (
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, Listener, ProgressEvent
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.dagster_compat.events import run_event_page
+from awp_pipelines.dagster_compat.execution import execute_run
 from awp_pipelines.dagster_compat.executor import start_step_server
-from awp_pipelines.dagster_compat.runs import execute_run
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_events_page
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import ExecutionResult
+    from awp_pipelines.dagster_compat.execution import ExecutionResult
     from awp_pipelines.orchestration.assets import CompiledPacket
     from awp_pipelines.orchestration.compile.binding import PacketBinding
 
@@ -162,7 +161,7 @@ def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mappin
         cursor = None
         while True:
             last_round = done.is_set()
-            records, cursor, more = run_event_page(instance, run_id, cursor)
+            records, cursor, more = run_events_page(instance, run_id, cursor)
             for record in records:
                 event = _attempt_event(record.event_log_entry, prompts)
                 if event is not None and listener is not None:

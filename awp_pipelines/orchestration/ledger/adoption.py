@@ -15,7 +15,6 @@ from dagster import AssetMaterialization, DagsterEventType, DagsterInstance
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records.committer import CommitResult
-from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
 from awp_pipelines.dagster_compat.events import report_materialization
 from awp_pipelines.orchestration.compile.binding import PacketBinding
@@ -38,7 +37,7 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
         for number, (run_id, mode, target) in sorted(agent_run.started.items()):
             if number in recorded or run_id not in finished:
                 continue
-            ident = attempt_id(agent_run_id(history.packet_run, prompt), number)
+            ident = history.attempt_of(prompt, number)
             evidence = _commits_of(binding, prompt, ident)
             if not evidence:
                 continue
@@ -47,7 +46,7 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
             spec = binding.catalog.providers.get(target.provider) if binding.catalog else None
             when = min(at for _, at in evidence.values())
             record = AttemptRecord(
-                identity=AttemptIdentity(attempt_id=ident, agent_run=agent_run_id(history.packet_run, prompt),
+                identity=AttemptIdentity(attempt_id=ident, agent_run=history.agent_run_of(prompt, number),
                                          number=number, packet=binding.packet.name, packet_run=history.packet_run,
                                          prompt=prompt, mode=mode, dagster_run=run_id),
                 target=AttemptTarget(provider=target.provider, provider_kind=spec.kind if spec else "unknown",

@@ -12,6 +12,7 @@ from dagster import DagsterInstance, RunsFilter
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_asset_events
+from awp_pipelines.orchestration.ledger.liveness import gone_runs
 
 
 @dataclass
@@ -25,11 +26,13 @@ class FoundAttempt:
     started: dict[str, Any]
     record: AttemptRecord | None = None
     run_status: str = ""
+    driver_gone: bool = False  # its run has not ended, but what drove it is gone (liveness.py): interrupted
 
     @property
     def running(self) -> bool:
         """No record yet and its run still going: the page keeps following it."""
-        return self.record is None and self.run_status in ("STARTED", "STARTING", "QUEUED", "NOT_STARTED")
+        return (self.record is None and not self.driver_gone
+                and self.run_status in ("STARTED", "STARTING", "QUEUED", "NOT_STARTED"))
 
 
 def split_attempt_id(attempt: str) -> tuple[str, str, int] | None:
@@ -45,7 +48,9 @@ def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundA
     """Every Attempt of the AgentRun the instance holds, oldest first."""
     packet_run = agent_run.partition(".")[0]
     found: dict[str, FoundAttempt] = {}
-    for run in instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run})):
+    runs = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
+    gone = gone_runs(instance, [run.dagster_run for run in runs])
+    for run in runs:
         run_id, status = run.dagster_run.run_id, run.dagster_run.status.value
         for key, meta in run_asset_events(instance, run_id):
             attempt = str(meta.get(tags.ATTEMPT) or "")
@@ -61,6 +66,7 @@ def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundA
             if record is not None:
                 entry.record = record
             entry.run_status = status
+            entry.driver_gone = run_id in gone
     return sorted(found.values(), key=lambda a: a.number)
 
 

@@ -17,7 +17,7 @@ from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_insert, kv_swap, kv_value
-from awp_pipelines.dagster_compat.runs import UNFINISHED
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 
 def this_process(run_id: str) -> str:

@@ -21,7 +21,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -31,7 +31,7 @@ from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import free_run_slots
-from awp_pipelines.dagster_compat.runs import UNFINISHED
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 DEFAULT_EVERY_S = 15.0
 RUN_STEP = "(run)"  # the run worker's own beat, beside its computes' (step_executor.py): no step key has brackets
@@ -99,9 +99,10 @@ def beats(instance: DagsterInstance) -> list[Beat]:
 
 @contextmanager
 def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
-            every: float | None = None) -> Iterator[Beat]:
+            every: float | None = None, on_beat: Callable[[], object] | None = None) -> Iterator[Beat]:
     """Beat for the block, from a daemon thread (the compute may block for hours in its agent). A failed write
-    (the database briefly down) is skipped: the next one may succeed, and the bound allows for four."""
+    (the database briefly down) is skipped: the next one may succeed, and the bound allows for four.
+    `on_beat`: also done at each beat after the first (the run worker repairs its pool queue: lease.py)."""
     every = every or every_s()
     first = Beat(run_id, step, packet, host_id(), os.getpid(), time.time(), every)
     write_beat(instance, first)
@@ -111,6 +112,8 @@ def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
         while not done.wait(every):
             try:
                 write_beat(instance, Beat(**{**asdict(first), "at": time.time()}))
+                if on_beat is not None:
+                    on_beat()
             except Exception:  # noqa: BLE001 - a beat is best effort; a missed one is what the bound is for
                 continue
 

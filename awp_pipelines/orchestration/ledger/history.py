@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunsFilter
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
@@ -26,9 +26,10 @@ from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import commit_of_attempt
-from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value
+from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value, run_event_page
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.liveness import gone_runs
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 ATTEMPT_STARTED = "attempt_started"
@@ -69,6 +70,23 @@ class AgentRunHistory:
             return 0
         return through
 
+    def generation(self, number: int, intent_now: str = "") -> int:
+        """Which AgentRun of the prompt Attempt `number` belongs to (1 for the first): one more for each change
+        of the stored definition between consecutive started Attempts up to it; a number not started yet is
+        compared with the last stored definition through `intent_now`. Derived from stored history alone, so
+        every reader and the launch that starts it agree on the id."""
+        generation, previous = 1, ""
+        for n in sorted(self.started):
+            if n > number:
+                return generation
+            current = self.intents.get(n, "")
+            if current and previous and current != previous:
+                generation += 1
+            previous = current or previous
+        if number not in self.started and intent_now and previous and intent_now != previous:
+            generation += 1
+        return generation
+
     def after(self, number: int) -> AgentRunHistory:
         """The Attempts after `number`: the AgentRun that began there."""
         return AgentRunHistory([r for r in self.records if r.identity.number > number],
@@ -77,7 +95,8 @@ class AgentRunHistory:
 
     def summaries(self, agent_run: str, finished_runs: set[str], before: int | None = None,
                   committed: Collection[int] = ()) -> list[AttemptSummary]:
-        """Every Attempt (those before number `before`, if given), oldest first: recorded ones from their
+        """Every Attempt (those before number `before`, if given; `agent_run`: the id of the prompt's first
+        AgentRun, each Attempt's id is its own AgentRun's), oldest first: recorded ones from their
         record; started ones without a record are `interrupted` when their run ended (`completed`, adopted,
         when their number is in `committed`: their commit exists, their record is not written yet), else
         `running`."""
@@ -86,7 +105,8 @@ class AgentRunHistory:
             if number not in rows:
                 ended = "completed" if number in committed else "interrupted"
                 rows[number] = AttemptSummary(
-                    attempt=tags.attempt_id(agent_run, number), number=number, mode=mode, provider=target.provider,
+                    attempt=tags.attempt_id(tags.in_generation(agent_run, self.generation(number)), number),
+                    number=number, mode=mode, provider=target.provider,
                     account=target.account, model=target.model or "", dagster_run=run_id,
                     result=ended if run_id in finished_runs else "running", adopted=number in committed,
                     failure_class="interrupted" if run_id in finished_runs and ended != "completed" else None)
@@ -102,9 +122,24 @@ class PacketRunHistory:
     # accounts → their stored cooldowns and usage now (read from the instance, shared by every process)
     accounts_of: Callable[[Iterable[str]], Availability] = lambda accounts: Availability()
     stopped: StopMarker | None = None  # the user's stop of the packet run, while it stands
+    # run id → why: runs Dagster says have not ended whose driver is gone (liveness.py); every reader counts
+    # them ended, so their Attempts read `interrupted` at once, before anything reaps them
+    gone: dict[str, str] = field(default_factory=dict)
+
+    def agent_run_of(self, prompt: str, number: int, intent_now: str = "") -> str:
+        """The id of the AgentRun Attempt `number` of `prompt` belongs to (AgentRunHistory.generation)."""
+        whole = self.agent_runs.get(prompt, AgentRunHistory())
+        return agent_run_id(self.packet_run, prompt, whole.generation(number, intent_now))
+
+    def attempt_of(self, prompt: str, number: int, intent_now: str = "") -> str:
+        return attempt_id(self.agent_run_of(prompt, number, intent_now), number)
 
     def finished_runs(self) -> set[str]:
-        return {r.run_id for r in self.runs if r.status in FINISHED}
+        return {r.run_id for r in self.runs if r.status in FINISHED} | set(self.gone)
+
+    def unfinished_runs(self) -> list[DagsterRun]:
+        """The runs that have not ended and whose driver lives."""
+        return [r for r in self.runs if r.status not in FINISHED and r.run_id not in self.gone]
 
     def scope(self, packet: Packet, keys: Mapping[AssetKey, str]) -> list[str]:
         """The prompts this packet run was asked to run, in packet order."""
@@ -119,8 +154,8 @@ class PacketRunHistory:
 
     def busy(self, keys: Mapping[AssetKey, str], exclude_run: str | None = None) -> set[str]:
         held: set[str] = set()
-        for run in self.runs:
-            if run.status not in FINISHED and run.run_id != exclude_run:
+        for run in self.unfinished_runs():
+            if run.run_id != exclude_run:
                 held |= prompts_of_run(run, keys)
         return held
 
@@ -139,8 +174,19 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
                     instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
     runs = [r.dagster_run for r in records]
     ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
+    return history_of(packet_run, runs, ended, attempt_events(instance, [run.run_id for run in runs], keys), keys,
+                      AccountStore(instance).availability, StopStore(instance).marker(packet_run),
+                      gone_runs(instance, runs))
+
+
+def history_of(packet_run: str, runs: list[DagsterRun], ended: dict[str, float],
+               events: Iterable[tuple[str, AssetKey, Mapping[str, object]]], keys: Mapping[AssetKey, str],
+               accounts_of: Callable[[Iterable[str]], Availability], stopped: StopMarker | None,
+               gone: dict[str, str]) -> PacketRunHistory:
+    """The packet run's history from what a ledger stored: its runs, their end times, and its prompts' start
+    markers and records as (run id, asset, metadata as plain values), in the order they were stored."""
     agent_runs: dict[str, AgentRunHistory] = {}
-    for run_id, key, meta in attempt_events(instance, [run.run_id for run in runs], keys):
+    for run_id, key, meta in events:
         history = agent_runs.setdefault(keys[key], AgentRunHistory())
         if meta.get(tags.EVENT) == ATTEMPT_STARTED:
             number = int(str(meta.get(tags.ATTEMPT_NUMBER) or 0))
@@ -154,8 +200,7 @@ def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping
     for history in agent_runs.values():
         unique = {r.identity.number: r for r in history.records}
         history.records = [unique[n] for n in sorted(unique)]
-    return PacketRunHistory(packet_run, runs, agent_runs, ended, AccountStore(instance).availability,
-                            StopStore(instance).marker(packet_run))
+    return PacketRunHistory(packet_run, runs, agent_runs, ended, accounts_of, stopped, gone)
 
 
 def _opt(value: object) -> str | None:
@@ -174,7 +219,7 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
     states = []
     for pid in scope:
         whole = history.agent_runs.get(pid, AgentRunHistory())
-        committed = _committed_in(binding, pid, history.packet_run)
+        committed = _committed_in(binding, pid, history)
         # A changed definition starts a new AgentRun: its facts (and its budget) begin after the old one's.
         superseded = whole.superseded_through(binding.intents[pid], whole.facts(finished, committed))
         agent_run = whole.after(superseded)
@@ -186,6 +231,8 @@ def decision_inputs(binding: PacketBinding, history: PacketRunHistory, prompts: 
             prompt=pid, recovery=packet.prompt(pid).recovery, chain=_independent(binding, history, pid),
             deps=tuple(packet.dependencies(packet.prompt(pid))),
             facts=tuple(agent_run.facts(finished, committed)), superseded=superseded,
+            generation=whole.generation(superseded + 1 if superseded else max(whole.started, default=1),
+                                        binding.intents[pid]),
             started=max(whole.started, default=0), busy=pid in busy,
             last_ended=_last_ended(last, history.ended_at.get(last_run or "")), last_run=last_run,
             budget=Budget(packet.manifest.budget, packet.prompt(pid).front.budget, spent),
@@ -220,6 +267,16 @@ def superseded_runs(binding: PacketBinding, history: PacketRunHistory,
                                    binding.intents[pid]) for pid, s in states.items() if s.superseded}
 
 
+def superseded_ids(history: PacketRunHistory, states: Mapping[str, DecisionInput]) -> dict[str, str]:
+    """Prompt → the id of its earlier AgentRun that a change of its definition ended (its last Attempt's)."""
+    return {pid: history.agent_run_of(pid, s.superseded) for pid, s in states.items() if s.superseded}
+
+
+def current_ids(history: PacketRunHistory, states: Mapping[str, DecisionInput]) -> dict[str, str]:
+    """Prompt → the id of its current AgentRun."""
+    return {pid: agent_run_id(history.packet_run, pid, s.generation) for pid, s in states.items()}
+
+
 def intent_changes(binding: PacketBinding, history: PacketRunHistory,
                    statuses: Mapping[str, AgentRunStatus]) -> list[str]:
     """One line per prompt whose definition changed since its last Attempt in the packet run: what a resume
@@ -234,12 +291,12 @@ def intent_changes(binding: PacketBinding, history: PacketRunHistory,
     return lines
 
 
-def _committed_in(binding: PacketBinding, prompt: str, packet_run: str) -> Callable[[int], bool]:
+def _committed_in(binding: PacketBinding, prompt: str, history: PacketRunHistory) -> Callable[[int], bool]:
     """Whether Attempt n of the prompt's AgentRun left a commit in one of its target repos."""
     repos = [Path(t.path) for t in binding.plans[prompt].repos]
 
     def committed(number: int) -> bool:
-        attempt = attempt_id(agent_run_id(packet_run, prompt), number)
+        attempt = history.attempt_of(prompt, number)
         return any(commit_of_attempt(repo, attempt) for repo in repos if (repo / ".git").exists())
 
     return committed
@@ -267,3 +324,10 @@ def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecor
     """Every Attempt record one run stored, in order."""
     return [AttemptRecord.model_validate(meta[tags.RECORD]) for _, meta in run_asset_events(instance, run_id)
             if isinstance(meta.get(tags.RECORD), dict)]
+
+
+def run_events_page(instance: DagsterInstance, run_id: str,
+                    cursor: str | None) -> tuple[list[EventLogRecord], str, bool]:
+    """One page of a run's event records, oldest first, the next cursor and whether more follow: what
+    `awp run --parallel` follows its runs by (the ledger reads every event log AWP reads)."""
+    return run_event_page(instance, run_id, cursor)

@@ -41,7 +41,7 @@ def save_unrecorded_work(binding: PacketBinding, history: PacketRunHistory, pack
         for number, (run_id, _, _) in agent_run.started.items():
             if number in recorded or (run_ids is not None and run_id not in run_ids):
                 continue
-            ident = tags.agent_run_id(packet_run, prompt)
+            ident = history.agent_run_of(prompt, number)
             attempt = tags.attempt_id(ident, number)
             if checkpoint_interrupted({t.name: Path(t.path) for t in binding.plans[prompt].repos}, ident, attempt):
                 saved.append(attempt)

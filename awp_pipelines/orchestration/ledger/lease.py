@@ -21,7 +21,13 @@ from typing import Literal
 from dagster import DagsterInstance, Failure
 
 from awp_pipelines.core.engine import interrupts
-from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_slot, pools_supported
+from awp_pipelines.dagster_compat.pools import (
+    claim_slot,
+    ensure_pool,
+    free_slot,
+    pools_supported,
+    repair_lost_turns,
+)
 from awp_pipelines.orchestration.compile.naming import dagster_name
 
 _POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
@@ -107,3 +113,10 @@ def _pause(seconds: float, pool: str) -> None:
         if left <= 0:
             return
         time.sleep(min(left, 0.1))
+
+
+def repair_waiting(instance: DagsterInstance, run_id: str) -> int:
+    """Assign the run's steps waiting in a pool whose free slot nobody is assigned to: a database that lost its
+    last commits kept the free slot and lost the turn (dagster_compat/pools.py). The run worker does it at each
+    beat, so Dagster's own wait for an op's pool ends within one beat of the repair. How many it assigned."""
+    return repair_lost_turns(instance, run_id) if pools_supported(instance) else 0

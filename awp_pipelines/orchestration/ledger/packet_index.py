@@ -24,8 +24,9 @@ def _prefix(packet: str) -> str:
     return f"{tags.PACKET_RUNS_KEY}{packet}/"
 
 
-def note_packet_run(instance: DagsterInstance, packet: str, packet_run: str) -> None:
-    kv_set(instance, {_prefix(packet) + packet_run: str(int(time.time() * 1000))})
+def note_packet_run(instance: DagsterInstance, packet: str, packet_run: str, at_ms: int | None = None) -> None:
+    at = int(time.time() * 1000) if at_ms is None else at_ms
+    kv_set(instance, {_prefix(packet) + packet_run: str(at)})
 
 
 def packet_runs_of(instance: DagsterInstance, packet: str) -> list[str]:

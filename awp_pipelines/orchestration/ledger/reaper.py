@@ -11,53 +11,24 @@ saved as a checkpoint of its AgentRun before anything else edits the tree.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
 
-from awp_pipelines.core.engine.hosts import host_id
-from awp_pipelines.core.engine.runlock import live_holder, process_start_time
-from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.dagster_compat.kvs import kv_get, kv_set
+from awp_pipelines.core.engine.runlock import live_holder
 from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
-from awp_pipelines.dagster_compat.runs import UNFINISHED
 from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
+from awp_pipelines.orchestration.ledger.runners import note_runner, runner_alive, runners_of, this_host, this_runner
+
+__all__ = ["note_runner", "runner_alive", "runners_of", "this_host", "this_runner"]  # their home was here
 
 OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose end could not be stored
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
 SLOT_GRACE_S = 30.0
-
-
-def this_runner() -> str:
-    """This process, as its runs name it: host, pid and start time (a pid alone is reused)."""
-    pid = os.getpid()
-    return f"{host_id()}:{pid}:{process_start_time(pid) or 0}"
-
-
-def note_runner(instance: DagsterInstance, run_id: str) -> None:
-    """Before the run starts: this process drives it."""
-    kv_set(instance, {tags.RUNNER_KEY + run_id: this_runner()})
-
-
-def runners_of(instance: DagsterInstance, run_ids: Collection[str]) -> dict[str, str]:
-    """Run id → the `awp run` process that drives it, for those of `run_ids` an `awp run` launched. One read."""
-    if not run_ids:
-        return {}
-    stored = kv_get(instance, {tags.RUNNER_KEY + run_id for run_id in run_ids})
-    return {key.removeprefix(tags.RUNNER_KEY): runner for key, runner in stored.items()}
-
-
-def runner_alive(value: str) -> bool:
-    host, _, rest = value.partition(":")
-    pid_text, _, start = rest.partition(":")
-    if host != host_id() or not pid_text.isdigit():
-        return True  # another machine's process: its heartbeat judges it (heartbeat.py)
-    started = process_start_time(int(pid_text))
-    return started is not None and str(started) == start
 
 
 def driven_in_process(instance: DagsterInstance, runs: Iterable[DagsterRun], state_root: Path) -> bool:

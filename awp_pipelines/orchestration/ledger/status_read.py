@@ -18,6 +18,7 @@ from awp_pipelines.orchestration.ledger.history import (
     PacketRunHistory,
     agent_run_truth,
     packet_run_history,
+    superseded_ids,
     superseded_runs,
 )
 from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
@@ -45,9 +46,12 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
     adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
     root = state_root or packet.root / ".awp"
     superseded = superseded_runs(binding, history, states)
-    prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root)
+    earlier = superseded_ids(history, states)
+    prompts = [_prompt_status(history, finished, statuses.get(p.id), adopted.get(p.id, set()), p.id, p.name, root,
+                              states[p.id].generation if p.id in states else 1)
                .model_copy(update={**_independence(binding, states.get(p.id), p.id),
-                                   "superseded": superseded[p.id].text if p.id in superseded else None})
+                                   "superseded": superseded[p.id].text if p.id in superseded else None,
+                                   "superseded_agent_run": earlier.get(p.id)})
                for p in packet.prompts]
     marker = history.stopped
     stop = None if marker is None or state != "stopped" else StopInfo(
@@ -66,10 +70,11 @@ def _independence(binding: PacketBinding, state: DecisionInput | None, prompt: s
 
 
 def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentRunStatus | None,
-                   completed: set[int], prompt: str, name: str, state_root: Path) -> PromptStatus:
-    agent_run_id = tags.agent_run_id(history.packet_run, prompt)
+                   completed: set[int], prompt: str, name: str, state_root: Path, generation: int) -> PromptStatus:
+    agent_run_id = tags.agent_run_id(history.packet_run, prompt, generation)  # its current AgentRun
     agent_run = history.agent_runs.get(prompt, AgentRunHistory())
-    attempts = with_live_progress(agent_run.summaries(agent_run_id, finished, committed=completed), state_root,
+    first = tags.agent_run_id(history.packet_run, prompt)
+    attempts = with_live_progress(agent_run.summaries(first, finished, committed=completed), state_root,
                                   history.packet_run, prompt)
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",

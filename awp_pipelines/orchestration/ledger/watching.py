@@ -24,13 +24,13 @@ from awp_pipelines.core.records.agent_files import last_activity
 from awp_pipelines.dagster_compat.events import latest_event_time
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import (
-    FINISHED,
     AgentRunHistory,
     agent_run_truth,
+    current_ids,
     packet_run_history,
+    superseded_ids,
     superseded_runs,
 )
-from awp_pipelines.orchestration.ledger.reaper import runner_alive, runners_of
 from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 
@@ -49,11 +49,9 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     finished = history.finished_runs()
     states, statuses = agent_run_truth(binding, history)
     outlook = next_launches(list(states.values()), now, history.stopped)
-    unfinished = [run for run in history.runs if run.status not in FINISHED]
-    # A run whose `awp run` process is gone (kill -9) is not running, whatever its stored status says.
-    runners = runners_of(instance, [run.run_id for run in unfinished])
-    dead = [run for run in unfinished if run.run_id in runners and not runner_alive(runners[run.run_id])]
-    unfinished = [run for run in unfinished if run not in dead]
+    # A run whose driver is gone (kill -9 of its `awp run`, a silent worker) is not running, whatever its stored
+    # status says: the history counts it ended (liveness.py), as status and the page do.
+    unfinished = history.unfinished_runs()
     last_event = {run.run_id: latest_event_time(instance, run.run_id) for run in unfinished}
     running: list[tuple[str, AttemptSummary]] = []
     for state in states.values():
@@ -72,9 +70,9 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     idle = now - max(ends) if ends and not unfinished else None
     pending = sorted({launch.prompt for launch in outlook.due})
     violations, details = liveness(quiet, len(unfinished), pending, idle, timeout_min * 60)
-    if dead and "not_running" not in violations:
+    if history.gone and "not_running" not in violations:
         violations.append("not_running")
-        details += [f"run {run.run_id[:8]}: its awp run process ({runners[run.run_id]}) is gone" for run in dead]
+        details += [f"run {run_id[:8]}: {why}" for run_id, why in history.gone.items()]
     current = []
     for prompt, summary in running:
         run_quiet = quiet.get(summary.dagster_run or "")
@@ -92,5 +90,7 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
                         agent_runs={p: s.state for p, s in statuses.items()}, current=current, pending=pending,
                         superseded={p: f"{s.state} (superseded)" for p, s in superseded_runs(binding, history,
                                                                                               states).items()},
+                        agent_run_ids=current_ids(history, states),
+                        superseded_agent_runs=superseded_ids(history, states),
                         minutes_quiet=round(min(quiet_all) / 60, 1) if quiet_all else None, repos=repos,
                         violations=violations, details=details)

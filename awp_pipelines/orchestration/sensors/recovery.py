@@ -55,7 +55,7 @@ from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 if TYPE_CHECKING:
-    from awp_pipelines.dagster_compat.runs import UnresolvedAssetJobDefinition
+    from awp_pipelines.dagster_compat.execution import UnresolvedAssetJobDefinition
 
 # Dagster's sensor daemon wakes every 5 s (MIN_INTERVAL_LOOP_TIME) and ticks a sensor only if at least its minimum
 # interval has passed since its last tick. An interval of exactly 5 s lost that race about every other wake-up:
@@ -194,7 +194,8 @@ def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packe
             context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
                              f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
         key = binding.key(launch.prompt)
-        requests.append(RunRequest(run_key=launch.attempt(packet_run), job_name=packet.job.name,
+        attempt = history.attempt_of(launch.prompt, launch.number, binding.intents[launch.prompt])
+        requests.append(RunRequest(run_key=attempt, job_name=packet.job.name,
                                    asset_selection=[key], run_config={**launch_run_config(key, launch), **IN_PROCESS},
                                    tags=launch_tags(binding, history, launch)))
     if outlook.idle and has_handoff(binding.packet):

@@ -1,10 +1,10 @@
-"""Runs: the statuses of an unfinished run, a created run executed, and whether a signal ended it."""
+"""Executing runs: a created run executed, and whether a signal ended it (not state: nothing here is kept)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
+from dagster import DagsterEventType, DagsterInstance
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -12,11 +12,6 @@ if TYPE_CHECKING:
 
 
 __all__ = ["ExecutionResult", "UnresolvedAssetJobDefinition"]
-
-
-# The run statuses of a run that has not ended (SUSPENDED aside: nothing of AWP's is ever suspended).
-UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
 
 
 def execute_run(recon: Any, run: Any, instance: DagsterInstance) -> ExecutionResult:

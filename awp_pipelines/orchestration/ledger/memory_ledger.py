@@ -1,0 +1,215 @@
+"""The ledger in one process's memory: the same promises as the instance's (ledger.py), held to them by the
+same contract tests, so a scenario about AWP's decisions (a stop and its resume, a cooldown honoured, a dead
+driver read as interrupted) runs as a fast test with no Dagster run. It plays the instance's part for runs
+too: `add_run` and `end_run` stand for a launcher creating a run and Dagster ending it.
+
+Every operation takes one lock: atomic among the threads of the process, which is all a memory can promise
+(it shares nothing with another process, and a crash loses it all).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dagster import AssetKey, DagsterRun, DagsterRunStatus
+
+from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
+from awp_pipelines.core.decisions.stops import StopMarker, StopState
+from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.ledger.claims import this_process
+from awp_pipelines.orchestration.ledger.heartbeat import Beat
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, history_of
+from awp_pipelines.orchestration.ledger.liveness import drivers_gone
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
+from awp_pipelines.orchestration.ledger.runners import this_runner
+
+
+@dataclass
+class _Run:
+    run: DagsterRun
+    ended_at: float | None = None
+
+
+@dataclass
+class MemoryLedger:
+    runs: dict[str, _Run] = field(default_factory=dict)
+    events: list[tuple[str, AssetKey, dict[str, object]]] = field(default_factory=list)  # (run id, asset, meta)
+    kv: dict[str, str] = field(default_factory=dict)  # claims, runners, settled counts, packet index
+    stops: dict[str, StopState] = field(default_factory=dict)
+    cooldowns: dict[str, Cooldown] = field(default_factory=dict)
+    usage: dict[str, AccountUsage] = field(default_factory=dict)
+    beat_store: dict[str, Beat] = field(default_factory=dict)
+    slots: dict[str, tuple[str, str]] = field(default_factory=dict)  # pool → (run id, holder): one slot each
+    queue: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # pool → its waiters, oldest first
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    # --- runs: what Dagster does for the instance's ledger ---------------------------------------------------
+    def add_run(self, packet_run: str, assets: Sequence[AssetKey] | None = None,
+                status: DagsterRunStatus = DagsterRunStatus.STARTED, job_name: str = "__awp_memory__") -> str:
+        run_id = str(uuid.uuid4())
+        run = DagsterRun(job_name=job_name, run_id=run_id, status=status, tags={tags.PACKET_RUN: packet_run},
+                         asset_selection=frozenset(assets) if assets else None)
+        with self._lock:
+            self.runs[run_id] = _Run(run)
+        return run_id
+
+    def end_run(self, run_id: str, status: DagsterRunStatus = DagsterRunStatus.SUCCESS,
+                at: float | None = None) -> None:
+        with self._lock:
+            entry = self.runs[run_id]
+            if entry.run.status in UNFINISHED:
+                entry.run = entry.run.with_status(status)
+                entry.ended_at = time.time() if at is None else at
+
+    # --- the ledger's operations ----------------------------------------------------------------------------
+    def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
+        with self._lock:
+            mine = [e for e in self.runs.values() if e.run.tags.get(tags.PACKET_RUN) == packet_run]
+            runs = [e.run for e in mine]
+            ids = {r.run_id for r in runs}
+            events = [(run_id, key, dict(meta)) for run_id, key, meta in self.events
+                      if run_id in ids and key in keys]
+            # The instance reads run by run, each run's events in order: the same order here.
+            order = {r.run_id: n for n, r in enumerate(runs)}
+            events.sort(key=lambda e: order[e[0]])
+            unfinished = [r.run_id for r in runs if r.status in UNFINISHED]
+            gone = drivers_gone(unfinished, self.runners(unfinished), list(self.beat_store.values()),
+                                time.time()) if unfinished else {}
+            stopped = self.stop_state(packet_run).marker
+            ended = {e.run.run_id: e.ended_at for e in mine if e.ended_at}
+        return history_of(packet_run, runs, ended, events, keys,
+                          lambda accounts: self.availability(accounts, int(time.time() * 1000)), stopped, gone)
+
+    def record_started(self, run_id: str, key: AssetKey, marker: Mapping[str, object]) -> None:
+        with self._lock:
+            self.events.append((run_id, key, {k: v for k, v in marker.items() if v is not None}))
+
+    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
+        with self._lock:
+            self.events.append((run_id, key, {tags.RECORD: record.model_dump(mode="json")}))
+
+    def fail_run(self, run_id: str, why: str) -> None:
+        if run_id in self.runs:
+            self.end_run(run_id, DagsterRunStatus.FAILURE)
+
+    def claim_attempt(self, attempt_id: str, run_id: str) -> str | None:
+        key, me = tags.CLAIM_KEY + attempt_id, this_process(run_id)
+        with self._lock:
+            holder = self.kv.setdefault(key, me)
+            if holder == me:
+                return None
+            holder_run = self.runs.get(holder.split(":", 1)[0])
+            if holder_run is not None and holder_run.run.status in UNFINISHED:
+                return holder
+            self.kv[key] = me  # its run ended before it stored a start: taken over
+            return None
+
+    def note_runner(self, run_id: str) -> None:
+        with self._lock:
+            self.kv[tags.RUNNER_KEY + run_id] = this_runner()
+
+    def runners(self, run_ids: Collection[str]) -> dict[str, str]:
+        with self._lock:
+            return {r: self.kv[tags.RUNNER_KEY + r] for r in run_ids if tags.RUNNER_KEY + r in self.kv}
+
+    def beat(self, beat: Beat) -> None:
+        with self._lock:
+            self.beat_store[beat.key] = beat
+
+    def beats(self) -> list[Beat]:
+        with self._lock:
+            return list(self.beat_store.values())
+
+    def drop_beats(self, keys: Collection[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self.beat_store.pop(key, None)
+
+    def stop_state(self, packet_run: str) -> StopState:
+        with self._lock:
+            return self.stops.get(packet_run, StopState())
+
+    def stop(self, packet_run: str, marker: StopMarker) -> StopState:
+        with self._lock:
+            new = self.stop_state(packet_run).stop(marker)
+            self.stops[packet_run] = new
+            return new
+
+    def resume(self, packet_run: str, at: float) -> StopMarker | None:
+        with self._lock:
+            old = self.stop_state(packet_run)
+            self.stops[packet_run] = old.resume(at)
+            return old.marker
+
+    def rest(self, cooldown: Cooldown) -> None:
+        with self._lock:
+            self.cooldowns[cooldown.account] = cooldown
+
+    def record_use(self, account: str, at_ms: int) -> AccountUsage:
+        with self._lock:
+            old = self.usage.get(account) or AccountUsage(account=account)
+            self.usage[account] = AccountUsage(account=account, attempts=old.attempts + 1, last_used_ms=at_ms)
+            return self.usage[account]
+
+    def availability(self, accounts: Iterable[str], at_ms: int) -> Availability:
+        wanted = set(accounts)
+        with self._lock:
+            return Availability(at_ms, {a: c for a, c in self.cooldowns.items() if a in wanted},
+                                {a: u for a, u in self.usage.items() if a in wanted})
+
+    def claim_slot(self, pool: str, run_id: str, holder: str) -> bool:
+        me = (run_id, holder)
+        with self._lock:
+            waiting = self.queue.setdefault(pool, [])
+            if self.slots.get(pool) == me:
+                return True
+            if pool not in self.slots and (not waiting or waiting[0] == me):  # free, and its turn
+                self.slots[pool] = me
+                if waiting:
+                    waiting.pop(0)
+                return True
+            if me not in waiting:  # it waits in the pool's queue, and holds the pool as a waiter does
+                waiting.append(me)
+            return False
+
+    def free_slot(self, run_id: str, holder: str) -> None:
+        self._free(lambda held: held == (run_id, holder))
+
+    def free_run_slots(self, run_id: str) -> None:
+        self._free(lambda held: held[0] == run_id)
+
+    def _free(self, matches: Callable[[tuple[str, str]], bool]) -> None:
+        with self._lock:
+            for pool, held in list(self.slots.items()):
+                if matches(held):
+                    del self.slots[pool]
+            for waiting in self.queue.values():
+                waiting[:] = [w for w in waiting if not matches(w)]
+
+    def slot_holders(self) -> set[str]:
+        with self._lock:
+            return {run_id for run_id, _ in self.slots.values()} | {
+                run_id for waiting in self.queue.values() for run_id, _ in waiting}
+
+    def note_packet_run(self, packet: str, packet_run: str, at_ms: int) -> None:
+        with self._lock:
+            self.kv[f"{tags.PACKET_RUNS_KEY}{packet}/{packet_run}"] = str(at_ms)
+
+    def packet_runs(self, packet: str) -> list[str]:
+        prefix = f"{tags.PACKET_RUNS_KEY}{packet}/"
+        with self._lock:
+            noted = [(k.removeprefix(prefix), int(v)) for k, v in self.kv.items() if k.startswith(prefix)]
+        return [p for p, _ in sorted(noted, key=lambda item: item[1], reverse=True)]
+
+    def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
+        with self._lock:
+            return {p: int(self.kv[tags.SETTLED_KEY + p]) for p in packet_runs if tags.SETTLED_KEY + p in self.kv}
+
+    def mark_settled(self, packet_run: str, runs: int) -> None:
+        with self._lock:
+            self.kv[tags.SETTLED_KEY + packet_run] = str(runs)

@@ -1,0 +1,33 @@
+"""What the ledger's tests store: an Attempt's record, and the runner of an `awp run` killed with kill -9."""
+
+from __future__ import annotations
+
+import subprocess
+
+from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.hosts import host_id
+from awp_pipelines.core.engine.runlock import process_start_time
+from awp_pipelines.core.records.failures import FailureEnvelope
+
+
+def dead_runner() -> str:
+    """A process that lived and was killed (kill -9): host:pid:start time, as `awp run` notes itself."""
+    proc = subprocess.Popen(["sleep", "30"])
+    start = process_start_time(proc.pid)
+    proc.kill()
+    proc.wait()
+    return f"{host_id()}:{proc.pid}:{start}"
+
+
+def a_record(packet_run: str, number: int, result: str, run_id: str, prompt: str = "01", account: str = "acct",
+             failure_class: str = "provider_runtime_claim", ended_at: str = "2026-11-30T00:00:02+00:00"
+             ) -> AttemptRecord:
+    failure = FailureEnvelope.for_class(failure_class, "it failed") if result == "provider_failed" else None
+    return AttemptRecord(
+        identity=AttemptIdentity(attempt_id=f"{packet_run}.{prompt}.a{number}", agent_run=f"{packet_run}.{prompt}",
+                                 number=number, packet="p", packet_run=packet_run, prompt=prompt,
+                                 mode="run" if number == 1 else "retry", dagster_run=run_id),
+        target=AttemptTarget(provider="simulated", provider_kind="simulated", account=account, model="m",
+                             reason="why"),
+        role="coder", prompt_name="P", workspace={}, cwd=".", checkpoint={}, started_at="2026-11-30T00:00:00+00:00",
+        ended_at=ended_at, duration_s=2.0, result=result, failure=failure)  # type: ignore[arg-type]

@@ -1,0 +1,94 @@
+"""Scenarios about AWP's decisions, on the in-memory ledger: what tests/e2e/test_stop_runs.py and
+tests/e2e/test_recovery_runs.py show with real Dagster runs (a stop honoured until the resume, a cooldown
+honoured by the next packet run), here with the ledger's state written as the engine writes it and the
+packet run's next launches and status read as every driver and view reads them. No Dagster run: fast."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import yaml
+from dagster import DagsterRunStatus
+from ledger.support import a_record
+
+from awp_pipelines.core.decisions.agent_run import packet_run_state
+from awp_pipelines.core.decisions.next_launches import next_launches
+from awp_pipelines.core.decisions.rotation import Cooldown
+from awp_pipelines.core.decisions.stops import StopMarker
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog, load_catalog
+from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, agent_run_truth, decision_inputs
+from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
+
+
+def _binding(root: Path, make_git_repo, prompts: dict[str, dict], catalog: Catalog = BUILTIN,
+             **manifest: object) -> PacketBinding:
+    """Independent prompts (each `NN_slug` → front matter) on one work tree."""
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "mem", "provider": "simulated", "repos": {
+        "app": {"path": "./workspace", "default": True}}, **manifest}))
+    (root / "prompts").mkdir()
+    for name, front in prompts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
+    return packet_assets(load_packet(root), catalog).binding
+
+
+def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prompt: str, result: str,
+             account: str | None = None, failure_class: str = "provider_runtime_claim") -> str:
+    """One Attempt of `prompt` in a run of its own, as the compute stores it: start marker, record, run end."""
+    key = binding.key(prompt)
+    run = ledger.add_run(packet_run, [key])
+    ledger.record_started(run, key, {tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT_NUMBER: 1, tags.MODE: "run",
+                                     tags.PROVIDER: "simulated", tags.ACCOUNT: account,
+                                     tags.INTENT: binding.intents[prompt]})
+    ledger.record_attempt(run, key, a_record(packet_run, 1, result, run, prompt, account or "acct", failure_class,
+                                             ended_at="2020-01-01T00:00:00+00:00"))
+    ledger.end_run(run, DagsterRunStatus.SUCCESS if result == "completed" else DagsterRunStatus.FAILURE)
+    return run
+
+
+def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path, make_git_repo) -> None:
+    contract = {"verify": {"files_exist": ["x.txt"]}}
+    binding = _binding(tmp_path / "p", make_git_repo, {"01_a": contract, "02_b": contract, "03_c": contract})
+    ledger = MemoryLedger()
+    _attempt(ledger, binding, "pr-1", "01", "completed")
+    _attempt(ledger, binding, "pr-1", "02", "verification_failed")
+    _attempt(ledger, binding, "pr-1", "03", "provider_failed")
+    now = time.time()
+
+    ledger.stop("pr-1", StopMarker(now, "SIGINT", "awp run was stopped"))
+    history = ledger.history("pr-1", binding.keys)
+    assert next_launches(decision_inputs(binding, history), now, history.stopped).due == []
+    _, statuses = agent_run_truth(binding, history)
+    assert packet_run_state(statuses)[0] == "stopped"
+    assert [statuses[p].state for p in ("01", "02", "03")] == ["completed", "stopped", "stopped"]
+
+    assert ledger.resume("pr-1", now + 1) is not None
+    history = ledger.history("pr-1", binding.keys)
+    due = next_launches(decision_inputs(binding, history), now + 3600, history.stopped).due
+    assert {launch.prompt: launch.mode for launch in due} == {"02": "repair", "03": "retry"}
+    assert packet_run_state(agent_run_truth(binding, history)[1])[0] == "running"
+
+
+def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_another(tmp_path: Path,
+                                                                                  make_git_repo) -> None:
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated", "cooldown_s": 3600},
+                                                      "sim-b": {"provider": "simulated"}}}))
+    binding = _binding(tmp_path / "p", make_git_repo, {"01_work": {"verify": {"files_exist": ["done.txt"]}}},
+                       load_catalog(providers), accounts=["sim-a", "sim-b"])
+    ledger = MemoryLedger()
+    first = decision_inputs(binding, ledger.history("pr-1", binding.keys), ["01"])
+    [launch] = next_launches(first, time.time()).due
+    assert launch.target.account == "sim-a"
+    _attempt(ledger, binding, "pr-1", "01", "provider_failed", "sim-a", "provider_rate_limit")
+    ledger.rest(Cooldown(account="sim-a", until_ms=int(time.time() * 1000) + 3_600_000,
+                         failure_class="provider_rate_limit"))
+
+    second = decision_inputs(binding, ledger.history("pr-2", binding.keys), ["01"])
+    [launch] = next_launches(second, time.time()).due
+    assert (launch.mode, launch.target.account) == ("run", "sim-b") and "sim-a is resting" in launch.reason
