@@ -24,6 +24,7 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.cli_features.schema import SCHEMAS, schema_for
+from awp_pipelines.core.packet.model.recovery import ClassAttempts
 from awp_pipelines.core.planning.catalog_plan import CatalogEntryPlan
 from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PromptPlan
 
@@ -94,6 +95,12 @@ def _shown(value: object) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def class_budgets(attempts: ClassAttempts) -> str:
+    """Each failure class's retry budget, as the decision counts it (policy._class_budget): `rate limit 5, ...`."""
+    return ", ".join(f"{name.removeprefix('provider_').replace('_', ' ')} {getattr(attempts, name)}"
+                     for name in type(attempts).model_fields)
+
+
 def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
     """The labelled values of one prompt's plan, in reading order; empty values are left out."""
     retry = p.recovery.retry
@@ -107,8 +114,8 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),
         ("set by", ", ".join(f"{key}←{layer}" for key, layer in p.sources.items())),
         ("bounds", p.bounds.describe()),
-        ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
-                     f"resume {p.recovery.resume_attempts}"),
+        ("recovery", f"retries per class: {class_budgets(retry.class_attempts)}; "
+                     f"repair {p.recovery.repair.max_attempts}, resume {p.recovery.resume_attempts}"),
         ("budget", p.budget.describe() if p.budget is not None else ""),
         ("confirm", f"cli_confirmation {p.cli_confirmation}: the model reported must be {p.model}"
                     if p.cli_confirmation in ("warn", "require") else ""),

@@ -23,6 +23,9 @@ from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES, Failure
 ROTATIONS: tuple[str, ...] = get_args(Rotation)
 # Capacity is the provider's problem, not the account's: a short rest unless the provider names one.
 CAPACITY_COOLDOWN_MS = 60_000
+# An auth refusal (not logged in, a bad key) is no limit: no reset comes. The account is passed over briefly, so
+# a chain moves on, and picked again once a person logged in (or at once: `awp accounts lift`).
+AUTH_RECHECK_MS = 5 * 60_000
 
 
 class Cooldown(StrictModel):
@@ -35,6 +38,17 @@ class Cooldown(StrictModel):
 
     def remaining_ms(self, now_ms: int) -> int:
         return max(0, self.until_ms - now_ms)
+
+    @property
+    def state(self) -> str:
+        """What the account is, in one word: refused its credential (a person logs in), or resting after a limit."""
+        return "auth_refused" if self.failure_class == "provider_auth_claim" else "cooling_down"
+
+    def said(self) -> str:
+        """The account's rest in words, as what it is: an auth refusal is not a limit."""
+        if self.state == "auth_refused":
+            return "refused its login (auth); log in, then `awp accounts lift` it"
+        return f"is resting after a {self.failure_class.removeprefix('provider_').replace('_', ' ')}"
 
 
 class AccountUsage(StrictModel):
@@ -83,6 +97,8 @@ def cooldown_for(account: str, failure: FailureEnvelope, default_s: int, now_ms:
         rest = failure.suggested_delay_ms
     elif failure.failure_class == "provider_capacity":
         rest = CAPACITY_COOLDOWN_MS
+    elif failure.failure_class == "provider_auth_claim":
+        rest = AUTH_RECHECK_MS
     else:
         rest = default_s * 1000
     return Cooldown(account=account, until_ms=now_ms + rest, failure_class=failure.failure_class,

@@ -91,7 +91,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     stopped: StopMarker | None = None
     warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
-    launch = probed(context, resource, binding, launch, state)
+    launch, refusal = probed(context, resource, binding, launch, state)
     agent_run = agent_run_id(packet_run, prompt.id)
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
@@ -123,7 +123,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
-                          trees=trees_of(packet, packet_run))
+                          trees=trees_of(packet, packet_run), refusal=refusal)
     started = AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                              target.account, launch.reason)
     progress.emit(started)  # its line reaches the run's log with the start marker (mark_started): one event
