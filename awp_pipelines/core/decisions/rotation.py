@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import get_args
+from datetime import UTC, datetime
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -40,7 +41,7 @@ class Cooldown(StrictModel):
         return max(0, self.until_ms - now_ms)
 
     @property
-    def state(self) -> str:
+    def state(self) -> Literal["cooling_down", "auth_refused"]:
         """What the account is, in one word: refused its credential (a person logs in), or resting after a limit."""
         return "auth_refused" if self.failure_class == "provider_auth_claim" else "cooling_down"
 
@@ -80,6 +81,36 @@ class Availability:
         latest = max([self.now_ms, *(u.last_used_ms + 1 for u in self.usage.values())])  # the newest use
         new = AccountUsage(account=account, attempts=old.attempts + 1, last_used_ms=latest)
         return replace(self, usage={**self.usage, account: new})
+
+
+AccountState = Literal["ready", "cooling_down", "auth_refused"]
+
+
+class AccountView(StrictModel):
+    """One account as `awp accounts` shows it: its state, why, and until when (`awp accounts --json`)."""
+
+    account: str = Field(description="The account's name in providers.yaml.")
+    provider: str = Field("", description="Its provider; empty for a name the catalog does not declare.")
+    state: AccountState = Field(description="ready; cooling_down (after a rate limit or capacity claim); "
+                                "auth_refused (its login was refused: log in, then `awp accounts lift` it).")
+    failure_class: str | None = Field(None, description="What put it to rest.")
+    reason: str = Field("", description="The provider's words, redacted and short.")
+    until: str | None = Field(None, description="When it may be used again (UTC, ISO 8601).")
+    remaining_s: int = Field(0, ge=0, description="Seconds until then.")
+    attempts: int = Field(0, ge=0, description="Attempts started on it (a rotation hint).")
+
+
+def account_view(account: str, provider: str, availability: Availability) -> AccountView:
+    """What the store says of `account` now: a cooldown that ran out is `ready`."""
+    usage = availability.usage.get(account)
+    attempts = usage.attempts if usage else 0
+    cooldown = availability.cooldowns.get(account)
+    if cooldown is None or not availability.resting(account):
+        return AccountView(account=account, provider=provider, state="ready", attempts=attempts)
+    until = datetime.fromtimestamp(cooldown.until_ms / 1000, UTC).isoformat(timespec="seconds")
+    return AccountView(account=account, provider=provider, state=cooldown.state,
+                       failure_class=cooldown.failure_class, reason=cooldown.reason, until=until,
+                       remaining_s=cooldown.remaining_ms(availability.now_ms) // 1000, attempts=attempts)
 
 
 @dataclass(frozen=True)
