@@ -18,6 +18,7 @@ from typing import Literal, NamedTuple
 
 from awp_pipelines.core.decisions.budget import Budget, Spend
 from awp_pipelines.core.decisions.rotation import Availability, choose_account
+from awp_pipelines.core.packet.agents import target_refusal
 from awp_pipelines.core.packet.model.execution import Rotation, TargetSpec
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES, REFUSAL_CLASSES
@@ -131,22 +132,47 @@ class Chain:
     # (provider, account) pairs this AgentRun may never run on: those the coders it reviews used (agents.py).
     # Every pick (first target, rotation, fallback, past a failed probe) chooses among the others.
     excluded: frozenset[tuple[str, str | None]] = frozenset()
+    # The prompt's agent (agents.py) and the providers and model prefixes it may run on (empty: any): every
+    # pick chooses among the targets it allows; none left is a policy denial, never a run elsewhere.
+    agent: str = ""
+    agent_providers: tuple[str, ...] = ()
+    agent_models: tuple[str, ...] = ()
 
-    def groups(self) -> list[Group]:
+    def _written(self) -> list[Group]:
+        """The chain as written: the primary, then the fallback targets."""
         first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
         rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
                       t.rotation or self.rotation) for t in self.fallback]
+        return [first, *rest]
+
+    def _allowed(self) -> list[Group]:
+        return [g for g in self._written()
+                if target_refusal(self.agent_providers, self.agent_models, g.target.provider, g.target.model) is None]
+
+    def groups(self) -> list[Group]:
+        allowed = self._allowed()
         if not self.excluded:
-            return [first, *rest]
+            return allowed
         kept = [g._replace(accounts=tuple(a for a in g.accounts if (g.target.provider, a) not in self.excluded))
-                for g in (first, *rest)]
+                for g in allowed]
         return [g for g in kept if g.accounts]
+
+    def refused_by_agent(self) -> list[str]:
+        """The chain's targets its agent may not run on, each with why (shown by `awp plan`)."""
+        return [f"{g.target.shown()}: {why}" for g in self._written()
+                if (why := target_refusal(self.agent_providers, self.agent_models, g.target.provider,
+                                          g.target.model)) is not None]
 
     @property
     def denied(self) -> str | None:
-        """The policy denial when independence leaves no target at all; None while one is left."""
-        if not self.excluded or self.groups():
+        """The policy denial when the agent's definition or independence leaves no target at all; None while
+        one is left."""
+        if self.groups():
             return None
+        if not self._allowed():
+            return (f"policy denial: agent {self.agent} may run on no target of its chain "
+                    f"({'; '.join(self.refused_by_agent())}); add a target it allows, or widen its `providers`/"
+                    "`models` in providers.yaml")
         used = ", ".join(sorted(f"{p}/{a or 'its own login'}" for p, a in self.excluded))
         return (f"policy denial: independence — every target of its chain is one its coder used ({used}); give the "
                 "reviewer another account or provider")
@@ -354,7 +380,7 @@ def first_target(chain: Chain, accounts: Availability = Availability()) -> Pick:
                     key=lambda c: accounts.cooldowns[c.account or ""].until_ms)
         return Pick(first, f"every account of the chain {chain.shown()} rests; {first.account} is back in "
                     f"{back // 1000}s", back)
-    return Pick(chain.candidates()[0])
+    return Pick(next(iter(chain.candidates()), chain.primary))  # none: the chain's denial says why
 
 
 def next_in_turn(chain: Chain, last: Target, accounts: Availability = Availability()) -> Pick:
@@ -400,5 +426,9 @@ def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int |
 
 
 def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],
-             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False) -> Chain:
-    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe)
+             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False,
+             agent: tuple[str, list[str], list[str]] = ("", [], [])) -> Chain:
+    """`agent`: the prompt's agent, and the providers and model prefixes its definition allows (empty: any)."""
+    name, providers, models = agent
+    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe,
+                 agent=name, agent_providers=tuple(providers), agent_models=tuple(models))

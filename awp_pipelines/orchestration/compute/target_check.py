@@ -11,6 +11,7 @@ from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.decisions.policy import NO_TARGET, Target, TargetKey, past_unavailable
 from awp_pipelines.core.engine.progress import AttemptNote
+from awp_pipelines.core.packet.agents import target_refusal
 from awp_pipelines.core.packet.providers_config import AccountSpec, ProviderSpec
 from awp_pipelines.core.planning.target_probe import probe
 from awp_pipelines.core.records.failures import FailureEnvelope
@@ -55,7 +56,12 @@ def specs_for(resource: AwpResource, binding: PacketBinding, prompt_id: str,
               target: Target) -> tuple[ProviderSpec, AccountSpec | None]:
     """The provider and account of a launch's target, as the resource holds them: only a target of the
     prompt's own chain (its plan and fallback) runs it."""
-    chain = binding.chains[prompt_id].candidates()
+    whole = binding.chains[prompt_id]
+    refused = target_refusal(whole.agent_providers, whole.agent_models, target.provider, target.model)
+    if refused is not None:  # a launch by hand, or one decided before the agent's definition changed
+        raise Failure(description=f"policy denial: agent {whole.agent} may not run on {target.shown()}: {refused}",
+                      allow_retries=False)
+    chain = whole.candidates()
     if all(c.provider != target.provider for c in chain):
         raise Failure(description=f"provider '{target.provider}' is not among this prompt's targets (its plan "
                       "and fallback chain); launch it with a target of its own chain", allow_retries=False)
