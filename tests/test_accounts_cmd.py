@@ -80,3 +80,15 @@ def test_lifting_an_unknown_account_names_the_mistake(packet: Path) -> None:
     result = CliRunner().invoke(cli, ["accounts", "lift", "nobody", str(packet), "--providers",
                                       str(packet / "providers.yaml")])
     assert result.exit_code == 2 and "no account 'nobody'" in result.output
+
+
+def test_doctor_shows_a_refused_login_as_one_not_as_a_rest_after_a_limit() -> None:
+    from awp_pipelines.core.decisions.rotation import Cooldown
+    from awp_pipelines.core.planning.provider_checks import Need, cooldown_checks
+
+    cooldowns = {"a": Cooldown(account="a", until_ms=120_000, failure_class="provider_auth_claim",
+                               reason="Not logged in · Please run /login"),
+                 "b": Cooldown(account="b", until_ms=3_600_000, failure_class="provider_rate_limit")}
+    refused, limited = cooldown_checks([Need("codex", ("a", "b", "c"))], cooldowns, now_ms=0)
+    assert "login was refused (Not logged in" in refused.detail and "awp accounts lift a" in refused.fix
+    assert "resting 60 min more after provider_rate_limit" in limited.detail
