@@ -4,7 +4,7 @@ a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via 
 
 `scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
 with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload; "unknown_model"
-each API's own 404 for a model it does not serve. "agent_control"
+each API's own 404 for a model it does not serve; "bad_key" Anthropic's 401 "invalid x-api-key". "agent_control"
 (Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
 and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
 result is back it ends its turn. "bash" does the same with the one command set on the server.
@@ -123,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
             return
         scenario = self.server.scenario
+        if scenario == "bad_key":  # Anthropic's own 401 for a key it does not know
+            self._json(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+            return
         if scenario == "unknown_model":
             self._unknown_model(gemini, body.get("model") or self.path.split("/models/")[-1].split(":")[0])
             return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,28 @@ def test_real_opencode_unknown_model(tmp_path: Path, opencode: Path, monkeypatch
     with fake_api("unknown_model") as server:
         outcome, _ = run_opencode(tmp_path, opencode, server.url, monkeypatch, idle_ms=60_000)
     assert "claude-haiku-4-5" in _refused(outcome.failure).message
+
+
+def test_real_codex_not_logged_in(tmp_path: Path, codex: Path) -> None:  # noqa: F811
+    s = sink(tmp_path)
+    with fake_api("success") as server:
+        request = codex_request(tmp_path, server.url)
+        bare = replace(request, env={k: v for k, v in request.env.items() if k != "AWP_REAL_CODEX_KEY"})
+        outcome = codex_adapter(codex).run(bare, s)
+    assert "Missing environment variable" in _refused(outcome.failure, "provider_auth_claim").message
+
+
+def test_real_opencode_refused_key(tmp_path: Path, opencode: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    with fake_api("bad_key") as server:
+        outcome, _ = run_opencode(tmp_path, opencode, server.url, monkeypatch, idle_ms=60_000)
+    assert "invalid x-api-key" in _refused(outcome.failure, "provider_auth_claim").message
+
+
+def test_real_gemini_not_logged_in(tmp_path: Path, gemini: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setattr("test_real_gemini.KEY", "")  # the account's variable is empty: no auth method at all
+    with fake_api("success") as server:
+        outcome, _, _ = run_gemini(tmp_path, gemini, server.url)
+    assert "auth method" in _refused(outcome.failure, "provider_auth_claim").message.lower()
 
 
 def test_real_gemini_unknown_model(tmp_path: Path, gemini: Path) -> None:  # noqa: F811

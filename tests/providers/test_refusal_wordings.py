@@ -85,6 +85,7 @@ CASES = [
     ("gemini", "not logged in", [], "Please set an Auth method in your /root/.gemini/settings.json or specify one of "
      "the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, "
      "GOOGLE_GENAI_USE_GCA\n", 41, NO_LOGIN, True),
+    ("gemini", "not logged in (no key in its settings)", [], "Invalid auth method selected.\n", 41, NO_LOGIN, True),
     ("gemini", "bad flag", [], "Unknown arguments: bogus-flag, bogusFlag\nUsage: gemini [options] [command]\n", 1,
      UNKNOWN, True),
     ("gemini", "quota", _gemini_result("TerminalQuotaError", "You have exhausted your daily quota on this model."),

@@ -22,9 +22,9 @@ _UNKNOWN_MODEL = (r"issue with the selected model|\bmodel\b(?! metadata).{0,60}(
                   r"^\W*model: \S+\W*$|not_found_error")
 # Not logged in: Claude Code's "Not logged in · Please run /login" and "Invalid API key · Please run /login",
 # Codex's "Missing environment variable: `OPENAI_API_KEY`", OpenCode's `ProviderAuthError`, Gemini's "Please
-# set an Auth method in your …/settings.json" (its exit 41).
+# set an Auth method in your …/settings.json" or "Invalid auth method selected." (its exit 41).
 _NO_LOGIN = (r"not logged in|invalid.{0,12}(api.?key|x-api-key)|missing environment variable: `?\w*(KEY|TOKEN)|"
-             r"ProviderAuthError|set an auth method")
+             r"ProviderAuthError|auth method")
 _TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
     ("provider_rate_limit", re.compile(
         r"(?i)rate.?limit|usage limit|limit reached|hit your (usage )?limit|quota|too many requests|\b429\b|"
