@@ -124,7 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         scenario = self.server.scenario
         if scenario == "bad_key":  # Anthropic's own 401 for a key it does not know
-            self._json(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+            self._json(401, {"type": "error", "error": {"type": "authentication_error",
+                                                        "message": "invalid x-api-key"}})
             return
         if scenario == "unknown_model":
             self._unknown_model(gemini, body.get("model") or self.path.split("/models/")[-1].split(":")[0])
