@@ -112,7 +112,8 @@ def test_the_code_location_shares_one_resource_and_keeps_each_resolved_plan(comp
         plans = {p.id: p for p in build_plan(packet, PlanContext(catalog=catalog)).prompts}
         assert binding.plans == plans
         assert binding.chains == {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(
-            p.accounts, p.provider), p.fallback, p.rotation, p.probe) for pid, p in plans.items()}
+            p.accounts, p.provider), p.fallback, p.rotation, p.probe, (p.agent, p.agent_providers, p.agent_models))
+            for pid, p in plans.items()}
 
 
 def test_two_packet_components_load_side_by_side_in_one_defs_folder(compat_root: Path, tmp_path: Path) -> None:

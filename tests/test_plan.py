@@ -333,3 +333,14 @@ def test_bounds_print_as_human_durations(ms: int, text: str) -> None:
     from awp_pipelines.core.packet.bounds import human_duration
 
     assert human_duration(ms) == text
+
+
+def test_plan_text_shows_each_failure_classes_retry_budget(tmp_path: Path) -> None:
+    """The decision counts a rate limit against its own budget (5 by default), a transport drop against 4:
+    `awp plan` shows those, not one `retry 3` that no class is counted against."""
+    root = make_packet(tmp_path / "p", {"recovery": {"retry": {"class_attempts": {"provider_rate_limit": 7}}}})
+    result = CliRunner().invoke(cli, ["plan", str(root)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "rate limit 7" in text and "capacity 5" in text and "transport disconnect 4" in text, text
+    assert "retry 3," not in text

@@ -63,7 +63,8 @@ PICKS = [
      lambda c: decide([replace(failed(1, "provider_auth_claim", "B"), retryable=False)], RECOVERY, c).target,
      ("claude", "C")),
     ("past a failed probe", "fill_first",
-     lambda c: past_unavailable(c, Target("claude", "haiku", "B"), {("claude", "B"), ("claude", "C")}).target,
+     lambda c: past_unavailable(c, Target("claude", "haiku", "B"), {("claude", "B", "haiku"),
+                                                                   ("claude", "C", "haiku")}).target,
      ("codex", None)),
 ]
 

@@ -6,6 +6,7 @@ import click
 
 from awp_pipelines import __version__
 from awp_pipelines.cli import (
+    accounts_cmd,
     authoring_cmd,
     blame_cmd,
     control_cmd,
@@ -34,7 +35,7 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd, accounts_cmd):
     module.register(cli)
 
 

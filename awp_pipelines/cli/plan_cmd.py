@@ -24,6 +24,8 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.cli_features.schema import SCHEMAS, schema_for
+from awp_pipelines.core.packet.agents import target_refusal
+from awp_pipelines.core.packet.model.recovery import ClassAttempts
 from awp_pipelines.core.planning.catalog_plan import CatalogEntryPlan
 from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PromptPlan
 
@@ -98,12 +100,37 @@ def _shown(value: object) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def class_budgets(attempts: ClassAttempts) -> str:
+    """Each failure class's retry budget, as the decision counts it (policy._class_budget): `rate limit 5, ...`."""
+    return ", ".join(f"{name.removeprefix('provider_').replace('_', ' ')} {getattr(attempts, name)}"
+                     for name in type(attempts).model_fields)
+
+
+def agent_applied(p: PromptPlan) -> str:
+    """What the prompt's agent definition imposes, as applied: where it may run (and which targets of the chain
+    that leaves out), and the permission mode, tools and isolation it set."""
+    parts = [f"only providers {', '.join(p.agent_providers)}" if p.agent_providers else "",
+             f"only models {', '.join(p.agent_models)}" if p.agent_models else ""]
+    by_agent = {key for key, layer in p.sources.items() if layer.startswith("agent ")}
+    parts += [f"permission {p.permission_mode}" if "permission_mode" in by_agent else "",
+              f"tools {', '.join(p.allowed_tools) or 'none'}" if "allowed_tools" in by_agent else "",
+              f"isolation {p.isolation}" if "isolation" in by_agent else ""]
+    targets = [(p.provider, p.model), *((t.provider, t.model) for t in p.fallback)]
+    skipped = [f"{provider}/{model or 'default'}" for provider, model in targets
+               if target_refusal(tuple(p.agent_providers), tuple(p.agent_models), provider, model)]
+    if skipped:
+        parts.append(f"never on {', '.join(skipped)}"
+                     + (" — no target left: a policy denial" if len(skipped) == len(targets) else ""))
+    shown = "; ".join(x for x in parts if x)
+    return f": {shown}" if shown else ""
+
+
 def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
     """The labelled values of one prompt's plan, in reading order; empty values are left out."""
     retry = p.recovery.retry
     rows = [
         ("phase", f"{p.phase or '-'}, after {', '.join(p.depends_on) or '-'}"),
-        ("agent", f"{p.agent}" + (f" (role {p.role})" if p.role and p.role != p.agent else "")
+        ("agent", f"{p.agent}" + (f" (role {p.role})" if p.role and p.role != p.agent else "") + agent_applied(p)
                   + (f"; independent of {', '.join(p.independent_of)}: never on a provider and account they used"
                      if p.independent_of else "")),
         ("target", f"{p.provider} / {p.model} / {p.effort or '-'}"),
@@ -111,8 +138,8 @@ def plan_rows(p: PromptPlan) -> list[tuple[str, Text]]:
         ("fallback", " → ".join(f"{t.provider}/{t.model or '-'}" for t in p.fallback)),
         ("set by", ", ".join(f"{key}←{layer}" for key, layer in p.sources.items())),
         ("bounds", p.bounds.describe()),
-        ("recovery", f"retry {retry.max_attempts}, repair {p.recovery.repair.max_attempts}, "
-                     f"resume {p.recovery.resume_attempts}"),
+        ("recovery", f"retries per class: {class_budgets(retry.class_attempts)}; "
+                     f"repair {p.recovery.repair.max_attempts}, resume {p.recovery.resume_attempts}"),
         ("budget", p.budget.describe() if p.budget is not None else ""),
         ("confirm", f"cli_confirmation {p.cli_confirmation}: the model reported must be {p.model}"
                     if p.cli_confirmation in ("warn", "require") else ""),

@@ -3,7 +3,8 @@
 a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via GOOGLE_GEMINI_BASE_URL).
 
 `scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
-with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload. "agent_control"
+with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload; "unknown_model"
+each API's own 404 for a model it does not serve; "bad_key" Anthropic's 401 "invalid x-api-key". "agent_control"
 (Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
 and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
 result is back it ends its turn. "bash" does the same with the one command set on the server.
@@ -122,6 +123,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
             return
         scenario = self.server.scenario
+        if scenario == "bad_key":  # Anthropic's own 401 for a key it does not know
+            self._json(401, {"type": "error", "error": {"type": "authentication_error",
+                                                        "message": "invalid x-api-key"}})
+            return
+        if scenario == "unknown_model":
+            self._unknown_model(gemini, body.get("model") or self.path.split("/models/")[-1].split(":")[0])
+            return
         if scenario in ERRORS:
             status, kind, headers = ERRORS[scenario]
             self._json(status, {"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}, headers)
@@ -150,6 +158,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"id": "msg_fake_1", "type": "message", "role": "assistant", "model": model,
                              "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn",
                              "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 9}})
+
+    def _unknown_model(self, gemini: bool, model: str) -> None:
+        """Each API's own 404 for a model it does not serve, as the real services word it."""
+        if gemini:
+            self._json(404, {"error": {"code": 404, "status": "NOT_FOUND", "message": f"models/{model} is not found "
+                                       "for API version v1beta, or is not supported for generateContent."}})
+        elif self.path.startswith("/v1/responses"):
+            self._json(404, {"error": {"type": "invalid_request_error", "code": "model_not_found", "param": None,
+                                       "message": f"The model `{model}` does not exist or you do not have access "
+                                       "to it."}})
+        else:
+            self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}})
 
     def _json(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
         payload = json.dumps(body).encode()

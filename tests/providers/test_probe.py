@@ -84,10 +84,10 @@ def test_past_an_unavailable_target_come_its_other_accounts_then_the_next_target
     chain = chain_of("p", "m", None, ["a", "b"], [TargetSpec(provider="q", probe=True), TargetSpec(provider="r")],
                      probe=True)
     first = Target("p", "m", "a", None)
-    assert past_unavailable(chain, first, {("p", "a")}).target == Target("p", "m", "b", None)  # type: ignore[union-attr]
-    after_q = past_unavailable(chain, Target("q", None, None, None), {("p", "a"), ("q", None)})
+    assert past_unavailable(chain, first, {("p", "a", "m")}).target == Target("p", "m", "b", None)  # type: ignore[union-attr]
+    after_q = past_unavailable(chain, Target("q", None, None, None), {("p", "a", "m"), ("q", None, None)})
     assert after_q is not None and after_q.target == Target("r", None, None, None)  # never back to p
-    assert past_unavailable(chain, Target("r", None, None, None), {("r", None)}) is None
+    assert past_unavailable(chain, Target("r", None, None, None), {("r", None, None)}) is None
 
 
 def _probing_packet(root: Path, make_git_repo: Callable[[Path], Path], first: dict) -> Path:
@@ -128,7 +128,7 @@ def test_awp_run_skips_a_probed_target_that_is_unavailable_and_records_why(
         mocked.get(f"{BASE}/models", status=503, body="overloaded")
         record = _run_to_the_fallback(root)
     said = f"{MISSING} not found on PATH" if case == "missing_cli" else f"GET {BASE}/models: 503"
-    assert f"probe of first: unavailable ({said})" in record.target.reason
+    assert "probe of first/" in record.target.reason and f": unavailable ({said})" in record.target.reason
     assert record.target.reason.startswith("primary target of the plan")
 
 
@@ -161,7 +161,8 @@ def test_awp_run_probes_a_per_account_endpoint(tmp_path: Path, make_git_repo: Ca
         mocked.get(f"{BASE}/models", status=503, body="overloaded")
         record = _run_to_the_fallback(root)
         assert mocked.calls[0].request.headers["Authorization"] == f"Bearer {KEY}"
-    assert f"probe of first (router-a): unavailable (GET {BASE}/models: 503)" in record.target.reason
+    assert "probe of first/" in record.target.reason
+    assert f"(router-a): unavailable (GET {BASE}/models: 503)" in record.target.reason
 
 
 @pytest.mark.slow
@@ -182,5 +183,5 @@ def test_a_free_model_not_offered_moves_down_its_alias_chain_to_the_next_alias(
     with responses.RequestsMock() as mocked:
         mocked.get(f"{BASE}/models", json={"data": [{"id": "some-paid-model"}]})
         record = _run_to_the_fallback(root)
-    assert "probe of zen: unavailable" in record.target.reason and "deepseek-v4-flash-free" in record.target.reason
+    assert "probe of zen/deepseek-v4-flash-free: unavailable" in record.target.reason
     assert "trying it anyway" not in record.target.reason

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from awp_pipelines.core.decisions.rotation import AccountUsage, Cooldown, choose_account, cooldown_for
+from awp_pipelines.core.decisions.rotation import (
+    AUTH_RECHECK_MS,
+    AccountUsage,
+    Cooldown,
+    choose_account,
+    cooldown_for,
+)
 from awp_pipelines.core.records.failures import FailureEnvelope
 
 ACCOUNTS = ["a", "b", "c"]
@@ -52,6 +58,9 @@ def test_when_every_account_cools_the_choice_is_to_wait_for_the_first_back() -> 
 def test_a_reset_time_becomes_the_cooldown_else_the_accounts_default() -> None:
     limited = FailureEnvelope.for_class("provider_rate_limit", "limit", suggested_delay_ms=120_000)
     assert cooldown_for("a", limited, 3600, NOW).until_ms == NOW + 120_000  # type: ignore[union-attr]
-    unstated = FailureEnvelope.for_class("provider_auth_claim", "401")
+    unstated = FailureEnvelope.for_class("provider_rate_limit", "limit")
     assert cooldown_for("a", unstated, 3600, NOW).until_ms == NOW + 3_600_000  # type: ignore[union-attr]
+    # Not logged in is no limit: the account is passed over for minutes, not parked for the hour, and says so.
+    refused = cooldown_for("a", FailureEnvelope.for_class("provider_auth_claim", "Not logged in"), 3600, NOW)
+    assert refused is not None and refused.until_ms == NOW + AUTH_RECHECK_MS and refused.state == "auth_refused"
     assert cooldown_for("a", FailureEnvelope.for_class("transport_timeout", "idle"), 3600, NOW) is None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from awp_pipelines.core.decisions.budget import Budget, total
-from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Verdict, decide
+from awp_pipelines.core.decisions.policy import NO_TARGET, AttemptFact, Chain, Verdict, decide
 from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
@@ -139,7 +139,8 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
     if verdict.status == "budget_exhausted":
         return AgentRunStatus("budget_exhausted", verdict.reason, "policy_denial")
     if verdict.terminal:
-        cause = "policy_denial" if verdict.status == "policy_denial" else cause_of(last.failure_class)
+        cause = ("policy_denial" if verdict.status == "policy_denial" else
+                 "provider_outage" if verdict.status == NO_TARGET else cause_of(last.failure_class))
         return AgentRunStatus("failed", verdict.reason, cause)
     if stopped is not None:
         return AgentRunStatus("stopped", _stopped_text(stopped, f"resumable: {verdict.reason}"), "cancellation")

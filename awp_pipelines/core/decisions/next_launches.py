@@ -56,8 +56,10 @@ class Outlook:
 
 def first_launch(state: DecisionInput, reason: str = PRIMARY_REASON) -> Launch:
     pick = first_target(state.chain, state.accounts)
+    # Every account of the chain rests: the Attempt waits for the first back, not started on a resting one.
+    due = (state.accounts.now_ms + pick.wait_ms) / 1000 if pick.wait_ms else 0.0
     return Launch(state.prompt, state.started + 1, state.first_mode, reason + (f"; {pick.why}" if pick.why else ""),
-                  pick.target)
+                  pick.target, due_at=due)
 
 
 def continuation(state: DecisionInput) -> Launch | Verdict:
@@ -93,13 +95,10 @@ def next_launches(states: Sequence[DecisionInput], now: float, stopped: StopMark
             continue
         for account in chosen:
             state = replace(state, accounts=state.accounts.after_use(account))
-        if not state.facts:
-            if status.startable:
-                outlook.due.append(first_launch(state, PRIMARY_REASON if not state.deps else
-                                                f"upstream {', '.join(state.deps)} completed"))
-                chosen.append(outlook.due[-1].target.account)
+        if not state.facts and not status.startable:
             continue
-        step = continuation(state)
+        step = continuation(state) if state.facts else first_launch(
+            state, PRIMARY_REASON if not state.deps else f"upstream {', '.join(state.deps)} completed")
         if isinstance(step, Verdict):
             continue
         (outlook.due if step.due_at <= now else outlook.waiting).append(step)

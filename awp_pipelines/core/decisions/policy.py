@@ -18,6 +18,7 @@ from typing import Literal, NamedTuple
 
 from awp_pipelines.core.decisions.budget import Budget, Spend
 from awp_pipelines.core.decisions.rotation import Availability, choose_account
+from awp_pipelines.core.packet.agents import target_refusal
 from awp_pipelines.core.packet.model.execution import Rotation, TargetSpec
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES, REFUSAL_CLASSES
@@ -47,6 +48,7 @@ class AttemptFact:
     tokens: int = 0
     directive: str | None = None  # agent control: what the iteration's request came to (control.Outcome)
     directive_reason: str = ""
+    code: str | None = None  # the failure's provider_code: NO_TARGET marks an Attempt refused before its agent
 
     @property
     def done(self) -> bool:
@@ -84,6 +86,16 @@ class Target:
     account: str | None
     effort: str | None = None
 
+    def shown(self) -> str:
+        return f"{self.provider}/{self.model or 'default'}" + (f" ({self.account})" if self.account else "")
+
+
+# A target of a chain as fallback tracks it: (provider, account, model). Two aliases on one provider with no
+# account (the free chain: two models of opencode-zen) are two targets, not one.
+TargetKey = tuple[str, str | None, str | None]
+# The code of an Attempt refused before its agent started because no target of its chain was available.
+NO_TARGET = "no_target_available"
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -120,25 +132,60 @@ class Chain:
     # (provider, account) pairs this AgentRun may never run on: those the coders it reviews used (agents.py).
     # Every pick (first target, rotation, fallback, past a failed probe) chooses among the others.
     excluded: frozenset[tuple[str, str | None]] = frozenset()
+    # The prompt's agent (agents.py) and the providers and model prefixes it may run on (empty: any): every
+    # pick chooses among the targets it allows; none left is a policy denial, never a run elsewhere.
+    agent: str = ""
+    agent_providers: tuple[str, ...] = ()
+    agent_models: tuple[str, ...] = ()
 
-    def groups(self) -> list[Group]:
+    def _written(self) -> list[Group]:
+        """The chain as written: the primary, then the fallback targets."""
         first = Group(self.primary, tuple(self.accounts) or (None,), self.primary_probe, self.rotation)
         rest = [Group(Target(t.provider, t.model, None, t.effort), tuple(_or_none(t.accounts)), t.probe,
                       t.rotation or self.rotation) for t in self.fallback]
+        return [first, *rest]
+
+    def _allowed(self) -> list[Group]:
+        return [g for g in self._written()
+                if target_refusal(self.agent_providers, self.agent_models, g.target.provider, g.target.model) is None]
+
+    def groups(self) -> list[Group]:
+        allowed = self._allowed()
         if not self.excluded:
-            return [first, *rest]
+            return allowed
         kept = [g._replace(accounts=tuple(a for a in g.accounts if (g.target.provider, a) not in self.excluded))
-                for g in (first, *rest)]
+                for g in allowed]
         return [g for g in kept if g.accounts]
+
+    def refused_by_agent(self) -> list[str]:
+        """The chain's targets its agent may not run on, each with why (shown by `awp plan`)."""
+        return [f"{g.target.shown()}: {why}" for g in self._written()
+                if (why := target_refusal(self.agent_providers, self.agent_models, g.target.provider,
+                                          g.target.model)) is not None]
 
     @property
     def denied(self) -> str | None:
-        """The policy denial when independence leaves no target at all; None while one is left."""
-        if not self.excluded or self.groups():
+        """The policy denial when the agent's definition or independence leaves no target at all; None while
+        one is left."""
+        if self.groups():
             return None
+        if not self._allowed():
+            return (f"policy denial: agent {self.agent} may run on no target of its chain "
+                    f"({'; '.join(self.refused_by_agent())}); add a target it allows, or widen its `providers`/"
+                    "`models` in providers.yaml")
         used = ", ".join(sorted(f"{p}/{a or 'its own login'}" for p, a in self.excluded))
         return (f"policy denial: independence — every target of its chain is one its coder used ({used}); give the "
                 "reviewer another account or provider")
+
+    def key_of(self, target: Target) -> TargetKey:
+        """`target` as a key of this chain: the model its chain target names (a record names the provider's
+        default model where the chain names none)."""
+        group = self.group_of(target)
+        return (target.provider, target.account, group.target.model if group is not None else target.model)
+
+    def shown(self) -> str:
+        """The chain in order, for a reason: `p/m (a) → p/m2`."""
+        return " → ".join(c.shown() for c in self.candidates())
 
     def candidates(self) -> list[Target]:
         return [replace(group.target, account=a) for group in self.groups() for a in group.accounts]
@@ -161,6 +208,7 @@ class Pick(NamedTuple):
 
     target: Target
     why: str = ""
+    wait_ms: int = 0  # every account of the chain rests: the first comes back in this long
 
 
 def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
@@ -201,6 +249,9 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
                            status="repairing")
         return Verdict("fail", f"contract unmet after {repairs} repair(s)", status="verification_failed")
     cls = last.failure_class or "unknown"
+    if last.code == NO_TARGET:
+        return Verdict("fail", f"{NO_TARGET}: no target of the chain {chain.shown()} was available for attempt "
+                       f"{last.number}", status=NO_TARGET)
     if cls == "user_cancelled":
         # A person stopped it (the UI's Terminate): a stop of the packet run, stored beside it, holds every
         # launch until the person resumes it; then the AgentRun goes on, no retry budget spent.
@@ -209,13 +260,20 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)
+        left = ""
         if cls in FALLBACK_WORTHY_CLASSES:
             pick = _next_target(history, chain, accounts)
             if pick is not None:
                 return _fallback(cls, last, pick)
+            left = f"; no other target of the chain {chain.shown()} is left"
         if used <= budget:
-            return Verdict("retry", f"{cls}: retry {used}/{budget}", status="retry_scheduled",
-                           delay_ms=retry_delay(recovery, used, last.suggested_delay_ms, rng))
+            delay = retry_delay(recovery, used, last.suggested_delay_ms, rng)
+            back = _earliest_back_ms(chain, accounts) if left else 0
+            wait = f", waiting {back // 1000}s for the first account's cooldown" if back > delay else ""
+            return Verdict("retry", f"{cls}: retry {used}/{budget}{left}{wait}", status="retry_scheduled",
+                           delay_ms=max(delay, back))
+        if left:
+            return Verdict("fail", f"{NO_TARGET}: {cls} and retries exhausted ({budget}){left}", status=NO_TARGET)
         if can_repair and last.workspace_changed and repair.trigger_on_retry_exhaustion_with_workspace_changes:
             return Verdict("repair", f"{cls}: retries exhausted ({budget}); the workspace changed, repairing",
                            status="repairing")
@@ -254,18 +312,26 @@ def _class_budget(recovery: RecoveryConfig, cls: str) -> int:
 
 def _fallback(cls: str, last: AttemptFact, pick: Pick, how: str = "") -> Verdict:
     nxt = pick.target
-    where = f"{nxt.provider}/{nxt.model or 'default'}" + (f" ({nxt.account})" if nxt.account else "")
-    return Verdict("fallback", f"{cls} on {last.provider}{': ' + how if how else ''}: falling back to {where}"
+    return Verdict("fallback", f"{cls} on {last.target.shown()}{': ' + how if how else ''}: falling back to "
+                   f"{nxt.shown()}"
                    + _why(pick), status="retry_scheduled", target=nxt)
+
+
+def _earliest_back_ms(chain: Chain, accounts: Availability) -> int:
+    """How long until the first of the chain's accounts comes back, when every one rests; 0 otherwise."""
+    names = [c.account for c in chain.candidates()]
+    if not names or any(not accounts.resting(a) for a in names):
+        return 0
+    return min(accounts.cooldowns[a].remaining_ms(accounts.now_ms) for a in names if a is not None)
 
 
 def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availability,
                  refused: AttemptFact | None = None) -> Pick | None:
-    """The first target of the chain with an account not used yet in this AgentRun (a target once
-    exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
+    """The first target of the chain, by (provider, account, model), not used yet in this AgentRun (a target
+    once exhausted is not tried again) and not resting after a limit (a stored cooldown, shared by every
     process); which of its accounts, the rotation says. A model `refused` as unknown (a config refusal) is
     not asked for again on another account of the same target."""
-    used = {(f.provider, f.account) for f in history}
+    used = {chain.key_of(f.target) for f in history}
     groups = chain.groups()
     if refused is not None and refused.failure_class == "provider_config_claim":
         same = chain.group_of(refused.target)
@@ -273,21 +339,23 @@ def _next_target(history: list[AttemptFact], chain: Chain, accounts: Availabilit
     return _first_ready(chain, groups, used, accounts, after=history[-1].account if history else None)
 
 
-def past_unavailable(chain: Chain, target: Target, unavailable: Collection[tuple[str, str | None]],
+def past_unavailable(chain: Chain, target: Target, unavailable: Collection[TargetKey],
                      accounts: Availability = Availability()) -> Pick | None:
     """Where an Attempt goes when the probe of its `target` failed: the target's other accounts, then the
-    targets after it in the chain, passing over those whose probe failed too (`unavailable`: provider,
-    account) and resting accounts. None when nothing is left."""
+    targets after it in the chain (down its aliases), passing over those whose probe failed too
+    (`unavailable`: provider, account, model) and resting accounts. None when nothing is left: the Attempt
+    does not start on a target known to be unavailable."""
     groups = chain.groups()
     group = chain.group_of(target)
     start = groups.index(group) if group is not None else 0
     return _first_ready(chain, groups[start:], set(unavailable), accounts, after=target.account)
 
 
-def _first_ready(chain: Chain, groups: list[Group], skip: set[tuple[str, str | None]], accounts: Availability,
+def _first_ready(chain: Chain, groups: list[Group], skip: set[TargetKey], accounts: Availability,
                  after: str | None) -> Pick | None:
     for group in groups:
-        ready = [a for a in group.accounts if (group.target.provider, a) not in skip and not accounts.resting(a)]
+        ready = [a for a in group.accounts
+                 if (group.target.provider, a, group.target.model) not in skip and not accounts.resting(a)]
         if ready:
             return _pick(chain, group, ready, accounts, after)
     return None
@@ -295,7 +363,7 @@ def _first_ready(chain: Chain, groups: list[Group], skip: set[tuple[str, str | N
 
 def first_target(chain: Chain, accounts: Availability = Availability()) -> Pick:
     """Where a new AgentRun starts: the first target with an account not resting, the account picked by the
-    rotation (the first candidate when every account rests: the provider will say when it is back)."""
+    rotation; when every account rests, the one back first, and how long to wait for it (`wait_ms`)."""
     resting: list[str] = []
     for group in chain.groups():
         ready = [a for a in group.accounts if not accounts.resting(a)]
@@ -303,10 +371,16 @@ def first_target(chain: Chain, accounts: Availability = Availability()) -> Pick:
         if ready:
             pick = _pick(chain, group, ready, accounts, after=None)
             if resting:
-                rest = f"{', '.join(resting)} {'is' if len(resting) == 1 else 'are'} resting after a limit"
+                rest = "; ".join(f"{a} {accounts.cooldowns[a].said()}" for a in resting)
                 return Pick(pick.target, "; ".join(w for w in (pick.why, rest) if w))
             return pick
-    return Pick(chain.candidates()[0])
+    back = _earliest_back_ms(chain, accounts)
+    if back:
+        first = min((c for c in chain.candidates() if c.account and accounts.resting(c.account)),
+                    key=lambda c: accounts.cooldowns[c.account or ""].until_ms)
+        return Pick(first, f"every account of the chain {chain.shown()} rests; {first.account} is back in "
+                    f"{back // 1000}s", back)
+    return Pick(next(iter(chain.candidates()), chain.primary))  # none: the chain's denial says why
 
 
 def next_in_turn(chain: Chain, last: Target, accounts: Availability = Availability()) -> Pick:
@@ -352,5 +426,9 @@ def retry_delay(recovery: RecoveryConfig, retry_number: int, suggested_ms: int |
 
 
 def chain_of(provider: str, model: str | None, effort: str | None, accounts: list[str],
-             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False) -> Chain:
-    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe)
+             fallback: list[TargetSpec], rotation: Rotation = "fill_first", probe: bool = False,
+             agent: tuple[str, list[str], list[str]] = ("", [], [])) -> Chain:
+    """`agent`: the prompt's agent, and the providers and model prefixes its definition allows (empty: any)."""
+    name, providers, models = agent
+    return Chain(Target(provider, model, None, effort), tuple(accounts), tuple(fallback), rotation, probe,
+                 agent=name, agent_providers=tuple(providers), agent_models=tuple(models))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import get_args
+from datetime import UTC, datetime
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -23,6 +24,9 @@ from awp_pipelines.core.records.failures import FALLBACK_WORTHY_CLASSES, Failure
 ROTATIONS: tuple[str, ...] = get_args(Rotation)
 # Capacity is the provider's problem, not the account's: a short rest unless the provider names one.
 CAPACITY_COOLDOWN_MS = 60_000
+# An auth refusal (not logged in, a bad key) is no limit: no reset comes. The account is passed over briefly, so
+# a chain moves on, and picked again once a person logged in (or at once: `awp accounts lift`).
+AUTH_RECHECK_MS = 5 * 60_000
 
 
 class Cooldown(StrictModel):
@@ -35,6 +39,17 @@ class Cooldown(StrictModel):
 
     def remaining_ms(self, now_ms: int) -> int:
         return max(0, self.until_ms - now_ms)
+
+    @property
+    def state(self) -> Literal["cooling_down", "auth_refused"]:
+        """What the account is, in one word: refused its credential (a person logs in), or resting after a limit."""
+        return "auth_refused" if self.failure_class == "provider_auth_claim" else "cooling_down"
+
+    def said(self) -> str:
+        """The account's rest in words, as what it is: an auth refusal is not a limit."""
+        if self.state == "auth_refused":
+            return "refused its login (auth); log in, then `awp accounts lift` it"
+        return f"is resting after a {self.failure_class.removeprefix('provider_').replace('_', ' ')}"
 
 
 class AccountUsage(StrictModel):
@@ -68,6 +83,36 @@ class Availability:
         return replace(self, usage={**self.usage, account: new})
 
 
+AccountState = Literal["ready", "cooling_down", "auth_refused"]
+
+
+class AccountView(StrictModel):
+    """One account as `awp accounts` shows it: its state, why, and until when (`awp accounts --json`)."""
+
+    account: str = Field(description="The account's name in providers.yaml.")
+    provider: str = Field("", description="Its provider; empty for a name the catalog does not declare.")
+    state: AccountState = Field(description="ready; cooling_down (after a rate limit or capacity claim); "
+                                "auth_refused (its login was refused: log in, then `awp accounts lift` it).")
+    failure_class: str | None = Field(None, description="What put it to rest.")
+    reason: str = Field("", description="The provider's words, redacted and short.")
+    until: str | None = Field(None, description="When it may be used again (UTC, ISO 8601).")
+    remaining_s: int = Field(0, ge=0, description="Seconds until then.")
+    attempts: int = Field(0, ge=0, description="Attempts started on it (a rotation hint).")
+
+
+def account_view(account: str, provider: str, availability: Availability) -> AccountView:
+    """What the store says of `account` now: a cooldown that ran out is `ready`."""
+    usage = availability.usage.get(account)
+    attempts = usage.attempts if usage else 0
+    cooldown = availability.cooldowns.get(account)
+    if cooldown is None or not availability.resting(account):
+        return AccountView(account=account, provider=provider, state="ready", attempts=attempts)
+    until = datetime.fromtimestamp(cooldown.until_ms / 1000, UTC).isoformat(timespec="seconds")
+    return AccountView(account=account, provider=provider, state=cooldown.state,
+                       failure_class=cooldown.failure_class, reason=cooldown.reason, until=until,
+                       remaining_s=cooldown.remaining_ms(availability.now_ms) // 1000, attempts=attempts)
+
+
 @dataclass(frozen=True)
 class Choice:
     account: str | None  # None: no account configured, or all cooling (then wait_ms > 0)
@@ -83,6 +128,8 @@ def cooldown_for(account: str, failure: FailureEnvelope, default_s: int, now_ms:
         rest = failure.suggested_delay_ms
     elif failure.failure_class == "provider_capacity":
         rest = CAPACITY_COOLDOWN_MS
+    elif failure.failure_class == "provider_auth_claim":
+        rest = AUTH_RECHECK_MS
     else:
         rest = default_s * 1000
     return Cooldown(account=account, until_ms=now_ms + rest, failure_class=failure.failure_class,

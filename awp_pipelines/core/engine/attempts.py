@@ -213,7 +213,8 @@ class AttemptRecord(BaseModel):
             effort=self.target.effort, workspace_changed=self.workspace_changed,
             cost_usd=self.usage.cost_usd or 0.0, tokens=self.usage.input_tokens + self.usage.output_tokens,
             directive=self.control.outcome if self.control else None,
-            directive_reason=self.control.reason if self.control else "")
+            directive_reason=self.control.reason if self.control else "",
+            code=failure.provider_code if failure else None)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,8 @@ class AttemptSpec:
     agent_root: Path | None = None
     # Remote repos among the targets: their commits and checkpoints are pushed (remote.py); None: all local.
     trees: RemoteTrees | None = None
+    # Refused before its agent starts (no target of the chain is available): recorded, the agent never runs.
+    refusal: FailureEnvelope | None = None
 
     def boundary_redactor(self) -> Redactor:
         return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
@@ -306,7 +309,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
     profile = execution_profile(spec.target.provider_kind, adapter, spec.plan.isolation, _account(spec))
-    unstarted = unstartable(profile)
+    unstarted = spec.refusal or unstartable(profile)
     if unstarted is not None:  # never falls back to running the agent unsandboxed
         return redactor.model(_refused(spec, sink, started, clock, trail, unstarted,
                                        IsolationRecord(profile=profile, node=platform.node())))
@@ -450,8 +453,8 @@ def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptReco
 
 def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],
              failure: FailureEnvelope, isolation: IsolationRecord | None = None) -> AttemptRecord:
-    """Provisioning refused (a person's changes in the tree, a sandbox that cannot start): the agent never
-    started, the tree is as the person left it."""
+    """Provisioning refused (a person's changes in the tree, a sandbox that cannot start, no target available):
+    the agent never started, the tree is as the person left it."""
     sink.run_failed(failure)
     cls = failure.failure_class
     trail.append(transition("terminal", f"{cls}: {failure.message}", cause_of(cls)))

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, StringConstraints
+from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 
 from awp_pipelines.core.isolation.network_policy import NETWORK_HELP
 from awp_pipelines.core.isolation.network_setting import NetworkSetting
@@ -81,6 +81,18 @@ class AliasSpec(StrictModel):
                                 "after its own targets, e.g. factory-free-useful → factory-free-fallback.")
 
 
+def alias_cycle(aliases: dict[str, AliasSpec], start: str, path: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+    """The aliases from `start` down its `fallback` entries back to one already on the way; None: it ends."""
+    if start in path:
+        return (*path, start)
+    for entry in aliases[start].fallback:
+        if entry in aliases:
+            cycle = alias_cycle(aliases, entry, (*path, start))
+            if cycle is not None:
+                return cycle
+    return None
+
+
 class Catalog(StrictModel):
     providers: dict[str, ProviderSpec] = Field(default_factory=dict, description="Provider name → spec.")
     accounts: dict[str, AccountSpec] = Field(default_factory=dict, description="Account name → spec.")
@@ -90,6 +102,16 @@ class Catalog(StrictModel):
                                          "`agent:` names one, or a built-in role.")
     # Which layer (the built-ins, a file and line) set each field of each entry: catalog_layers.py.
     _origins: Origins = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _no_fallback_cycle(self) -> Catalog:
+        """Aliases may chain aliases (`fallback:`), never back to one already in the chain: say which."""
+        for start in self.aliases:
+            cycle = alias_cycle(self.aliases, start)
+            if cycle is not None:
+                raise ValueError(f"aliases: the fallback chain {' → '.join(cycle)} comes back to {cycle[-1]}: a "
+                                 "chain ends; remove one of these `fallback` entries")
+        return self
 
     def origins(self, section: str, name: str) -> dict[str, Origin]:
         """Field → where it was set, for `section` (providers, accounts) entry `name`; "" is the entry."""

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from awp_pipelines.core.packet import home_profile as home
-from awp_pipelines.core.packet.agents import ROLES, agent_of
+from awp_pipelines.core.packet.agents import ROLES, AgentSpec, agent_of
 from awp_pipelines.core.packet.bounds import Bounds, derive_bounds
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.budget import BudgetConfig
@@ -75,6 +75,10 @@ class PromptPlan(BaseModel):
     agent: str
     role: str = Field("coder", description="The role the `agent` word resolves to (a built-in role, or the "
                       "catalog agent's role).")
+    agent_providers: list[str] = Field(default_factory=list, description="The providers its agent's definition "
+                                       "allows (empty: any): every choice of target keeps to them.")
+    agent_models: list[str] = Field(default_factory=list, description="The model prefixes its agent's definition "
+                                    "allows (empty: any).")
     independent_of: list[str] = Field(default_factory=list, description="A reviewer's upstream coder prompts: it "
                                       "never runs on a provider and account they used in the packet run.")
     provider: str
@@ -270,6 +274,8 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
     items = contract_items(contract) if contract is not None else []
     chain_accounts = [*accounts, *(a for t in fallback for a in t.accounts or [])]
     bindings = {a: b for a in chain_accounts if (b := catalog.binding(a)) is not None}
+    agent = agent_of(str(values.get("agent", "coder")), catalog.agents)
+    _apply_agent(agent, str(values.get("agent", "coder")), values, sources)
     allowed_tools = list(values.get("allowed_tools") or [])
     cwd = work_repos[0].path if work_repos else str(packet.root)
     primary_account = catalog.first_account(accounts, provider)
@@ -284,14 +290,16 @@ def plan_prompt(packet: Packet, prompt: Prompt, layers: list[Layer], ctx: PlanCo
         agent=str(values.get("agent", "coder")), role=_role(packet, prompt, values, sources, catalog),
         provider=provider, model=model, effort=effort,
         accounts=accounts, fallback=fallback, rotation=rotation, probe=probe,
+        agent_providers=list(agent.providers) if agent else [], agent_models=list(agent.models) if agent else [],
         permission_mode=values.get("permission_mode"),
         allowed_tools=allowed_tools, isolation=values.get("isolation"), network=values.get("network"),
         max_turns=values.get("max_turns"),
         account_bindings=bindings, argv=argv,
         system_prompt=values.get("system_prompt"), append_system_prompt=values.get("append_system_prompt"),
         cli_confirmation=values.get("cli_confirmation"), profile=ctx.overrides.profile or packet.manifest.profile,
-        sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts")
-                 if k in sources},
+        sources={k: sources[k] for k in ("provider", "model", "reasoning_effort", "timeout", "accounts",
+                                         "permission_mode", "allowed_tools", "isolation")
+                 if k in sources and (k not in _AGENT_KEYS or sources[k].startswith("agent "))},
         bounds=bounds, recovery=prompt.recovery, budget=prompt.front.budget,
         verify_items=[VerifyItemPlan(kind=i.kind, check_name=i.check_name, label=i.label) for i in items],
         commit_message=commit_message(prompt), repos=work_repos,
@@ -345,6 +353,27 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
                       prompts=[planned[p.id].model_copy(update={"independent_of": reviewed.get(p.id, [])})
                                for p in prompts])
     return plan.model_copy(update={"catalog": used_entries(ctx.catalog, *plan.uses())})
+
+
+_AGENT_KEYS = ("permission_mode", "allowed_tools", "isolation")
+
+
+def _apply_agent(agent: AgentSpec | None, word: str, values: dict[str, Any], sources: dict[str, str]) -> None:
+    """The agent's definition over the layers: its permission mode wins, its tools narrow the prompt's, and
+    `isolation: sandbox` wins over `none` (the stricter word); each key it set names it in `sources`."""
+    if agent is None:
+        return
+    applied: dict[str, Any] = {}
+    if agent.permission_mode is not None:
+        applied["permission_mode"] = agent.permission_mode
+    if agent.allowed_tools is not None:
+        mine = values.get("allowed_tools")
+        applied["allowed_tools"] = [t for t in mine if t in agent.allowed_tools] if mine else list(agent.allowed_tools)
+    if agent.isolation == "sandbox" or (agent.isolation == "none" and values.get("isolation") is None):
+        applied["isolation"] = agent.isolation
+    for key, value in applied.items():
+        values[key] = value
+        sources[key] = f"agent {word}"
 
 
 def _role(packet: Packet, prompt: Prompt, values: dict[str, Any], sources: dict[str, str], catalog: Catalog) -> str:

@@ -271,9 +271,14 @@ def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: i
         resting = {a: cooldowns[a] for a in need.accounts if a in cooldowns and cooldowns[a].remaining_ms(now_ms)}
         for account, cooldown in resting.items():
             minutes = -(-cooldown.remaining_ms(now_ms) // 60_000)
+            if cooldown.state == "auth_refused":  # a refused login, not a limit: a person fixes it
+                checks.append(Check(f"{need.provider}:{account}", "cooldown", "warning",
+                                    f"its login was refused ({cooldown.reason[:80]}); passed over {minutes} min more",
+                                    f"log it in, then `awp accounts lift {account}`"))
+                continue
             checks.append(Check(f"{need.provider}:{account}", "cooldown", "warning",
                                 f"resting {minutes} min more after {cooldown.failure_class}",
-                                "other accounts are used meanwhile"))
+                                f"other accounts are used meanwhile; `awp accounts lift {account}` ends it"))
         if need.accounts and len(resting) == len(need.accounts):
             back = min(c.remaining_ms(now_ms) for c in resting.values())
             checks.append(Check(need.provider, "cooldown", _problem(need.required),

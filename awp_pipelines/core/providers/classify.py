@@ -10,35 +10,52 @@ from awp_pipelines.core.records.failures import REFUSAL_CLASSES, FailureClass, F
 
 DAY_MS = 24 * 3600 * 1000
 
+# The wordings of each supported CLI, as the real CLIs print them against the local fake APIs (tests/providers/
+# test_real_refusals.py) and as shared/reference/agent-clis.md records them; docs/providers-and-agents.md has the
+# table. Unknown model: Anthropic's 404 `not_found_error` "model: X", Claude Code's "There's an issue with the
+# selected model (X). It may not exist…", Codex's "The model `X` does not exist…", OpenCode's
+# `ProviderModelNotFoundError`, Gemini's "models/X is not found for API version…".
+# (Codex's warning "Model metadata for `X` not found. Defaulting…" is none.)
+_UNKNOWN_MODEL = (r"issue with the selected model|\bmodel\b(?! metadata).{0,60}(not found|does not exist|not supported|"
+                  r"not available|unknown|invalid|may not exist)|models/\S+ is not found|(unknown|invalid|"
+                  r"unsupported) model|not a valid model|model_not_found|ProviderModelNotFound|"
+                  r"^\W*model: \S+\W*$|not_found_error")
+# Not logged in: Claude Code's "Not logged in · Please run /login" and "Invalid API key · Please run /login",
+# Codex's "Missing environment variable: `OPENAI_API_KEY`", OpenCode's `ProviderAuthError`, Gemini's "Please
+# set an Auth method in your …/settings.json" or "Invalid auth method selected." (its exit 41).
+_NO_LOGIN = (r"not logged in|invalid.{0,12}(api.?key|x-api-key)|missing environment variable: `?\w*(KEY|TOKEN)|"
+             r"ProviderAuthError|auth method")
 _TEXT_CLASSES: tuple[tuple[FailureClass, re.Pattern[str]], ...] = (
     ("provider_rate_limit", re.compile(
         r"(?i)rate.?limit|usage limit|limit reached|hit your (usage )?limit|quota|too many requests|\b429\b|"
-        r"billing|credit balance|insufficient.?(funds|credits)|\b402\b")),
+        r"resource.?exhausted|billing|credit balance|insufficient.?(funds|credits)|\b402\b")),
     ("provider_auth_claim", re.compile(
         r"(?i)\b40[13]\b|unauthori[sz]ed|authentication|invalid.{0,12}(api.?key|x-api-key|token)|"
-        r"not logged in|please (log|sign) ?in|/login|auth method|forbidden")),
+        r"please (log|sign) ?in|/login|auth method|forbidden|" + _NO_LOGIN, re.MULTILINE)),
     ("provider_capacity", re.compile(r"(?i)overloaded|\b5(00|02|03|04|29)\b|capacity|unavailable|server.?error|"
                                      r"high demand")),
     ("provider_config_claim", re.compile(
-        r"(?i)model.{0,20}(not found|does not exist|not supported|unknown)|invalid.?request|\b40[04]\b|"
-        r"\b422\b|unknown (option|argument)|cannot be used with root")),
+        r"(?i)" + _UNKNOWN_MODEL + r"|invalid.?request|\b40[04]\b|\b422\b|unknown (option|argument)|"
+        r"cannot be used with root", re.MULTILINE)),
     ("transport_disconnect", re.compile(
         r"(?i)econn(refused|reset)|connection (refused|reset|error|closed)|network|socket hang up|"
         r"stream disconnected|fetch failed|timed? ?out|unable to connect|dns")),
 )
 # A CLI refusing its own arguments or settings before it sends any request: no retry changes that.
+# Claude Code's "error: unknown option '--x'", Codex's "error: unexpected argument '--x' found", Gemini's
+# "Unknown arguments: x", OpenCode's help alone on stderr ("opencode run [message..]", exit 1).
 _LOCAL_REFUSAL = re.compile(r"(?i)cannot be used with root|unknown (option|argument)|invalid (option|argument)|"
-                            r"unrecognized (option|argument)")
+                            r"unrecognized (option|argument)|unexpected argument|^opencode run \[message\.\.\]",
+                            re.MULTILINE)
 # Refusals a provider gives before any work that no retry changes (the same inputs, the same answer): the
 # pattern, and the fix the failure's message carries. An auth or config claim only: a transport or capacity
 # text that mentions a model is not one. (A CLI refusing its own flags: _LOCAL_REFUSAL, in exit_failure.)
 _REPEATS_IDENTICALLY: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)not logged in"),
+    (re.compile(r"(?i)" + _NO_LOGIN),
      "the agent CLI has no login: give the provider or account a credential_env whose variable is set in AWP's "
      "environment, or a config_dir the CLI is logged in under (`awp plan` shows which layer set each field, "
      "`awp doctor` checks the login)"),
-    (re.compile(r"(?i)\bmodel\b.{0,60}(not found|does not exist|not supported|not available|unknown|invalid)|"
-                r"(unknown|invalid|unsupported) model|not a valid model|model_not_found"),
+    (re.compile(r"(?i)" + _UNKNOWN_MODEL, re.MULTILINE),
      "the provider does not serve this model: pick one it serves (`awp doctor` lists them) or a fallback target"),
 )
 _BILLING = re.compile(r"(?i)billing|credit balance|insufficient.?(funds|credits)|\b402\b")

@@ -24,7 +24,7 @@ PERMISSION_MODES = {"auto": "acceptEdits", "bypass": "bypassPermissions", "plan"
 _ASSISTANT_ERRORS: dict[str, FailureClass] = {
     "authentication_failed": "provider_auth_claim", "billing_error": "provider_rate_limit",
     "rate_limit": "provider_rate_limit", "invalid_request": "provider_config_claim",
-    "server_error": "provider_capacity", "unknown": "provider_runtime_claim"}
+    "server_error": "provider_capacity", "model_not_found": "provider_config_claim"}
 # api_retry statuses worth acting on at once: waiting through ten retries changes nothing.
 _STOP_STATUSES = frozenset({401, 402, 403, 429, 529})
 _MAX_TRANSIENT_RETRIES = 3  # other statuses (500, no server) get a few of the CLI's own retries
@@ -93,8 +93,9 @@ class ClaudeStreamParser(StreamParser):
             text = " ".join(str(b.get("text")) for b in message.get("content") or []
                             if isinstance(b, dict) and b.get("text")) or str(error)
             self.last_error = text
-            self.fail(envelope(_ASSISTANT_ERRORS.get(str(error), "provider_runtime_claim"),
-                               text, code=str(error), now=self.now()))
+            # An error it names ("model_not_found" as 2.1.197 says it), else what its text says.
+            cls = _ASSISTANT_ERRORS.get(str(error)) or class_of_text(text)
+            self.fail(envelope(cls, text, code=str(error), now=self.now()))
 
     def _user(self, event: dict[str, Any]) -> None:
         for block in (event.get("message") or {}).get("content") or []:

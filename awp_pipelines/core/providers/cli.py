@@ -104,9 +104,10 @@ class StreamParser:
                 return None
             return FailureEnvelope.for_class("protocol_error", "the CLI exited 0 without a final result event"
                                              + (f": {detail}" if detail else ""), provider_code="no_result")
-        cls = class_of_text(detail, default="provider_runtime_claim")
-        # Refused before any session started (a flag, a permission mode as root): the same every time.
+        # Refused before any session started (a flag, a permission mode as root): the same every time, and a
+        # refusal of its configuration whatever else the text says.
         deterministic = self.session_id is None and local_refusal(detail)
+        cls = "provider_config_claim" if deterministic else class_of_text(detail, default="provider_runtime_claim")
         fix = " (not retried: the CLI refused its own arguments or settings; `awp plan` shows its argv)" \
             if deterministic else ""
         return envelope(cls, f"exit {result.exit_code}: {detail or 'no output'}{fix}", code=f"exit_{result.exit_code}",

@@ -42,10 +42,11 @@ class PacketBinding:
 
     @cached_property
     def chains(self) -> Mapping[str, Chain]:
-        """prompt id → primary target with its accounts, then the fallback chain."""
+        """prompt id → primary target with its accounts, then the fallback chain, kept to what its agent allows."""
         catalog = self.catalog or Catalog()
         return {pid: chain_of(p.provider, p.model, p.effort, catalog.accounts_of(p.accounts, p.provider),
-                              p.fallback, p.rotation, p.probe) for pid, p in self.plans.items()}
+                              p.fallback, p.rotation, p.probe, (p.agent, p.agent_providers, p.agent_models))
+                for pid, p in self.plans.items()}
 
     @cached_property
     def intents(self) -> Mapping[str, str]:

@@ -91,7 +91,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     stopped: StopMarker | None = None
     warn_without_daemon(context)
     launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
-    launch = probed(context, resource, binding, launch, state)
+    launch, refusal = probed(context, resource, binding, launch, state)
     # Its AgentRun's id from the stored history: a changed definition starts a new one (`….r2`).
     agent_run = history.agent_run_of(prompt.id, launch.number, binding.intents[prompt.id])
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
@@ -124,7 +124,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
-                          trees=trees_of(packet, packet_run))
+                          trees=trees_of(packet, packet_run), refusal=refusal)
     started = AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                              target.account, launch.reason)
     progress.emit(started)  # its line reaches the run's log with the start marker (mark_started): one event

@@ -55,6 +55,14 @@ class AccountStore:
     def set_cooldown(self, cooldown: Cooldown) -> None:
         kv_set(self._instance, {_COOLDOWN + cooldown.account: cooldown.model_dump_json()})
 
+    def lift(self, account: str) -> Cooldown | None:
+        """End the account's cooldown now (`awp accounts lift`): a person fixed its login, or knows the limit
+        reset. Returns the cooldown lifted; None when it had none. The entry is cleared, as a read skips."""
+        lifted = self.cooldowns([account]).get(account)
+        if lifted is not None:
+            kv_set(self._instance, {_COOLDOWN + account: "{}"})
+        return lifted
+
     def record_failure(self, account: str, failure: FailureEnvelope, default_s: int,
                        at_ms: int | None = None) -> Cooldown | None:
         """Rest the account if the failure says it is exhausted; returns the cooldown stored."""

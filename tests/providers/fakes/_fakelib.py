@@ -2,6 +2,7 @@
 
 The scenario comes from a prompt line `awp-fake-scenario: NAME`, else from the credential's value
 (`...scenario-NAME...`): the agent's environment is an allowlist, so no test-only variable reaches us.
+`awp-fake-scenario-on: PART = NAME` picks NAME when the model asked for contains PART.
 Other prompt lines: `awp-fake-write: PATH = TEXT` writes a file under cwd; `awp-fake-env-dump: FILE`
 writes this process's environment as JSON.
 """
@@ -30,7 +31,11 @@ def directives(prompt: str) -> dict[str, list[str]]:
     return found
 
 
-def scenario(prompt: str, credential: str | None) -> str:
+def scenario(prompt: str, credential: str | None, model: str | None = None) -> str:
+    for spec in directives(prompt).get("scenario-on", []):  # `awp-fake-scenario-on: MODEL-PART = NAME`
+        part, _, name = spec.partition("=")
+        if model and part.strip() in model:
+            return name.strip()
     given = directives(prompt).get("scenario")
     if given:
         return given[0]
