@@ -206,6 +206,8 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
         # launch until the person resumes it; then the AgentRun goes on, no retry budget spent.
         return Verdict("retry", f"attempt {last.number} was cancelled by a person: it goes on once the packet run "
                        "is resumed", status="retry_scheduled")
+    if cls == "budget_exhausted":  # its session was stopped at a cap: no further Attempt may start either
+        return Verdict("fail", f"attempt {last.number} reached a spend cap mid-session", status="budget_exhausted")
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)

@@ -9,7 +9,7 @@ import os
 import platform
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -26,7 +26,7 @@ from awp_pipelines.core.decisions.agent_control import (
     open_iteration,
     read_directive,
 )
-from awp_pipelines.core.decisions.budget import Spend
+from awp_pipelines.core.decisions.budget import Budget, BudgetExhausted, Spend
 from awp_pipelines.core.decisions.policy import AttemptFact
 from awp_pipelines.core.engine import orphans
 from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
@@ -50,6 +50,7 @@ from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, t
 from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path, write_diff
 from awp_pipelines.core.records.events import EventSink
+from awp_pipelines.core.records.transcript import Counters
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.core.records.redact import Redactor, redact
 from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
@@ -249,6 +250,9 @@ class AttemptSpec:
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
     spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
+    # The caps that bind this Attempt and what was spent before it: the running spend is checked against them
+    # at each usage event of the session, which stops at a crossing (`budget_exhausted`). None: no caps.
+    budget: Budget | None = None
     control: ControlSetup | None = None
     # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
     # account's credential is known. The account's own `secret_env` values are always added.
@@ -368,12 +372,14 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
                                 f"{failure.failure_class}"))
         wip = _checkpoint(spec, targets, before)
-        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
+        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}",
+                                cause_of(failure.failure_class) or "cancellation"))
         outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
         record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
                          "provider_failed", failure, bool(wip), [], wip, trail, set_aside, isolation=isolation)
         return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor)}))
 
+    sink.on_usage = spend_guard(spec)
     try:
         with stop.cut_in() if stop is not None else nullcontext():
             outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
@@ -381,7 +387,11 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
+    except BudgetExhausted as err:  # the session's own spend reached a cap: stopped there, like a signal
+        return stopped(FailureEnvelope.for_class("budget_exhausted", f"{err.reason}; the session was stopped "
+                                                 "mid-Attempt", provider_code="budget_exhausted"))
     finally:
+        sink.on_usage = None
         provisioned.close(sink)
     outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
@@ -554,6 +564,24 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
     if spec.trees is not None and saved:
         spec.trees.push_checkpoints({n: targets[n] for n in saved}, ident.agent_run)
     return saved
+
+
+def spend_guard(spec: AttemptSpec) -> Callable[[Counters], None] | None:
+    """The sink's usage hook for the Attempt's caps: it raises `BudgetExhausted` once the running spend (the
+    provider's reported cost, else the price table's estimate, as the record will count it) reaches one."""
+    budget = spec.budget
+    if budget is None or (budget.packet is None and budget.prompt is None):
+        return None
+    prices, model = load_prices(), spec.target.model
+
+    def check(counters: Counters) -> None:
+        usage = attempt_usage(ProviderUsage(**counters.tokens, cost_usd=counters.cost_usd,
+                                            cost_reported=counters.cost_reported), model, prices)
+        over = budget.after(Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)).exhausted()
+        if over is not None:
+            raise BudgetExhausted(over)
+
+    return check
 
 
 def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,

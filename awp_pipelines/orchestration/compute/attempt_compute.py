@@ -116,7 +116,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=resource.commit, verify_first=resource.verify_first,
                           simulate=resource.overlay_for(prompt.id) or prompt.front.simulate,
-                          secret_env=secrets, spent_before=state.budget.packet_spent,
+                          secret_env=secrets, spent_before=state.budget.packet_spent, budget=state.budget,
                           control=control_setup(packet.manifest.agent_control, resource.state_root(packet.root),
                                                 identity, [f.mode for f in state.facts],
                                                 last.control if last else None),
