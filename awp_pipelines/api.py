@@ -138,7 +138,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
         simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
-        on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False) -> RunResult:
+        on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False,
+        keep_going: bool = False, skip_preflight: bool = False) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
@@ -146,7 +147,9 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     between them, on disjoint work trees, within the account leases. `translator`: the asset keys and
     work-tree pools (translator.py), as the code location's; status and `remaining` must be given the same.
     `verify_first`: a prompt whose contract already passes completes with no agent session (Prompt Runner's
-    pre-flight verify).
+    pre-flight verify). `keep_going`: a failed prompt does not stop the ones after it that do not depend on it
+    (by `depends_on`; the order alone is no dependency), which run in order; the packet run still ends failed.
+    `skip_preflight`: no check of the agent CLIs on PATH, root refusals or logins before the run.
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
@@ -163,7 +166,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
 
     translator = load_translator(translator)
     chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run,
-                      translator=translator)
+                      translator=translator, skip_preflight=skip_preflight)
     loaded, found, planned, context = chosen.packet, chosen.catalog, chosen.plan, chosen.context
     if chosen.nothing_left is not None:  # --remaining found the packet run done: nothing to run, not an error
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
@@ -186,7 +189,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         dagster = open_instance(loaded.root, _path(instance))
         try:
             options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
-                                 parallel=source)
+                                 parallel=source, keep_going=keep_going)
             ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
                                                                               o.prompt))
@@ -297,7 +300,7 @@ class _Chosen:
 
 def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
              providers: PathLike | None, instance: PathLike | None, preflight: bool, executables: bool,
-             packet_run: str | None = None, translator: Translator = None) -> _Chosen:
+             packet_run: str | None = None, translator: Translator = None, skip_preflight: bool = False) -> _Chosen:
     loaded = load(packet)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI, the git history and a plan
     found = catalog(providers)
@@ -339,7 +342,8 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
     planned = _part(whole, loaded, selection)
-    refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
+    refuse_unknown_providers(planned.prompts, found, loaded.manifest_file,
+                             executables=executables and not skip_preflight, logins=not skip_preflight)
     return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck, warnings)
 
 

@@ -333,3 +333,18 @@ def test_bounds_print_as_human_durations(ms: int, text: str) -> None:
     from awp_pipelines.core.packet.bounds import human_duration
 
     assert human_duration(ms) == text
+
+
+def test_skip_preflight_lets_a_run_past_a_missing_agent_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.core.planning.preflight import refuse_unknown_providers
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI on it
+    root = make_packet(tmp_path / "p", {"provider": "claude"})
+    prompts = plan_of(root).prompts
+    with pytest.raises(PacketError, match="not on PATH"):
+        refuse_unknown_providers(prompts, BUILTIN, root / "packet.yaml")
+    # --skip-preflight:
+    refuse_unknown_providers(prompts, BUILTIN, root / "packet.yaml", executables=False, logins=False)
+    with pytest.raises(PacketError, match="unknown provider"):  # a provider that does not exist is never skipped
+        refuse_unknown_providers(plan_of(make_packet(tmp_path / "q", {"provider": "nope"})).prompts, BUILTIN,
+                                 root / "packet.yaml", executables=False, logins=False)

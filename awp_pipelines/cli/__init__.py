@@ -11,6 +11,7 @@ from awp_pipelines.cli import (
     control_cmd,
     doctor_cmd,
     lint_cmd,
+    list_cmd,
     plan_cmd,
     repair_cmd,
     resume_cmd,
@@ -33,7 +34,7 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd, list_cmd):
     module.register(cli)
 
 

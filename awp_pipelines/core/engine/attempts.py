@@ -50,9 +50,9 @@ from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, t
 from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets
 from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path, write_diff
 from awp_pipelines.core.records.events import EventSink
-from awp_pipelines.core.records.transcript import Counters
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.core.records.redact import Redactor, redact
+from awp_pipelines.core.records.transcript import Counters
 from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.core.records.workspace import (
     RepoState,
