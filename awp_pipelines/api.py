@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.decisions.amendments import Amendment
+from awp_pipelines.core.decisions.operator_control import SteerRequest
 from awp_pipelines.core.engine.attempts import AttemptRecord, Usage, total_usage
 from awp_pipelines.core.engine.progress import Listener, RunPlanned
 from awp_pipelines.core.engine.runlock import packet_lock
@@ -355,3 +357,45 @@ def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan
 
 def _path(value: PathLike | None) -> Path | None:
     return Path(value) if value is not None else None
+
+
+# -- operator control: `awp control steer|amend|relax` ---------------------------------------------------------
+def _operator(packet: PathLike | Packet, prompt: str | None, packet_run: str | None, state_dir: PathLike | None,
+              live: bool) -> tuple[Packet, Path]:
+    from awp_pipelines.core.decisions.operator_control import target_folder
+
+    loaded = load(packet)
+    root = Path(state_dir) if state_dir is not None else loaded.root / ".awp"
+    return loaded, target_folder(root, packet_run, normalize_id(prompt) if prompt else None, live)
+
+
+def steer(packet: PathLike | Packet, text: str, *, prompt: str | None = None, packet_run: str | None = None,
+          author: str | None = None, state_dir: PathLike | None = None) -> SteerRequest:
+    """Send `text` to the agent of the running Attempt (the only one, or `prompt`'s): its session ends at its next
+    event and resumes, same provider session, with the message; the contract is unchanged. Refused (OperatorError)
+    with no running session, or past the prompt's `recovery.max_steers`."""
+    from awp_pipelines.core.decisions.operator_control import author_default, submit_steer
+
+    loaded, folder = _operator(packet, prompt, packet_run, state_dir, live=True)
+    return submit_steer(folder, text, author or author_default(), loaded.prompt(folder.name).recovery.max_steers)
+
+
+def amend(packet: PathLike | Packet, prompt: str, clause: str, entries: Sequence[object], *, reason: str,
+          packet_run: str | None = None, author: str | None = None, state_dir: PathLike | None = None) -> Amendment:
+    """Add `entries` to `clause` of the contract the prompt's AgentRun (running, or its newest) is verified
+    against; recorded with its reason and timing, and in each later Attempt's record. The packet's file is kept."""
+    from awp_pipelines.core.decisions.amendments import submit
+    from awp_pipelines.core.decisions.operator_control import author_default
+
+    _, folder = _operator(packet, prompt, packet_run, state_dir, live=False)
+    return submit(folder, "amend", clause, list(entries), reason, author or author_default())
+
+
+def relax(packet: PathLike | Packet, prompt: str, clause: str, *, reason: str, confirm: bool = False,
+          packet_run: str | None = None, author: str | None = None, state_dir: PathLike | None = None) -> Amendment:
+    """Drop `clause` from the AgentRun's contract: the risky direction, refused without `confirm`."""
+    from awp_pipelines.core.decisions.amendments import submit
+    from awp_pipelines.core.decisions.operator_control import author_default
+
+    _, folder = _operator(packet, prompt, packet_run, state_dir, live=False)
+    return submit(folder, "relax", clause, [], reason, author or author_default(), confirm=confirm)

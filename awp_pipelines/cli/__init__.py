@@ -12,6 +12,7 @@ from awp_pipelines.cli import (
     doctor_cmd,
     lint_cmd,
     list_cmd,
+    operator_cmd,
     plan_cmd,
     repair_cmd,
     resume_cmd,
@@ -34,7 +35,8 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd, list_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, serve_cmd, list_cmd,
+               operator_cmd):
     module.register(cli)
 
 

@@ -204,11 +204,14 @@ class CliAdapter:
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
                                    deadline_ms=request.timeout_ms, idle_ms=idle_ms,
                                    stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr,
-                                   on_chunk=sink.flush)
-        failure = parser.finish(result)
+                                   on_chunk=sink.flush, interrupt=request.steer_waiting)
+        # Ended for a person's steer (not for anything the CLI said): a clean end, the engine resumes it with the steer.
+        steered = result.ended == "stopped" and parser.failure is None and request.steer_waiting is not None \
+            and request.steer_waiting()
+        failure = None if steered else parser.finish(result)
         session_id = parser.session_id or request.session_id
-        ended = {"exit_code": result.exit_code, "ended": result.ended, "elapsed_ms": result.elapsed_ms,
-                 "pgid": result.pgid}
+        ended = {"exit_code": result.exit_code, "ended": "steered" if steered else result.ended,
+                 "elapsed_ms": result.elapsed_ms, "pgid": result.pgid}
         if failure is not None:
             sink.run_failed(failure, **ended)
         else:

@@ -48,6 +48,7 @@ EventType = Literal[
     "run_cancelled",
     "error_occurred",
     "resume_started",
+    "steer_received",
     "verifier_completed",
     "commit_created",
     "tree_set_aside",
@@ -242,6 +243,12 @@ class EventSink:
 
     def resume_started(self, session_id: str | None, prompt: str = "Continue") -> dict[str, Any]:
         return self.emit("resume_started", session_id=session_id, prompt=prompt)
+
+    def steer_received(self, text: str, author: str, steer_id: str, lane: str, delivered: bool = True,
+                       refused: str = "") -> dict[str, Any]:
+        """A person's steer reached the Attempt (`awp control steer`): delivered into the session, or refused."""
+        return self.emit("steer_received", text=text, author=author, steer=steer_id, lane=lane, delivered=delivered,
+                         **({"refused": refused} if refused else {}))
 
     def verifier_completed(self, passed: bool, failures: Iterable[str] = ()) -> dict[str, Any]:
         return self.emit("verifier_completed", passed=passed, failures=list(failures))

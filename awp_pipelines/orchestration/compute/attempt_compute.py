@@ -19,6 +19,7 @@ from dataclasses import replace
 from dagster import AssetExecutionContext, DagsterExecutionInterruptedError
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, agent_run_status
+from awp_pipelines.core.decisions.operator_control import operator_folder
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, progress
 from awp_pipelines.core.engine.attempts import (
@@ -123,6 +124,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
+                          operator=operator_folder(resource.state_root(packet.root), packet_run, prompt.id),
                           trees=trees_of(packet, packet_run))
     started = AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                              target.account, launch.reason)
