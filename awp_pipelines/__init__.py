@@ -1,7 +1,7 @@
 """AWP Pipelines: work packets for AI coding agents, compiled into Dagster.
 
 The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify, and
-steer, amend, relax (a person's control of a running AgentRun).
+steer, amend, relax (a person's control of a running AgentRun), events (a packet run as it happens).
 
     import awp_pipelines as awp
     result = awp.run("assets/demo", on_progress=lambda event: print(event.line()))
@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-SDK = ("load", "lint", "plan", "run", "status", "repair", "verify", "steer", "amend", "relax")
-__all__ = ["__version__", "amend", "lint", "load", "plan", "relax", "repair", "run", "status", "steer", "verify"]
+SDK = ("load", "lint", "plan", "run", "status", "repair", "verify", "steer", "amend", "relax", "events")
+__all__ = ["__version__", "amend", "events", "lint", "load", "plan", "relax", "repair", "run", "status", "steer",
+           "verify"]
 
 if TYPE_CHECKING:
-    from awp_pipelines.api import amend, lint, load, plan, relax, repair, run, status, steer, verify
+    from awp_pipelines.api import amend, events, lint, load, plan, relax, repair, run, status, steer, verify
 
 
 def __getattr__(name: str) -> Any:

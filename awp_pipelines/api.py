@@ -13,8 +13,11 @@ stay light.
 from __future__ import annotations
 
 import os
+import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +26,8 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.decisions.amendments import Amendment
 from awp_pipelines.core.decisions.operator_control import SteerRequest
 from awp_pipelines.core.engine.attempts import AttemptRecord, Usage, total_usage
-from awp_pipelines.core.engine.progress import Listener, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, Listener, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.run_stream import EventListener, EventTail, PacketRunEnded, RunEvent
 from awp_pipelines.core.engine.runlock import packet_lock
 from awp_pipelines.core.engine.status_report import StatusReport
 from awp_pipelines.core.lint import LintReport, lint_packet, refuse_secrets
@@ -141,7 +145,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
         simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
         on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False,
-        keep_going: bool = False, skip_preflight: bool = False) -> RunResult:
+        keep_going: bool = False, skip_preflight: bool = False, on_event: EventListener | None = None) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
@@ -152,6 +156,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     pre-flight verify). `keep_going`: a failed prompt does not stop the ones after it that do not depend on it
     (by `depends_on`; the order alone is no dependency), which run in order; the packet run still ends failed.
     `skip_preflight`: no check of the agent CLIs on PATH, root refusals or logins before the run.
+    `on_event` receives the run's activity as typed values as it happens (run_stream.py): each Attempt's start and
+    end, the agent's messages, tool calls and token reports, and last the packet run's end.
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
@@ -187,18 +193,106 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         start_steps_early(source)  # the step processes' server starts while the instance opens
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts), tuple(chosen.warnings)))
-    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
+    stream = _Streaming(runtime.state_root(loaded.root) / "events", on_event, on_progress) if on_event else None
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop, stream or nullcontext():
         dagster = open_instance(loaded.root, _path(instance))
         try:
             options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
                                  parallel=source, keep_going=keep_going)
-            ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
+            ran, outcomes = run_packet(compiled, dagster, selected, options,
+                                       Progress(event=stream.progress if stream else on_progress))
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
                                                                               o.prompt))
                      for o in outcomes}
         finally:
             dagster.dispose()
-    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings)
+    result = RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings)
+    if on_event is not None:
+        on_event(PacketRunEnded(ran, "completed" if result.ok else "failed"))
+    return result
+
+
+class _Streaming:
+    """`run(on_event=…)`: a thread follows the Attempts' event files while the run goes; the progress listener's
+    Attempt ends pass through it, after what the tail still holds, so a listener hears an Attempt's last tool
+    call before its end."""
+
+    def __init__(self, events_root: Path, on_event: EventListener, on_progress: Listener | None) -> None:
+        self.tail = EventTail(events_root, "*/*/*.jsonl", from_now=True)
+        self.on_event, self.on_progress = on_event, on_progress
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._follow, name="awp-events", daemon=True)
+
+    def __enter__(self) -> _Streaming:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        self.drain()
+
+    def drain(self) -> None:
+        with self.lock:
+            for event in self.tail.poll():
+                self.on_event(event)
+
+    def _follow(self) -> None:
+        while not self.done.wait(0.2):
+            self.drain()
+
+    def progress(self, event: ProgressEvent) -> None:
+        if self.on_progress is not None:
+            self.on_progress(event)
+        if isinstance(event, AttemptEnded):
+            self.drain()
+            with self.lock:
+                self.on_event(event)
+
+
+def events(packet: PathLike | Packet, *, packet_run: str | None = None, state_dir: PathLike | None = None,
+           instance: PathLike | None = None, providers: PathLike | None = None, translator: Translator = None,
+           poll_s: float = 0.5, timeout_s: float | None = None) -> Iterator[RunEvent]:
+    """Follow a packet run as it happens, whoever drives it (`awp run`, the daemon's run workers): each Attempt's
+    start and end, the agent's messages, tool calls and token reports, then `PacketRunEnded`, where the iterator
+    stops. `packet_run`: the one to follow (default: the newest, waiting for one to exist). The agents' activity is
+    read from the Attempts' event files, the Attempt ends and the packet run's state from the instance (its
+    status, every `poll_s` at least one second apart). `timeout_s`: raise TimeoutError past it."""
+    loaded = load(packet)
+    root = Path(state_dir) if state_dir is not None else loaded.root / ".awp"
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    tail: EventTail | None = None
+    ended: set[str] = set()
+    asked = 0.0
+    while True:
+        if tail is not None:
+            yield from tail.poll()
+        if time.monotonic() - asked >= max(poll_s, 1.0):
+            asked = time.monotonic()
+            try:
+                report = status(loaded, packet_run=packet_run, instance=instance, providers=providers,
+                                translator=translator)
+            except PacketError:  # the packet run asked for has no run yet: a daemon may not have launched it
+                report = None
+            if report is not None and report.packet_run:
+                packet_run = report.packet_run
+                tail = tail or EventTail(root / "events" / packet_run)
+                yield from tail.poll()
+                for prompt in report.prompts:
+                    for attempt in prompt.attempts:
+                        if attempt.result != "running" and attempt.attempt not in ended:
+                            ended.add(attempt.attempt)
+                            yield AttemptEnded(prompt.prompt, attempt.attempt, attempt.result)
+                if report.state in _ENDED_RUN_STATES:
+                    yield PacketRunEnded(packet_run, report.state)
+                    return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"packet run {packet_run or '(none yet)'} of {loaded.name} did not end in {timeout_s} s")
+        time.sleep(poll_s)
+
+
+_ENDED_RUN_STATES = frozenset({"completed", "failed", "blocked", "stopped"})
 
 
 def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,

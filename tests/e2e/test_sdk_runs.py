@@ -76,3 +76,17 @@ def test_keep_going_runs_past_a_failed_prompt_what_does_not_depend_on_it_in_orde
     plain = api.run(root, packet_run=None)  # without it, a failure stops what comes after it (by order)
     assert [(o.prompt, o.result) for o in plain.outcomes][:2] == [("01", "provider_failed"),
                                                                   ("02", "blocked_by_dependency")]
+
+
+def test_run_on_event_streams_each_attempt_its_messages_and_tokens_then_the_end(demo: Path) -> None:
+    from awp_pipelines.core.engine.run_stream import AgentMessage, PacketRunEnded, RunEvent, TokensUsed
+
+    heard: list[RunEvent] = []
+    result = api.run(demo, ["01"], on_event=heard.append)
+    assert result.ok
+    [(attempt, started)] = [(e.attempt, i) for i, e in enumerate(heard) if isinstance(e, AttemptStarted)]
+    [ended] = [i for i, e in enumerate(heard) if isinstance(e, AttemptEnded)]
+    between = heard[started + 1:ended]
+    assert any(isinstance(e, AgentMessage) and e.attempt == attempt for e in between)
+    assert any(isinstance(e, TokensUsed) and e.output_tokens > 0 for e in between)
+    assert heard[-1] == PacketRunEnded(result.packet_run, "completed")
