@@ -13,7 +13,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from awp_pipelines.core.decisions.operator_control import LogEntry, OperatorError, append_log, now, read_log
+from awp_pipelines.core.decisions.operator_control import (
+    LogEntry,
+    OperatorError,
+    append_log,
+    now,
+    read_lines,
+    read_log,
+)
 from awp_pipelines.core.packet.model.contract import VerifyContract
 
 Phase = Literal["pre_verify", "post_failure", "post_success"]
@@ -66,16 +73,7 @@ def submit(folder: Path, direction: Direction, clause: str, entries: list[Any], 
 
 
 def read(folder: Path | None) -> list[Amendment]:
-    file = folder / "amendments.jsonl" if folder is not None else None
-    if file is None or not file.is_file():
-        return []
-    out = []
-    for line in file.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(Amendment.model_validate_json(line))
-        except (ValidationError, ValueError):
-            continue
-    return out
+    return read_lines(folder / "amendments.jsonl", Amendment) if folder is not None else []
 
 
 def enforced(contract: VerifyContract | None, amendments: list[Amendment]) -> VerifyContract | None:

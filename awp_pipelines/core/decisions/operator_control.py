@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -106,17 +106,24 @@ def append_log(folder: Path, entry: LogEntry) -> None:
         fh.write(entry.model_dump_json() + "\n")
 
 
-def read_log(folder: Path) -> list[LogEntry]:
-    file = folder / "log.jsonl"
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_lines(file: Path, model: type[M]) -> list[M]:
+    """The records of an append-only JSONL file ([] when there is none)."""
     if not file.is_file():
         return []
-    entries = []
+    records = []
     for line in file.read_text(encoding="utf-8").splitlines():
         try:
-            entries.append(LogEntry.model_validate_json(line))
+            records.append(model.model_validate_json(line))
         except (ValidationError, ValueError):
             continue  # a torn last line: what was written whole still counts
-    return entries
+    return records
+
+
+def read_log(folder: Path) -> list[LogEntry]:
+    return read_lines(folder / "log.jsonl", LogEntry)
 
 
 # -- sessions ------------------------------------------------------------------------------------------------

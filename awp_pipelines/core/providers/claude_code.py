@@ -137,15 +137,18 @@ class ClaudeStreamParser(StreamParser):
         for key, value in counts.items():
             self.live[key] += value
         if any(counts.values()):
-            self.sink.usage(**counts)
+            self.sink.usage(input_tokens=counts["input_tokens"], output_tokens=counts["output_tokens"],
+                            cached_input_tokens=counts["cached_input_tokens"])
 
     def _result(self, event: dict[str, Any]) -> None:
         self.start_session(event.get("session_id"))
         totals = _tokens(event.get("usage") or {})
         cost = event.get("total_cost_usd")
         # The session's totals, less what was counted live (never below zero: the live counts are the API's own).
-        self.sink.usage(**{k: max(0, v - self.live[k]) for k, v in totals.items()},
-                        cost_usd=float(cost or 0.0), cost_reported=cost is not None, cumulative=False)
+        missed = {k: max(0, v - self.live[k]) for k, v in totals.items()}
+        self.sink.usage(input_tokens=missed["input_tokens"], output_tokens=missed["output_tokens"],
+                        cached_input_tokens=missed["cached_input_tokens"], cost_usd=float(cost or 0.0),
+                        cost_reported=cost is not None, cumulative=False)
         if not event.get("is_error") and event.get("subtype") == "success":
             self.completed = True
             return
