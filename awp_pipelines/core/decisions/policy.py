@@ -172,6 +172,11 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
     last = history[-1] if history else None
     if chain.denied and not (last is not None and last.result == "completed"):
         return Verdict("fail", chain.denied, status="policy_denial")
+    if last is not None and last.failure_class == "budget_exhausted":
+        # Its session was stopped at a cap (attempts.spend_guard): no further Attempt may start either.
+        over = budget.exhausted() if budget is not None else None
+        return Verdict("fail", over or f"attempt {last.number} was stopped at a spend cap mid-session",
+                       status="budget_exhausted")
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:
@@ -206,8 +211,6 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
         # launch until the person resumes it; then the AgentRun goes on, no retry budget spent.
         return Verdict("retry", f"attempt {last.number} was cancelled by a person: it goes on once the packet run "
                        "is resumed", status="retry_scheduled")
-    if cls == "budget_exhausted":  # its session was stopped at a cap: no further Attempt may start either
-        return Verdict("fail", f"attempt {last.number} reached a spend cap mid-session", status="budget_exhausted")
     if last.retryable:
         used = sum(1 for fact in history if fact.failure_class == cls)
         budget = _class_budget(recovery, cls)
