@@ -1,6 +1,7 @@
 """AWP Pipelines: work packets for AI coding agents, compiled into Dagster.
 
-The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify, handoff.
+The public SDK (awp_pipelines/api.py) is re-exported here: load, lint, plan, run, status, repair, verify, handoff,
+and steer, amend, relax (a person's control of a running AgentRun), events (a packet run as it happens).
 
     import awp_pipelines as awp
     result = awp.run("assets/demo", on_progress=lambda event: print(event.line()))
@@ -16,11 +17,25 @@ from typing import TYPE_CHECKING, Any
 
 from awp_pipelines.core.packet.install import VERSION as __version__
 
-SDK = ("load", "lint", "plan", "run", "status", "repair", "verify", "handoff")
-__all__ = ["__version__", "handoff", "lint", "load", "plan", "repair", "run", "status", "verify"]
+SDK = ("load", "lint", "plan", "run", "status", "repair", "verify", "handoff", "steer", "amend", "relax", "events")
+__all__ = ["__version__", "amend", "events", "handoff", "lint", "load", "plan", "relax", "repair", "run", "status",
+           "steer", "verify"]
 
 if TYPE_CHECKING:
-    from awp_pipelines.api import handoff, lint, load, plan, repair, run, status, verify
+    from awp_pipelines.api import (
+        amend,
+        events,
+        handoff,
+        lint,
+        load,
+        plan,
+        relax,
+        repair,
+        run,
+        status,
+        steer,
+        verify,
+    )
 
 
 def __getattr__(name: str) -> Any:

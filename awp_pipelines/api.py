@@ -13,15 +13,21 @@ stay light.
 from __future__ import annotations
 
 import os
+import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.decisions.amendments import Amendment
+from awp_pipelines.core.decisions.operator_control import SteerRequest
 from awp_pipelines.core.engine.attempts import AttemptRecord, Usage, total_usage
-from awp_pipelines.core.engine.progress import Listener, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, Listener, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.run_stream import EventListener, EventTail, PacketRunEnded, RunEvent
 from awp_pipelines.core.engine.runlock import packet_lock
 from awp_pipelines.core.engine.status_report import StatusReport
 from awp_pipelines.core.lint import LintReport, lint_packet, refuse_secrets
@@ -140,7 +146,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         providers: PathLike | None = None, instance: PathLike | None = None, packet_run: str | None = None,
         recover: bool = True, commit: bool = True, state_dir: PathLike | None = None,
         simulate_overlay: PathLike | None = None, verbose: bool = False, parallel: int | None = None,
-        on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False) -> RunResult:
+        on_progress: Listener | None = None, translator: Translator = None, verify_first: bool = False,
+        keep_going: bool = False, skip_preflight: bool = False, on_event: EventListener | None = None) -> RunResult:
     """Run the selected prompts on a local Dagster instance (`instance`, default <packet>/.awp/dagster),
     with retries, fallbacks and repairs in process (`recover`), as `awp run` does; `packet_run` continues
     one. `on_progress` receives each Attempt's start and end and each launch as values (progress.py).
@@ -148,7 +155,11 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     between them, on disjoint work trees, within the account leases. `translator`: the asset keys and
     work-tree pools (translator.py), as the code location's; status and `remaining` must be given the same.
     `verify_first`: a prompt whose contract already passes completes with no agent session (Prompt Runner's
-    pre-flight verify).
+    pre-flight verify). `keep_going`: a failed prompt does not stop the ones after it that do not depend on it
+    (by `depends_on`; the order alone is no dependency), which run in order; the packet run still ends failed.
+    `skip_preflight`: no check of the agent CLIs on PATH, root refusals or logins before the run.
+    `on_event` receives the run's activity as typed values as it happens (run_stream.py): each Attempt's start and
+    end, the agent's messages, tool calls and token reports, and last the packet run's end.
 
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
@@ -166,7 +177,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
 
     translator = load_translator(translator)
     chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run,
-                      translator=translator)
+                      translator=translator, skip_preflight=skip_preflight)
     loaded, found, planned, context = chosen.packet, chosen.catalog, chosen.plan, chosen.context
     if chosen.nothing_left is not None:  # --remaining found the packet run done: nothing to run, not an error
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
@@ -185,12 +196,14 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         start_steps_early(source)  # the step processes' server starts while the instance opens
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts), tuple(chosen.warnings)))
-    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop:
+    stream = _Streaming(runtime.state_root(loaded.root) / "events", on_event, on_progress) if on_event else None
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop, stream or nullcontext():
         dagster = open_instance(loaded.root, _path(instance))
         try:
             options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
-                                 parallel=source)
-            ran, outcomes = run_packet(compiled, dagster, selected, options, Progress(event=on_progress))
+                                 parallel=source, keep_going=keep_going)
+            ran, outcomes = run_packet(compiled, dagster, selected, options,
+                                       Progress(event=stream.progress if stream else on_progress))
             usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
                                                                               o.prompt))
                      for o in outcomes}
@@ -199,7 +212,93 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
             handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True) if commit else []
         finally:
             dagster.dispose()
-    return RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
+    result = RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
+    if on_event is not None:
+        on_event(PacketRunEnded(ran, "completed" if result.ok else "failed"))
+    return result
+
+
+class _Streaming:
+    """`run(on_event=…)`: a thread follows the Attempts' event files while the run goes; the progress listener's
+    Attempt ends pass through it, after what the tail still holds, so a listener hears an Attempt's last tool
+    call before its end."""
+
+    def __init__(self, events_root: Path, on_event: EventListener, on_progress: Listener | None) -> None:
+        self.tail = EventTail(events_root, "*/*/*.jsonl", from_now=True)
+        self.on_event, self.on_progress = on_event, on_progress
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._follow, name="awp-events", daemon=True)
+
+    def __enter__(self) -> _Streaming:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        self.drain()
+
+    def drain(self) -> None:
+        with self.lock:
+            for event in self.tail.poll():
+                self.on_event(event)
+
+    def _follow(self) -> None:
+        while not self.done.wait(0.2):
+            self.drain()
+
+    def progress(self, event: ProgressEvent) -> None:
+        if self.on_progress is not None:
+            self.on_progress(event)
+        if isinstance(event, AttemptEnded):
+            self.drain()
+            with self.lock:
+                self.on_event(event)
+
+
+def events(packet: PathLike | Packet, *, packet_run: str | None = None, state_dir: PathLike | None = None,
+           instance: PathLike | None = None, providers: PathLike | None = None, translator: Translator = None,
+           poll_s: float = 0.5, timeout_s: float | None = None) -> Iterator[RunEvent]:
+    """Follow a packet run as it happens, whoever drives it (`awp run`, the daemon's run workers): each Attempt's
+    start and end, the agent's messages, tool calls and token reports, then `PacketRunEnded`, where the iterator
+    stops. `packet_run`: the one to follow (default: the newest, waiting for one to exist). The agents' activity is
+    read from the Attempts' event files, the Attempt ends and the packet run's state from the instance (its
+    status, every `poll_s` at least one second apart). `timeout_s`: raise TimeoutError past it."""
+    loaded = load(packet)
+    root = Path(state_dir) if state_dir is not None else loaded.root / ".awp"
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    tail: EventTail | None = None
+    ended: set[str] = set()
+    asked = 0.0
+    while True:
+        if tail is not None:
+            yield from tail.poll()
+        if time.monotonic() - asked >= max(poll_s, 1.0):
+            asked = time.monotonic()
+            try:
+                report = status(loaded, packet_run=packet_run, instance=instance, providers=providers,
+                                translator=translator)
+            except PacketError:  # the packet run asked for has no run yet: a daemon may not have launched it
+                report = None
+            if report is not None and report.packet_run:
+                packet_run = report.packet_run
+                tail = tail or EventTail(root / "events" / packet_run)
+                yield from tail.poll()
+                for prompt in report.prompts:
+                    for attempt in prompt.attempts:
+                        if attempt.result != "running" and attempt.attempt not in ended:
+                            ended.add(attempt.attempt)
+                            yield AttemptEnded(prompt.prompt, attempt.attempt, attempt.result)
+                if report.state in _ENDED_RUN_STATES:
+                    yield PacketRunEnded(packet_run, report.state)
+                    return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"packet run {packet_run or '(none yet)'} of {loaded.name} did not end in {timeout_s} s")
+        time.sleep(poll_s)
+
+
+_ENDED_RUN_STATES = frozenset({"completed", "failed", "blocked", "stopped"})
 
 
 def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance: PathLike | None = None,
@@ -331,7 +430,7 @@ class _Chosen:
 
 def _planned(packet: PathLike | Packet, select: Select | Sequence[str], overrides: Overrides | None,
              providers: PathLike | None, instance: PathLike | None, preflight: bool, executables: bool,
-             packet_run: str | None = None, translator: Translator = None) -> _Chosen:
+             packet_run: str | None = None, translator: Translator = None, skip_preflight: bool = False) -> _Chosen:
     loaded = load(packet)
     refuse_secrets(loaded)  # a credential in a prompt would reach the agent, the UI, the git history and a plan
     found = catalog(providers)
@@ -373,7 +472,8 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
     planned = _part(whole, loaded, selection)
-    refuse_unknown_providers(planned.prompts, found, loaded.manifest_file, executables=executables)
+    refuse_unknown_providers(planned.prompts, found, loaded.manifest_file,
+                             executables=executables and not skip_preflight, logins=not skip_preflight)
     return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck, warnings)
 
 
@@ -385,3 +485,45 @@ def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan
 
 def _path(value: PathLike | None) -> Path | None:
     return Path(value) if value is not None else None
+
+
+# -- operator control: `awp control steer|amend|relax` ---------------------------------------------------------
+def _operator(packet: PathLike | Packet, prompt: str | None, packet_run: str | None, state_dir: PathLike | None,
+              live: bool) -> tuple[Packet, Path]:
+    from awp_pipelines.core.decisions.operator_control import target_folder
+
+    loaded = load(packet)
+    root = Path(state_dir) if state_dir is not None else loaded.root / ".awp"
+    return loaded, target_folder(root, packet_run, normalize_id(prompt) if prompt else None, live)
+
+
+def steer(packet: PathLike | Packet, text: str, *, prompt: str | None = None, packet_run: str | None = None,
+          author: str | None = None, state_dir: PathLike | None = None) -> SteerRequest:
+    """Send `text` to the agent of the running Attempt (the only one, or `prompt`'s): its session ends at its next
+    event and resumes, same provider session, with the message; the contract is unchanged. Refused (OperatorError)
+    with no running session, or past the prompt's `recovery.max_steers`."""
+    from awp_pipelines.core.decisions.operator_control import author_default, submit_steer
+
+    loaded, folder = _operator(packet, prompt, packet_run, state_dir, live=True)
+    return submit_steer(folder, text, author or author_default(), loaded.prompt(folder.name).recovery.max_steers)
+
+
+def amend(packet: PathLike | Packet, prompt: str, clause: str, entries: Sequence[object], *, reason: str,
+          packet_run: str | None = None, author: str | None = None, state_dir: PathLike | None = None) -> Amendment:
+    """Add `entries` to `clause` of the contract the prompt's AgentRun (running, or its newest) is verified
+    against; recorded with its reason and timing, and in each later Attempt's record. The packet's file is kept."""
+    from awp_pipelines.core.decisions.amendments import submit
+    from awp_pipelines.core.decisions.operator_control import author_default
+
+    _, folder = _operator(packet, prompt, packet_run, state_dir, live=False)
+    return submit(folder, "amend", clause, list(entries), reason, author or author_default())
+
+
+def relax(packet: PathLike | Packet, prompt: str, clause: str, *, reason: str, confirm: bool = False,
+          packet_run: str | None = None, author: str | None = None, state_dir: PathLike | None = None) -> Amendment:
+    """Drop `clause` from the AgentRun's contract: the risky direction, refused without `confirm`."""
+    from awp_pipelines.core.decisions.amendments import submit
+    from awp_pipelines.core.decisions.operator_control import author_default
+
+    _, folder = _operator(packet, prompt, packet_run, state_dir, live=False)
+    return submit(folder, "relax", clause, [], reason, author or author_default(), confirm=confirm)

@@ -42,3 +42,14 @@ def test_a_running_attempt_polls_and_links_into_dagster() -> None:
     assert "data-result='running'" in html and "id=main data-running=1" in html
     assert "href='http://dag:3000/runs/" + "r" * 36 + "'" in html and "http://dag:3000/assets/demo/01" in html
     assert "tag%3Aawp%2Fpacket_run%3Dpr-1" in html and "/agent-runs/pr-1.01" in html
+
+
+def test_a_persons_steer_reads_as_their_message_in_the_conversation() -> None:
+    html = conversation([
+        {"type": "prompt_sent", "text": "Write the docs."},
+        {"type": "steer_received", "text": "check the <README> first", "author": "ada", "delivered": True},
+        {"type": "steer_received", "text": "and again", "author": "bob", "delivered": False,
+         "refused": "recovery.max_steers (1) reached"},
+    ])
+    assert "Steer from ada</div>check the &lt;README&gt; first" in html
+    assert "Steer from bob (refused: recovery.max_steers (1) reached)" in html

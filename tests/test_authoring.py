@@ -229,3 +229,31 @@ def test_profile_list_without_profiles_says_how_to_create_one() -> None:
     result = awp("profile", "list")
     assert result.exit_code == 0 and "awp profile new" in said(result)
     assert json.loads(awp("profile", "list", "--json").output) == []
+
+
+def test_init_sets_up_the_home_once_and_keeps_what_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_CONFIG_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    made = json.loads(awp("init", "demo", "--json").output)
+    assert load_profile("simulated-default") is not None and load_profile("simulated-default").settings.provider \
+        == "simulated"
+    assert Path(made["default_template"]).read_text().startswith("# {{name}}")
+    assert load_packet(tmp_path / "demo").name == "demo"  # as `awp packet new demo` made it
+    Path(made["config"]).write_text("---\nmodel: sonnet\n---\n")
+    assert awp("init").exit_code == 0
+    assert Path(made["config"]).read_text() == "---\nmodel: sonnet\n---\n"  # a second init changes nothing
+
+
+def test_list_shows_each_packet_and_its_prompts_in_order(tmp_path: Path, packet: Path) -> None:
+    for slug in ("first", "second"):
+        new_prompt(packet, slug)
+    other = tmp_path / "other"
+    assert awp("packet", "new", other).exit_code == 0
+    listed = json.loads(awp("list", tmp_path, "--json").output)
+    assert [(p["packet"], [(q["id"], q["depends_on"]) for q in p["prompts"]]) for p in listed] == [
+        ("demo", [("01", []), ("02", ["01"])]), ("other", [])]
+    assert listed[0]["packet_run"] is None and listed[0]["prompts"][0]["state"] is None  # never run here
+    text = awp("list", packet).output
+    assert "demo" in text and "01 First" in text and "02 Second" in text
+    refused = awp("list", tmp_path / "demo" / "prompts")
+    assert refused.exit_code == 2 and "no packet here" in said(refused)

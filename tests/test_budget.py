@@ -62,3 +62,11 @@ def test_a_downstream_prompt_does_not_start_once_the_packet_run_is_out_of_budget
     fine = Budget(packet=FIVE_CENTS, packet_spent=Spend(0.01))
     [launch] = next_launches([_state("01", done, budget=fine), _state("02", budget=fine, deps=("01",))], 200.0).due
     assert (launch.prompt, launch.mode) == ("02", "run")
+
+
+def test_an_attempt_stopped_at_a_cap_mid_session_ends_the_agent_run_budget_exhausted() -> None:
+    stopped = AttemptFact(number=1, mode="run", result="provider_failed", failure_class="budget_exhausted",
+                          provider="simulated", model="m", cost_usd=0.0, tokens=10, workspace_changed=True)
+    # Even where the records' figures stay under the cap (a cost only the stream knew), nothing retries or repairs.
+    verdict = decide([stopped], RECOVERY, CHAIN, budget=Budget(packet=FIVE_CENTS))
+    assert (verdict.action, verdict.status) == ("fail", "budget_exhausted")

@@ -106,7 +106,7 @@ def test_envelope_round_trips_through_json() -> None:
 
 
 def test_every_class_with_a_retry_budget_or_a_simulated_kind_is_a_failure_class() -> None:
-    assert len(FAILURE_CLASSES) == len(set(FAILURE_CLASSES)) == 20
+    assert len(FAILURE_CLASSES) == len(set(FAILURE_CLASSES)) == 21
     # Prompt Runner's class_attempts keys, in its order: one budget field per budgeted class.
     assert tuple(ClassAttempts.model_fields) == BUDGETED_CLASSES
     assert set(BUDGETED_CLASSES) <= set(FAILURE_CLASSES)

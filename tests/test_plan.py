@@ -344,3 +344,18 @@ def test_plan_text_shows_each_failure_classes_retry_budget(tmp_path: Path) -> No
     text = " ".join(result.output.split())
     assert "rate limit 7" in text and "capacity 5" in text and "transport disconnect 4" in text, text
     assert "retry 3," not in text
+
+
+def test_skip_preflight_lets_a_run_past_a_missing_agent_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.core.planning.preflight import refuse_unknown_providers
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no agent CLI on it
+    root = make_packet(tmp_path / "p", {"provider": "claude"})
+    prompts = plan_of(root).prompts
+    with pytest.raises(PacketError, match="not on PATH"):
+        refuse_unknown_providers(prompts, BUILTIN, root / "packet.yaml")
+    # --skip-preflight:
+    refuse_unknown_providers(prompts, BUILTIN, root / "packet.yaml", executables=False, logins=False)
+    with pytest.raises(PacketError, match="unknown provider"):  # a provider that does not exist is never skipped
+        refuse_unknown_providers(plan_of(make_packet(tmp_path / "q", {"provider": "nope"})).prompts, BUILTIN,
+                                 root / "packet.yaml", executables=False, logins=False)

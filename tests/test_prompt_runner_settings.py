@@ -55,9 +55,8 @@ def test_lint_names_each_setting_the_provider_ignores_with_its_key_and_line(tmp_
         ("system_prompt", "packet.yaml", _line(manifest, "system_prompt:")),
         ("log_mode", "packet.yaml", _line(manifest, "log_mode:")),
         ("adapter_opts.retries", "packet.yaml", _line(manifest, "retries:")),
-        ("recovery.max_steers", "packet.yaml", _line(manifest, "max_steers:")),
         ("thinking", "01_work.prompt.md", _line(prompt, "thinking:")),
-    ])  # adapter_opts.timeout and cli_confirmation are honoured by every provider
+    ])  # adapter_opts.timeout, cli_confirmation and recovery.max_steers are honoured by every provider
 
 
 def test_lint_accepts_the_system_prompts_where_the_provider_takes_them(tmp_path: Path) -> None:

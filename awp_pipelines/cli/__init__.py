@@ -13,6 +13,8 @@ from awp_pipelines.cli import (
     doctor_cmd,
     handoff_cmd,
     lint_cmd,
+    list_cmd,
+    operator_cmd,
     plan_cmd,
     repair_cmd,
     resume_cmd,
@@ -35,7 +37,7 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd, accounts_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd, accounts_cmd, list_cmd, operator_cmd):
     module.register(cli)
 
 

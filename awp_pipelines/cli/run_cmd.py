@@ -48,6 +48,11 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 @click.option("--ignore-deps", is_flag=True, help="Run every selected prompt without waiting for its upstream, "
               "unwarned (prompts named by id, --from/--through or --phase run anyway, each unfinished upstream "
               "named in a warning; a resume or --remaining holds a prompt until its upstream completed).")
+@click.option("--keep-going", is_flag=True, help="A prompt that ends unfinished does not stop the ones after it "
+              "that do not depend on it (by depends_on; the order alone is none): they run, in order. The run still "
+              "exits 1. A verifier fault stops it all the same.")
+@click.option("--skip-preflight", is_flag=True, help="Do not check the agent CLIs on PATH, root refusals or logins "
+              "before the run: each Attempt finds out for itself.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print Dagster's own event log.")
 @click.option("--parallel", type=click.IntRange(min=1), default=None, metavar="N",
               help="Run up to N prompts at once: those with no dependency path between them, on disjoint work "
@@ -66,7 +71,8 @@ _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrup
 def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through_id: str | None,
                 phase: str | None, remaining: bool, provider: str | None, model: str | None,
                 effort: str | None, profile: str | None, dry_run: bool, no_commit: bool, verify_first: bool,
-                packet_run: str | None, no_recovery: bool, ignore_deps: bool, verbose: bool, parallel: int | None,
+                packet_run: str | None, no_recovery: bool, ignore_deps: bool, keep_going: bool, skip_preflight: bool,
+                verbose: bool, parallel: int | None,
                 instance_dir: Path | None, state_dir: Path | None, simulate_overlay: Path | None,
                 providers_file: Path | None, translator: str | None, as_json: bool) -> None:
     """Run PACKET's selected prompts, one Attempt each, on a local Dagster instance: no server needed.
@@ -91,7 +97,7 @@ def run_command(packet: Path, ids: tuple[str, ...], from_id: str | None, through
                              packet_run=packet_run, recover=not no_recovery, commit=not no_commit,
                              state_dir=state_dir, simulate_overlay=simulate_overlay, verbose=verbose,
                              parallel=parallel, on_progress=printer.event, translator=translator,
-                             verify_first=verify_first)
+                             verify_first=verify_first, keep_going=keep_going, skip_preflight=skip_preflight)
     except RunStopped as stopped:
         console.print(f"awp run: {stopped}", highlight=False, markup=False)
         sys.exit(stopped.exit_code)

@@ -253,6 +253,10 @@ def conversation(events: Iterable[Mapping[str, Any]], cwd: str | None = None) ->
             out.append(_message("user", str(event.get("text") or ""), "Prompt as sent"))
         elif kind == "resume_started":
             out.append(_message("user", str(event.get("prompt") or "Continue"), "Resumed the session with"))
+        elif kind == "steer_received":  # a person's message into the running session (awp control steer)
+            refused = "" if event.get("delivered", True) else f" (refused: {event.get('refused') or ''})"
+            out.append(_message("user", str(event.get("text") or ""), f"Steer from {event.get('author') or '?'}"
+                                + refused))
         elif kind == "message_received" and str(event.get("text") or "").strip():
             out.append(_message("agent", str(event["text"])))
         elif kind == "thinking" and event.get("text"):

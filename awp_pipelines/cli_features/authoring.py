@@ -346,3 +346,27 @@ def new_profile(name: str, provider: str | None = None, model: str | None = None
     )
     write_atomic(file, text)
     return file
+
+
+# --- home ---------------------------------------------------------------------------------------------------
+
+SIMULATED_PROFILE = "simulated-default"
+
+
+def init_home() -> dict[str, Path]:
+    """Prompt Runner's `init`: the home config (config.md), a `simulated-default` profile and the templates
+    folder with its `default` template, under AWP_CONFIG_HOME (default ~/.config/awp). What exists is kept:
+    running it twice changes nothing."""
+    config = home.config_home() / "config.md"
+    if not config.exists():
+        write_atomic(config, "---\n# AWP home config: execution defaults for every packet (layered: defaults, env, "
+                     "this file, a profile, packet, prompt, CLI flags).\n# provider: claude\n# model: haiku\n---\n"
+                     "# AWP home config\n\nNotes for people; awp reads only the front matter.\n")
+    profile = home.profiles_dir() / f"{SIMULATED_PROFILE}.md"
+    if not profile.exists():
+        new_profile(SIMULATED_PROFILE, provider="simulated")
+    template = home.templates_dir() / f"{DEFAULT_TEMPLATE}{PROMPT_SUFFIX}"
+    if not template.exists():
+        write_atomic(template, DEFAULT_BODY)
+    return {"config": config, "simulated_profile": profile, "templates": home.templates_dir(),
+            "default_template": template}

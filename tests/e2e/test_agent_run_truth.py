@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import ExecuteInProcessResult, build_sensor_context
 from e2e_support import awp, decided_launch, git_log, stored_attempts
 from reliability.crash import SLOW, event, kill_when, spawn, wait_for, write_packet
@@ -32,6 +31,7 @@ from awp_pipelines.orchestration.ledger.history import packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance
 from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
 from awp_pipelines.orchestration.ledger.reaper import end_run
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}

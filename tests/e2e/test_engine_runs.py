@@ -40,6 +40,9 @@ def test_a_packet_capped_at_5_cents_stops_after_the_third_2_cent_attempt(tmp_pat
     assert outcome["decision"] == "budget exhausted: the packet run spent $0.0600 of its $0.05 cap"
     records = stored_records(packet, outcome["attempt"].split(".")[0])
     assert [r["identity"]["mode"] for r in records] == ["run", "repair", "repair"]  # 3 of the 6 the repairs allow
+    # The third reached the cap inside its session (its usage event): stopped there, not verified.
+    assert [r["result"] for r in records] == ["verification_failed"] * 2 + ["provider_failed"]
+    assert records[-1]["failure"]["failure_class"] == "budget_exhausted"
     assert [r["usage"]["cost_usd"] for r in records] == [0.02] * 3
     assert [r["packet_run_spend"]["cost_usd"] for r in records] == [0.02, 0.04, 0.06]
     assert [t["state"] for t in records[-1]["transitions"]] == STATES
@@ -129,12 +132,17 @@ def test_in_a_run_of_several_prompts_the_packet_cap_stops_the_prompts_not_yet_st
         tmp_path: Path, make_git_repo) -> None:
     root = _packet(tmp_path / "two", make_git_repo, {"budget": {"max_cost_usd": 0.05}},
                    {"verify": {"files_exist": ["a.txt"]},
-                    "simulate": {"attempts": [{"cost_usd": 0.06, "writes": [{"path": "a.txt", "text": "a"}]}]}})
-    second = {"verify": {"files_exist": ["b.txt"]},
-              "simulate": {"attempts": [{"cost_usd": 0.01, "writes": [{"path": "b.txt", "text": "b"}]}]}}
-    (root / "prompts" / "02_more.prompt.md").write_text(f"---\n{yaml.safe_dump(second)}---\nWrite b.txt.\n")
-    result = awp("run", root, "--json")
-    first, refused = json.loads(result.stdout)["prompts"]
-    assert (first["result"], refused["result"], refused["state"]) == ("completed", "not_run", "budget_exhausted")
+                    "simulate": {"attempts": [{"cost_usd": 0.04, "writes": [{"path": "a.txt", "text": "a"}]}]}})
+    for pid, name, cost in (("02", "b", 0.02), ("03", "c", 0.01)):
+        front = {"depends_on": ["01"], "verify": {"files_exist": [f"{name}.txt"]},
+                 "simulate": {"attempts": [{"cost_usd": cost, "writes": [{"path": f"{name}.txt", "text": name}]}]}}
+        (root / "prompts" / f"{pid}_{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWrite.\n")
+    result = awp("run", root, "--json", "--parallel", "1")
+    first, stopped, refused = json.loads(result.stdout)["prompts"]
+    assert first["result"] == "completed"
+    # 02 reached the cap inside its session ($0.04 + $0.02): stopped there, its file never written.
+    assert (stopped["result"], stopped["failure_class"], stopped["state"]) == (
+        "provider_failed", "budget_exhausted", "budget_exhausted")
+    assert (refused["result"], refused["state"]) == ("not_run", "budget_exhausted")  # 03 never started
     assert "$0.0600 of its $0.05 cap" in refused["decision"]
-    assert not (root / "workspace" / "b.txt").exists()
+    assert not (root / "workspace" / "b.txt").exists() and not (root / "workspace" / "c.txt").exists()

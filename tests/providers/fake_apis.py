@@ -118,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
         key = (self.headers.get("x-api-key") or self.headers.get("x-goog-api-key")
                or (self.headers.get("authorization") or "").removeprefix("Bearer "))
         self.server.requests.append((self.path, key, body.get("model")))
+        self.server.bodies.append(body)
         gemini = ":streamGenerateContent" in self.path
         if not self.path.startswith(("/v1/messages", "/v1/responses")) and not gemini:
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
@@ -189,6 +190,7 @@ class FakeMessagesServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.scenario = scenario
         self.requests: list[tuple[str, str | None, str | None]] = []
+        self.bodies: list[dict] = []  # each request's JSON body, in order (what the CLI sent the model)
         self.command: str | None = None  # the "bash" scenario's command for the agent's Bash tool
         self.tool_name = "Bash"  # OpenCode calls its own `bash`
 

@@ -48,3 +48,22 @@ def test_permission_mode_tools_and_model_map_to_claude_flags(tmp_path: Path) -> 
     assert argv[argv.index("--allowedTools") + 1] == "Write,Read"
     assert argv[1:3] == ["-p", "x"] and "--verbose" in argv
 
+
+
+def test_usage_is_counted_live_per_api_message_and_the_result_only_adds_what_it_missed(tmp_path: Path) -> None:
+    from awp_pipelines.core.providers.claude_code import ClaudeStreamParser
+
+    s = sink(tmp_path, ())
+    parser = ClaudeStreamParser(s)
+    # One API message split into two events (text, tool use), as the CLI streams it: its usage counts once.
+    for block in ({"type": "text", "text": "Writing."}, {"type": "tool_use", "id": "t1", "name": "Write", "input": {}}):
+        parser.handle({"type": "assistant", "message": {"id": "msg_1", "content": [block], "usage": {
+            "input_tokens": 100, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 300,
+            "output_tokens": 40}}})
+    assert (s.counters.tokens["input_tokens"], s.counters.tokens["output_tokens"]) == (120, 40)  # seen mid-session
+    parser.handle({"type": "result", "subtype": "success", "is_error": False, "total_cost_usd": 0.01,
+                   "usage": {"input_tokens": 250, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 300,
+                             "output_tokens": 90}})
+    tokens = s.counters.tokens
+    assert (tokens["input_tokens"], tokens["output_tokens"], tokens["cached_input_tokens"]) == (270, 90, 300)
+    assert s.counters.cost_usd == 0.01 and len([e for e in s.events() if e["type"] == "token_usage_updated"]) == 2

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
@@ -26,6 +25,7 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.naming import prompt_key
 from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 AWP = str(Path(sys.executable).parent / "awp")
 

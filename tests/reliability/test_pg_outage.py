@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import yaml
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from dagster import DagsterInstance
 from reliability.crash import commits_per_prompt
 
@@ -33,6 +32,7 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance
 from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
+from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SH = REPO_ROOT / "tests" / "pg.sh"

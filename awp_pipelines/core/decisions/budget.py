@@ -7,7 +7,7 @@ so a restart or the other driver sees the same figures.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from awp_pipelines.core.packet.model.budget import BudgetConfig
 
@@ -52,3 +52,17 @@ class Budget:
             if cap.max_tokens is not None and spent.tokens >= cap.max_tokens:
                 return f"budget exhausted: the {scope} spent {spent.tokens} of its {cap.max_tokens} token cap"
         return None
+
+    def after(self, attempt: Spend) -> Budget:
+        """The same caps once a running Attempt's spend so far is added to both scopes."""
+        return replace(self, packet_spent=self.packet_spent + attempt, agent_run_spent=self.agent_run_spent + attempt)
+
+
+class BudgetExhausted(BaseException):
+    """Raised where an Attempt's running spend reached a cap (the sink's usage hook): the session stops there,
+    as it does on a signal, its partial work checkpointed. A BaseException, so no `except Exception` of an
+    adapter's parser swallows it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)

@@ -220,6 +220,11 @@ def decide(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain,
     last = history[-1] if history else None
     if chain.denied and not (last is not None and last.result == "completed"):
         return Verdict("fail", chain.denied, status="policy_denial")
+    if last is not None and last.failure_class == "budget_exhausted":
+        # Its session was stopped at a cap (attempts.spend_guard): no further Attempt may start either.
+        over = budget.exhausted() if budget is not None else None
+        return Verdict("fail", over or f"attempt {last.number} was stopped at a spend cap mid-session",
+                       status="budget_exhausted")
     if last is not None and last.result == "completed" and not last.done:
         verdict = _steer(history, last, max_iterations or 1)
     else:

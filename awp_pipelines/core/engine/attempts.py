@@ -9,8 +9,8 @@ import os
 import platform
 import signal
 import time
-from collections.abc import Iterable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awp_pipelines.core.decisions import amendments
 from awp_pipelines.core.decisions.agent_control import (
     ControlHandle,
     Directive,
@@ -26,7 +27,16 @@ from awp_pipelines.core.decisions.agent_control import (
     open_iteration,
     read_directive,
 )
-from awp_pipelines.core.decisions.budget import Spend
+from awp_pipelines.core.decisions.amendments import Amendment
+from awp_pipelines.core.decisions.budget import Budget, BudgetExhausted, Spend
+from awp_pipelines.core.decisions.operator_control import (
+    SessionMarker,
+    Steer,
+    Steering,
+    note_verdict,
+    session_running,
+    steer_prompt,
+)
 from awp_pipelines.core.decisions.policy import AttemptFact
 from awp_pipelines.core.engine import orphans
 from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
@@ -52,6 +62,7 @@ from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.core.records.redact import Redactor, redact
+from awp_pipelines.core.records.transcript import Counters
 from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.core.records.workspace import (
     RepoState,
@@ -196,6 +207,10 @@ class AttemptRecord(BaseModel):
     diff_file: str | None = Field(None, description="The Attempt's stored diff (diffs.py), beside its events.")
     isolation: IsolationRecord | None = Field(None, description="What provisioning set up: the execution profile, "
                                               "the sandbox's grants, the node, the sandbox's version.")
+    steers: list[Steer] = Field(default_factory=list, description="A person's steers that reached the Attempt "
+                                "(`awp control steer`): delivered into its session, or refused past max_steers.")
+    amendments: list[Amendment] = Field(default_factory=list, description="The contract changes in force when it "
+                                        "was verified (`awp control amend|relax`), each with when it came.")
 
     @property
     def completed(self) -> bool:
@@ -250,6 +265,12 @@ class AttemptSpec:
     secret_env: Mapping[str, str] | None = None
     restore: Mapping[str, str] | None = None  # repo → checkpoint of the AgentRun's previous Attempt
     spent_before: Spend = Spend()  # the packet run's recorded spend before this Attempt
+    # The caps that bind this Attempt and what was spent before it: the running spend is checked against them
+    # at each usage event of the session, which stops at a crossing (`budget_exhausted`). None: no caps.
+    budget: Budget | None = None
+    # The AgentRun's operator folder (operator_control.py): a person's steers reach the session through it and its
+    # amendments change the contract verified. None (bare engine tests): nobody steers.
+    operator: Path | None = None
     control: ControlSetup | None = None
     # Everything the Attempt hands out passes this; build it with Redactor.for_catalog(catalog) so every
     # account's credential is known. The account's own `secret_env` values are always added.
@@ -359,7 +380,9 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                             control=handle.request_path.parent if handle else None, state_root=spec.agent_root,
                             packet_root=spec.packet.root, network=spec.plan.network,
                             attempt_id=spec.identity.attempt_id)
-    request = replace(request, sandbox=provisioned.sandbox)
+    steering = Steering(spec.operator, spec.identity.attempt_id, spec.prompt.recovery.max_steers) \
+        if spec.operator is not None else None
+    request = replace(request, sandbox=provisioned.sandbox, steer_waiting=steering.poll if steering else None)
     isolation = provisioned.record
     trail.append(transition("running", f"{spec.target.provider}/{spec.target.model}; {isolation.line()}"))
 
@@ -371,20 +394,28 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
                                 f"{failure.failure_class}"))
         wip = _checkpoint(spec, targets, before)
-        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}", "cancellation"))
+        trail.append(transition("terminal", f"provider_failed: {failure.failure_class}",
+                                cause_of(failure.failure_class) or "cancellation"))
         outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
         record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
                          "provider_failed", failure, bool(wip), [], wip, trail, set_aside, isolation=isolation)
-        return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor)}))
+        return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor),
+                                                        "steers": steering.steers if steering else []}))
 
+    sink.on_usage = spend_guard(spec)
     try:
-        with stop.cut_in() if stop is not None else nullcontext():
-            outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts)
+        with stop.cut_in() if stop is not None else nullcontext(), _steerable(spec):
+            outcome, resumes = _run_with_resume(adapter, request, sink, spec.prompt.recovery.resume_attempts,
+                                                steering)
     except cancel_on as err:  # the UI terminated the run mid-session
         return stopped(FailureEnvelope.for_class("user_cancelled", f"cancelled: {type(err).__name__}"))
     except Interrupted as err:  # the process got SIGINT or SIGTERM mid-session
         return stopped(_interrupted(err.signum, "the agent's session"))
+    except BudgetExhausted as err:  # the session's own spend reached a cap: stopped there, like a signal
+        return stopped(FailureEnvelope.for_class("budget_exhausted", f"{err.reason}; the session was stopped "
+                                                 "mid-Attempt", provider_code="budget_exhausted"))
     finally:
+        sink.on_usage = None
         provisioned.close(sink)
     outcome = confirm(outcome, spec.plan.cli_confirmation, spec.target.model, sink)
     fault_pause("after_agent")
@@ -424,7 +455,9 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                      report, result, failure, changed, commits, wip, trail, set_aside, isolation=isolation)
     # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
     return redactor.model(record.model_copy(update={"control": directive,
-                                                    "diff_file": store_diff(sink, targets, record, redactor)}))
+                                                    "diff_file": store_diff(sink, targets, record, redactor),
+                                                    "steers": steering.steers if steering else [],
+                                                    "amendments": amendments.read(spec.operator)}))
 
 
 def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptRecord, redactor: Redactor) -> str | None:
@@ -559,14 +592,74 @@ def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[
     return saved
 
 
+def spend_guard(spec: AttemptSpec) -> Callable[[Counters], None] | None:
+    """The sink's usage hook for the Attempt's caps: it raises `BudgetExhausted` once the running spend (the
+    provider's reported cost, else the price table's estimate, as the record will count it) reaches one."""
+    budget = spec.budget
+    if budget is None or (budget.packet is None and budget.prompt is None):
+        return None
+    prices, model = load_prices(), spec.target.model
+
+    def check(counters: Counters) -> None:
+        usage = attempt_usage(ProviderUsage(**counters.tokens, cost_usd=counters.cost_usd,
+                                            cost_reported=counters.cost_reported), model, prices)
+        over = budget.after(Spend(usage.cost_usd or 0.0, usage.input_tokens + usage.output_tokens)).exhausted()
+        if over is not None:
+            raise BudgetExhausted(over)
+
+    return check
+
+
+def _steerable(spec: AttemptSpec) -> AbstractContextManager[None]:
+    """The session marker a person's `awp control steer` finds this Attempt by, while its session runs."""
+    if spec.operator is None:
+        return nullcontext()
+    ident = spec.identity
+    return session_running(spec.operator, SessionMarker(packet_run=ident.packet_run, prompt=ident.prompt,
+                                                        attempt=ident.attempt_id, provider=spec.target.provider,
+                                                        pid=os.getpid(), started_at=_now()))
+
+
+def _steered(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink, outcome: ProviderOutcome,
+             steering: Steering | None, started: float) -> ProviderOutcome | None:
+    """A person's steer, taken: the same provider session resumed with it (a fresh one carrying it when the
+    provider named none). None when no steer waits (or each waiting was refused), or the deadline passed."""
+    if steering is None:
+        return None
+    seen = len(steering.steers)
+    steer = steering.take()
+    for refused in steering.steers[seen:]:
+        if not refused.delivered:  # past max_steers: on record, and the session goes on unsteered
+            sink.steer_received(refused.text, refused.author, refused.id, refused.lane, False, refused.refused)
+    if steer is None:
+        return None
+    sink.steer_received(steer.text, steer.author, steer.id, steer.lane)
+    left_ms = request.timeout_ms - int((time.monotonic() - started) * 1000)
+    if left_ms <= 0:
+        return None
+    if outcome.session_id:
+        sink.resume_started(outcome.session_id, prompt=steer.text)
+        return adapter.resume(replace(request, session_id=outcome.session_id, prompt_text=steer_prompt(steer),
+                                      mode="resume", timeout_ms=left_ms), sink)
+    return adapter.run(replace(request, prompt_text=request.prompt_text + "\n\n" + steer_prompt(steer),
+                               timeout_ms=left_ms), sink)
+
+
 def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: EventSink,
-                     budget: int) -> tuple[ProviderOutcome, int]:
+                     budget: int, steering: Steering | None = None) -> tuple[ProviderOutcome, int]:
     """Recoverable transport failures resume the same provider session, up to `resume_attempts`. The deadline
-    (`request.timeout_ms`) is the Attempt's: each resume gets what is left of it, and none starts once it passed."""
+    (`request.timeout_ms`) is the Attempt's: each resume gets what is left of it, and none starts once it passed.
+    A person's steer resumes it too (with the steer as its prompt), outside that budget: `max_steers` bounds it."""
     started = time.monotonic()
     outcome = adapter.run(request, sink)
     resumes = 0
-    while outcome.failure is not None and outcome.failure.resumeable and resumes < budget:
+    while True:
+        steered = _steered(adapter, request, sink, outcome, steering, started)
+        if steered is not None:
+            outcome = steered
+            continue
+        if outcome.failure is None or not outcome.failure.resumeable or resumes >= budget:
+            break
         left_ms = request.timeout_ms - int((time.monotonic() - started) * 1000)
         if left_ms <= 0:
             failure = FailureEnvelope.for_class(
@@ -584,12 +677,16 @@ def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: E
 
 
 def _verify(spec: AttemptSpec) -> VerifierReport | None:
-    contract = spec.prompt.front.verify
+    """The contract the AgentRun is held to now: the prompt's, with a person's amendments applied."""
+    contract = amendments.enforced(spec.prompt.front.verify, amendments.read(spec.operator))
     if contract is None or contract.is_empty():
         return None
     ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
                         default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
-    return run_contract(contract, ctx)
+    report = run_contract(contract, ctx)
+    if spec.operator is not None:
+        note_verdict(spec.operator, spec.identity.attempt_id, report.passed)
+    return report
 
 
 def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:

@@ -38,5 +38,3 @@ def _written(doc: YamlDoc, data: Any) -> Iterator[str]:
                 yield from (f"adapter_opts.{sub}" for sub in getattr(data, key))
             else:
                 yield key
-    if ("recovery", "max_steers") in doc.lines:
-        yield "recovery.max_steers"

@@ -14,9 +14,11 @@ from awp_pipelines.core.planning.provider_checks import executable_of, install_f
 from awp_pipelines.core.providers.registry import CLI_ADAPTERS, adapter_for
 
 
-def refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path, executables: bool = True) -> None:
+def refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: Path, executables: bool = True,
+                             logins: bool = True) -> None:
     """Raise PacketError (exit 2) for the first prompt whose provider is unknown or cannot be built, or —
-    with `executables` — whose CLI is not on PATH."""
+    with `executables` — whose CLI is not on PATH, or — with `logins` — that a CLI refuses as root or whose
+    account is not logged in (`awp run --skip-preflight` turns both off: each Attempt then finds out)."""
     for p in prompts:
         if p.provider not in catalog.providers:
             raise PacketError(file, f"prompt {p.id} uses unknown provider '{p.provider}'", key="provider",
@@ -34,6 +36,8 @@ def refuse_unknown_providers(prompts: list[PromptPlan], catalog: Catalog, file: 
             raise PacketError(file, f"prompt {p.id}: provider '{p.provider}' ({spec.kind}) runs {executable}, "
                               "which is not on PATH", key="provider",
                               hint=f"{install_fix(p.provider, spec, executable)}; `awp doctor` checks the rest")
+    if not logins:
+        return
     refuse_root_refusals(prompts, catalog, file)
     for refusal in login_errors(catalog, *chain_uses(prompts)):
         raise refusal  # every Attempt on it would say "not logged in": refuse before the first

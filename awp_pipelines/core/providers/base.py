@@ -7,7 +7,7 @@ whether the prompt is complete: the verifier does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -51,6 +51,9 @@ class ProviderRequest:
     home: Path | None = None  # the agent's scoped HOME (environment.scoped_home); None: the operator's
     tools: Path | None = None  # put first on the agent's PATH: the folder of the `awp` shim (environment.awp_shim)
     sandbox: Sandbox | None = None  # the agent runs inside it (isolation/sandbox.py); None: beside the runner
+    # A person's steer waits (operator_control.py): the adapter ends the session at its next event, cleanly (not
+    # a failure), and the engine resumes it with the steer. None: nothing steers this session.
+    steer_waiting: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.attempt_number < 1:

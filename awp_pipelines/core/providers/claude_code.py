@@ -33,6 +33,13 @@ _MAX_TRANSIENT_RETRIES = 3  # other statuses (500, no server) get a few of the C
 class ClaudeStreamParser(StreamParser):
     retries = 0
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Usage counted live from each API message (once per message id), so a spend cap sees it mid-session;
+        # the result's totals then add only what the live counts missed, so the session sums to them exactly.
+        self.live_messages: set[str] = set()
+        self.live = {"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0}
+
     def handle(self, event: dict[str, Any]) -> object:
         kind = event.get("type")
         if kind == "system":
@@ -78,6 +85,7 @@ class ClaudeStreamParser(StreamParser):
 
     def _assistant(self, event: dict[str, Any]) -> None:
         message = event.get("message") or {}
+        self._live_usage(message)
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
@@ -121,15 +129,27 @@ class ClaudeStreamParser(StreamParser):
             return STOP
         return None
 
+    def _live_usage(self, message: dict[str, Any]) -> None:
+        usage, ident = message.get("usage"), message.get("id")
+        if not isinstance(usage, dict) or not ident or ident in self.live_messages:
+            return
+        self.live_messages.add(str(ident))
+        counts = _tokens(usage)
+        for key, value in counts.items():
+            self.live[key] += value
+        if any(counts.values()):
+            self.sink.usage(input_tokens=counts["input_tokens"], output_tokens=counts["output_tokens"],
+                            cached_input_tokens=counts["cached_input_tokens"])
+
     def _result(self, event: dict[str, Any]) -> None:
         self.start_session(event.get("session_id"))
-        usage = event.get("usage") or {}
+        totals = _tokens(event.get("usage") or {})
         cost = event.get("total_cost_usd")
-        self.sink.usage(input_tokens=int(usage.get("input_tokens") or 0)
-                        + int(usage.get("cache_creation_input_tokens") or 0),
-                        output_tokens=int(usage.get("output_tokens") or 0),
-                        cached_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
-                        cost_usd=float(cost or 0.0), cost_reported=cost is not None, cumulative=False)
+        # The session's totals, less what was counted live (never below zero: the live counts are the API's own).
+        missed = {k: max(0, v - self.live[k]) for k, v in totals.items()}
+        self.sink.usage(input_tokens=missed["input_tokens"], output_tokens=missed["output_tokens"],
+                        cached_input_tokens=missed["cached_input_tokens"], cost_usd=float(cost or 0.0),
+                        cost_reported=cost is not None, cumulative=False)
         if not event.get("is_error") and event.get("subtype") == "success":
             self.completed = True
             return
@@ -143,6 +163,13 @@ class ClaudeStreamParser(StreamParser):
             cls = class_of_text(text)
         self.last_error = text
         self.fail(envelope(cls, text, code=str(status or event.get("subtype") or "is_error"), now=self.now()))
+
+
+def _tokens(usage: dict[str, Any]) -> dict[str, int]:
+    """Anthropic's usage in AWP's counts: cache writes are input, cache reads are cached input."""
+    return {"input_tokens": int(usage.get("input_tokens") or 0) + int(usage.get("cache_creation_input_tokens") or 0),
+            "output_tokens": int(usage.get("output_tokens") or 0),
+            "cached_input_tokens": int(usage.get("cache_read_input_tokens") or 0)}
 
 
 class ClaudeCodeAdapter(CliAdapter):

@@ -196,7 +196,7 @@ class CliAdapter:
                          deadline_ms=request.timeout_ms, idle_ms=idle_ms)
         refused = self.refusal(request, env)
         if refused is not None:  # the CLI would exit at once, the same way every time: do not start it
-            sink.emit("run_failed", refused.model_dump(), ended="refused")
+            sink.run_failed(refused, ended="refused")
             return ProviderOutcome.from_sink(sink, refused, request.session_id)
         if request.sandbox is not None:  # provisioned by the Attempt: the same session, inside bubblewrap
             argv, env = request.sandbox.command(argv, request.cwd), request.sandbox.environment(env)
@@ -205,13 +205,16 @@ class CliAdapter:
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
                                    deadline_ms=request.timeout_ms, idle_ms=idle_ms,
                                    stdin_text=self.stdin_text(request), on_stderr=parser.feed_stderr,
-                                   on_chunk=sink.flush)
-        failure = parser.finish(result)
+                                   on_chunk=sink.flush, interrupt=request.steer_waiting)
+        # Ended for a person's steer (not for anything the CLI said): a clean end, the engine resumes it with the steer.
+        steered = result.ended == "stopped" and parser.failure is None and request.steer_waiting is not None \
+            and request.steer_waiting()
+        failure = None if steered else parser.finish(result)
         session_id = parser.session_id or request.session_id
-        ended = {"exit_code": result.exit_code, "ended": result.ended, "elapsed_ms": result.elapsed_ms,
-                 "pgid": result.pgid}
+        ended = {"exit_code": result.exit_code, "ended": "steered" if steered else result.ended,
+                 "elapsed_ms": result.elapsed_ms, "pgid": result.pgid}
         if failure is not None:
-            sink.emit("run_failed", failure.model_dump(), **ended)
+            sink.run_failed(failure, **ended)
         else:
             sink.run_completed(session_id=session_id, **ended)
         return ProviderOutcome.from_sink(sink, failure, session_id, reported_model=self.reported_model(env, session_id))

@@ -26,6 +26,7 @@ PIPE_BYTES = 1 << 20  # stdout's pipe buffer (Linux): a fast stream wakes the re
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
 STDERR_TAIL_BYTES = 8192
 KILL_GRACE_S = 2.0
+INTERRUPT_POLL_S = 0.25  # how often a session asks whether a person's steer waits (a directory listing)
 
 Ended = Literal["exited", "deadline", "idle", "stopped", "launch_failed"]
 STOP = "stop"  # returned by a line handler: end the session now
@@ -148,11 +149,13 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
                   deadline_ms: int, idle_ms: int, stdin_text: str | None = None,
                   on_stderr: Callable[[str], object] | None = None,
                   on_chunk: Callable[[], object] | None = None,
-                  clock: Callable[[], float] = time.monotonic) -> ProcessResult:
+                  clock: Callable[[], float] = time.monotonic,
+                  interrupt: Callable[[], bool] | None = None) -> ProcessResult:
     """Run `argv` in its own session (process group); call `on_line` with each stdout line (no newline),
     and `on_stderr` with each stderr line (some CLIs report their silent retries only there); `on_chunk`
     once the lines of each stdout chunk read are handled. Only stdout counts as activity for the idle
-    deadline."""
+    deadline. `interrupt`, asked about every INTERRUPT_POLL_S at most, ends the session (`stopped`) when it says so:
+    a person's steer is waiting."""
     started = clock()
     try:
         proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env), start_new_session=True,
@@ -174,6 +177,7 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
     lines = 0
     ended: Ended = "exited"
     last_event = started
+    asked = started
 
     def read_stderr(fd: int) -> tuple[bool, bool]:
         """(eof, stop) after one read of stderr."""
@@ -224,6 +228,9 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
                 last_event = clock()
                 if stop:
                     break
+            if not stop and interrupt is not None and clock() - asked >= INTERRUPT_POLL_S:
+                asked = clock()
+                stop = interrupt()
             if stop:
                 ended = "stopped"
                 break

@@ -68,8 +68,9 @@ class SimulatedProvider:
               session_id: str) -> ProviderOutcome:
         for text in step.messages:
             sink.message(text)
-        if step.delay_ms:
-            time.sleep(step.delay_ms / 1000)
+        if step.delay_ms and _wait(step.delay_ms, request):  # a person's steer ended the session early
+            sink.run_completed(stop_reason="steered")
+            return ProviderOutcome.from_sink(sink, None, session_id, [], request.model or DEFAULT_MODEL)
         # Deterministic stand-in telemetry: words in, words out, and the step's scripted cost (none: free).
         sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages),
                    cost_usd=step.cost_usd or 0.0, cost_reported=True)  # a simulation says what it cost
@@ -96,6 +97,16 @@ class SimulatedProvider:
             sink.run_completed(stop_reason="end_turn")
         # A simulation plays the model it was asked for: that is the model it confirms.
         return ProviderOutcome.from_sink(sink, failure, session_id, changed, request.model or DEFAULT_MODEL)
+
+
+def _wait(delay_ms: int, request: ProviderRequest) -> bool:
+    """Sleep the step's delay; True when a steer came first (asked every 50 ms)."""
+    end = time.monotonic() + delay_ms / 1000
+    while (left := end - time.monotonic()) > 0:
+        if request.steer_waiting is not None and request.steer_waiting():
+            return True
+        time.sleep(min(left, 0.05))
+    return False
 
 
 def _apply_write(write: SimulatedWrite, request: ProviderRequest) -> tuple[str | None, str]:

@@ -21,8 +21,8 @@ HONOURED_BY: dict[str, frozenset[str]] = {
     "cli_confirmation": ALL_KINDS - {"command"},
     "adapter_opts.timeout": ALL_KINDS,  # the single bound, when `timeout` is unset (plan.py)
 }
-# Keys no adapter passes on, and why: the transcript and JSONL always keep everything, and AWP has no
-# steering messages.
+# Keys no adapter passes on, and why: the transcript and JSONL always keep everything. (`recovery.max_steers` is
+# honoured by every kind: a steer resumes the session, operator_control.py.)
 NOT_PASSED: dict[str, str] = {
     "sdk_opts": "AWP drives the CLIs, not their SDKs",
     **{key: "AWP passes no per-CLI options" for key in (
@@ -30,7 +30,6 @@ NOT_PASSED: dict[str, str] = {
         "cursor_opts", "antigravity_opts")},
     **{key: "the JSONL events keep everything and the transcript has one form" for key in (
         "log_mode", "log_meta", "events_mode", "tool_output", "thinking", "diff")},
-    "recovery.max_steers": "AWP has no operator steering messages",
 }
 ADAPTER_OPTS_WHY = "of adapter_opts AWP reads only `timeout`"
 _WHY_NOT: dict[tuple[str, str], str] = {

@@ -25,6 +25,7 @@ _CAUSES: dict[str, Cause] = {
     "unknown": "provider_outage",
     "approval_denied": "policy_denial", "guardrail_blocked": "policy_denial",
     "cli_confirmation_missing": "policy_denial", "cli_confirmation_mismatch": "policy_denial",
+    "budget_exhausted": "policy_denial",
     "user_cancelled": "cancellation", "interrupted": "cancellation",
     "verifier_fault": "workspace_failure", "verifier_timeout": "workspace_failure",
     "commit_failed": "workspace_failure", "launch_failed": "workspace_failure", "dirty_tree": "workspace_failure",

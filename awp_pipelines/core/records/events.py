@@ -48,6 +48,7 @@ EventType = Literal[
     "run_cancelled",
     "error_occurred",
     "resume_started",
+    "steer_received",
     "verifier_completed",
     "commit_created",
     "tree_set_aside",
@@ -102,6 +103,9 @@ class EventSink:
         self._seq = 0
         self._fh: BinaryIO | None = None
         self._flush_each = True  # off inside `batch()`: the stream reader flushes once per chunk it read
+        # Called with the counters after each usage event (the engine's spend cap); it may raise to stop the
+        # session there. None: nothing watches the spend.
+        self.on_usage: Callable[[Counters], None] | None = None
         # The transcript is built as the events go out (reading a long stream's JSONL back cost as much as
         # writing it); `_size` is what the file holds if only this sink wrote to it since it read it.
         self._transcript = TranscriptBuilder(f"Attempt {attempt}", TRANSCRIPT_MAX_CHARS, counted=self.counters)
@@ -141,6 +145,9 @@ class EventSink:
         self._transcript.add(event)
         if self.live is not None:
             self.live.add(event)
+        if type == "token_usage_updated" and self.on_usage is not None:
+            self.flush()  # the event that crossed a cap is on disk before the stop it causes
+            self.on_usage(self.counters)
         return event
 
     @contextmanager
@@ -229,11 +236,19 @@ class EventSink:
     def run_completed(self, **info: Any) -> dict[str, Any]:
         return self.emit("run_completed", **info)
 
-    def run_failed(self, failure: FailureEnvelope) -> dict[str, Any]:
-        return self.emit("run_failed", **failure.model_dump())
+    def run_failed(self, failure: FailureEnvelope, **more: Any) -> dict[str, Any]:
+        """The session ended without its result: `run_cancelled` when a person cancelled it, else `run_failed`
+        (the envelope's fields either way, so a reader of the failure class finds it on both)."""
+        return self.emit(ended_type(failure), failure.model_dump(), **more)
 
     def resume_started(self, session_id: str | None, prompt: str = "Continue") -> dict[str, Any]:
         return self.emit("resume_started", session_id=session_id, prompt=prompt)
+
+    def steer_received(self, text: str, author: str, steer_id: str, lane: str, delivered: bool = True,
+                       refused: str = "") -> dict[str, Any]:
+        """A person's steer reached the Attempt (`awp control steer`): delivered into the session, or refused."""
+        return self.emit("steer_received", text=text, author=author, steer=steer_id, lane=lane, delivered=delivered,
+                         **({"refused": refused} if refused else {}))
 
     def verifier_completed(self, passed: bool, failures: Iterable[str] = ()) -> dict[str, Any]:
         return self.emit("verifier_completed", passed=passed, failures=list(failures))
@@ -304,6 +319,11 @@ class EventSink:
         if start > 0 and parts[start - 1] == ".awp":  # the default state folder, <packet>/.awp
             start -= 1
         return "/".join(parts[start:])
+
+
+def ended_type(failure: FailureEnvelope) -> EventType:
+    """The event that says a session ended with `failure`: a person's cancel is no failure of the agent."""
+    return "run_cancelled" if failure.failure_class == "user_cancelled" else "run_failed"
 
 
 def read_events(path: Path | str) -> list[dict[str, Any]]:

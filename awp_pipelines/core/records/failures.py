@@ -28,7 +28,8 @@ CliConfirmationClass = Literal["cli_confirmation_missing", "cli_confirmation_mis
 # AWP's local classes: what happens around the provider
 AwpLocalClass = Literal["verifier_fault", "verifier_timeout", "commit_failed", "launch_failed",
                         "interrupted",  # interrupted: its process died, or a signal stopped it, mid-Attempt
-                        "dirty_tree"]  # dirty_tree: a person's changes were in the work tree (cleantree.py)
+                        "dirty_tree",  # dirty_tree: a person's changes were in the work tree (cleantree.py)
+                        "budget_exhausted"]  # the running spend reached the packet run's or the prompt's cap
 
 FailureClass = Literal[TransportClass, RemoteClaimClass, TerminalClass, CliConfirmationClass, "unknown",
                        AwpLocalClass]

@@ -26,8 +26,8 @@ LiveListener = Callable[[list[str]], None]
 # every event type. Past an Attempt's `max_total_lines`, these are counted without rendering a line.
 LINE_TYPES = frozenset({"prompt_sent", "run_started", "message_received", "tool_call_started",
                         "tool_call_completed", "tool_call_failed", "file_written", "files_changed",
-                        "resume_started", "run_completed", "run_failed", "error_occurred", "run_cancelled",
-                        "verifier_completed", "tree_set_aside", "commit_created", "network_denied"})
+                        "resume_started", "steer_received", "run_completed", "run_failed", "error_occurred",
+                        "run_cancelled", "verifier_completed", "tree_set_aside", "commit_created", "network_denied"})
 
 
 def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
@@ -55,6 +55,8 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
         text = "changed " + files_summary(event)[0]
     elif kind == "resume_started":
         text = f"resuming session {event.get('session_id') or '?'}"
+    elif kind == "steer_received":
+        text = f"steer from {event.get('author') or '?'}: {one_line(event.get('text'), limit)}"
     elif kind == "run_completed":
         text = "agent finished"
     elif kind in ("run_failed", "error_occurred", "run_cancelled"):

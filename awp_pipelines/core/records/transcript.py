@@ -190,6 +190,9 @@ def _render_event(event: Mapping[str, Any]) -> str | None:
         info = [f"{k}: {one_line(event[k], 80)}" for k in ("provider", "account", "model", "mode", "session_id")
                 if event.get(k)]
         return f"_{' · '.join(info)}_" if info else None
+    if kind == "steer_received":
+        verdict = "" if event.get("delivered", True) else f" (refused: {one_line(event.get('refused'), 120)})"
+        return f"> **Steer from {one_line(event.get('author'), 60)}**{verdict}: {one_line(event.get('text'), 2000)}"
     if kind == "resume_started":
         parts = ["_resumed"]
         if event.get("session_id"):

@@ -19,6 +19,7 @@ from dataclasses import replace
 from dagster import AssetExecutionContext, DagsterExecutionInterruptedError
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, agent_run_status
+from awp_pipelines.core.decisions.operator_control import operator_folder
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, progress
 from awp_pipelines.core.engine.attempts import (
@@ -117,13 +118,14 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     attempt = AttemptSpec(packet=packet, prompt=prompt, plan=plan, identity=identity, target=target,
                           commit=resource.commit, verify_first=resource.verify_first,
                           simulate=resource.overlay_for(prompt.id) or prompt.front.simulate,
-                          secret_env=secrets, spent_before=state.budget.packet_spent,
+                          secret_env=secrets, spent_before=state.budget.packet_spent, budget=state.budget,
                           control=control_setup(packet.manifest.agent_control, resource.state_root(packet.root),
                                                 identity, [f.mode for f in state.facts],
                                                 last.control if last else None),
                           repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
+                          operator=operator_folder(resource.state_root(packet.root), packet_run, prompt.id),
                           trees=trees_of(packet, packet_run), refusal=refusal)
     started = AttemptStarted(prompt.id, identity.attempt_id, launch.mode, target.provider, target.model,
                              target.account, launch.reason)

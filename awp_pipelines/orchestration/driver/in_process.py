@@ -92,6 +92,9 @@ class RunOptions:
     # Set, a selection whose prompts can overlap runs on the multiprocess executor (parallel.py), its steps
     # building the job again from this source; None, every run is in process.
     parallel: JobSource | None = None
+    # A prompt that ended unfinished does not stop the ones after it that do not depend on it (`depends_on`;
+    # the order alone is none): once nothing else is left, the first of them in order starts (`--keep-going`).
+    keep_going: bool = False
 
 
 @dataclass
@@ -210,7 +213,11 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
         states, _ = agent_run_truth(binding, history, selected)
         outlook = next_launches(list(states.values()), time.time(), history.stopped)
         if executed >= rounds or outlook.idle:
-            return packet_run, _outcomes(compiled, history, selected, outlook)
+            past = _past_a_failure(binding, history, selected) if options.keep_going and outlook.idle else None
+            if past is None:
+                return packet_run, _outcomes(compiled, history, selected, outlook)
+            _execute(job, instance, [binding.key(past)], {**base, tags.IGNORE_DEPS: "true"}, options, progress)
+            continue
         if not outlook.due:
             stop = interrupts.current()
             with stop.cut_in() if stop is not None else nullcontext():  # a backoff ends at once on a signal
@@ -240,6 +247,21 @@ def _startable_fresh(binding: PacketBinding, history: PacketRunHistory, selected
         if status.state in ("planned", "stopped") and all(d in chosen for d in status.held_by):
             chosen.append(pid)
     return chosen
+
+
+def _past_a_failure(binding: PacketBinding, history: PacketRunHistory, selected: list[str]) -> str | None:
+    """`--keep-going`, once nothing runs or waits: the first selected prompt, in order, never started and held
+    only by the order (every prompt it declares it depends on completed). None after
+    a verifier fault: a contract that could not run says the shared tooling is broken (Prompt Runner stops too)."""
+    if any(h.last_record is not None and h.last_record.result == "verifier_fault" for h in history.agent_runs.values()):
+        return None
+    _, statuses = agent_run_truth(binding, history, selected)
+    for pid in selected:
+        status, declared = statuses[pid], binding.packet.prompt(pid).declared_depends_on or []
+        if pid not in history.agent_runs and status.state == "planned" and status.held_by \
+                and all(statuses[d].state == "completed" for d in declared if d in statuses):
+            return pid
+    return None
 
 
 def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
