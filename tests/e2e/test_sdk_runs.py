@@ -88,5 +88,5 @@ def test_run_on_event_streams_each_attempt_its_messages_and_tokens_then_the_end(
     [ended] = [i for i, e in enumerate(heard) if isinstance(e, AttemptEnded)]
     between = heard[started + 1:ended]
     assert any(isinstance(e, AgentMessage) and e.attempt == attempt for e in between)
-    assert any(isinstance(e, TokensUsed) and e.output_tokens > 0 for e in between)
+    assert any(isinstance(e, TokensUsed) and e.tokens.output_tokens > 0 for e in between)
     assert heard[-1] == PacketRunEnded(result.packet_run, "completed")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted
+from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,12 @@ class TokensUsed:
 
     prompt: str
     attempt: str
-    input_tokens: int
-    output_tokens: int
+    tokens: TokenCounts  # the counts defined once (core/records/usage.py)
     cost_usd: float
 
     def line(self) -> str:
-        return f"{self.attempt}: {self.input_tokens} tokens in, {self.output_tokens} out, ${self.cost_usd:.4f}"
+        return (f"{self.attempt}: {self.tokens.input_tokens} tokens in, {self.tokens.output_tokens} out, "
+                f"${self.cost_usd:.4f}")
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class EventTail:
         self.root = Path(root)
         self.pattern = pattern
         self._offsets: dict[Path, int] = {f: f.stat().st_size for f in self._files()} if from_now else {}
-        self._tokens: dict[str, tuple[int, int, float]] = {}  # attempt → running totals
+        self._tokens: dict[str, TokensUsed] = {}  # attempt → its running totals
         self._started: set[str] = set()
 
     def poll(self) -> list[RunEvent]:
@@ -118,9 +119,12 @@ class EventTail:
         if kind == "tool_call_started":
             return ToolCall(prompt, attempt, str(event.get("name") or "tool"), event.get("input"), event.get("call_id"))
         if kind == "token_usage_updated":
-            before = (0, 0, 0.0) if event.get("cumulative") else self._tokens.get(attempt, (0, 0, 0.0))
-            now = (before[0] + int(event.get("input_tokens") or 0), before[1] + int(event.get("output_tokens") or 0),
-                   round(before[2] + float(event.get("cost_usd") or 0.0), 6))
-            self._tokens[attempt] = now
-            return TokensUsed(prompt, attempt, *now)
+            reported = TokenCounts.model_validate({k: int(event.get(k) or 0) for k in TOKEN_FIELDS})
+            before = None if event.get("cumulative") else self._tokens.get(attempt)
+            if before is not None:
+                reported = TokenCounts.model_validate({k: getattr(before.tokens, k) + getattr(reported, k)
+                                                       for k in TOKEN_FIELDS})
+            cost = round((before.cost_usd if before else 0.0) + float(event.get("cost_usd") or 0.0), 6)
+            self._tokens[attempt] = TokensUsed(prompt, attempt, reported, cost)
+            return self._tokens[attempt]
         return None
