@@ -139,3 +139,29 @@ def test_regenerates_never_reaches_out_through_a_folder_swapped_for_a_link(ws: W
     item = ws.item({"commands": [{"exec": "bin/gen", "regenerates": ["out/gen.txt"]}]})
     assert not item.passed and "replaced by a link out of the repo" in item.details[0]
     assert (outside / "gen.txt").read_text() == "not AWP's to remove\n"
+
+
+RUNNER = """
+import sys
+from pathlib import Path
+from awp_pipelines.core.verifiers import VerifyContext, VerifyContract, run_contract
+tree = Path(sys.argv[1])
+contract = VerifyContract.model_validate({"commands": [{"exec": "bin/slow", "timeout_ms": 60000}]})
+run_contract(contract, VerifyContext(tree.parent, {"app": tree}, "app", isolation=sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize(("isolation", "escapes"), [("sandbox", False), ("none", True)])
+def test_a_check_ends_with_a_killed_runner(ws: Workspace, isolation: str, escapes: bool) -> None:
+    """`kill -9` of the process running the check: bwrap's --die-with-parent ends the check and all it started."""
+    tree = ws.repos["app"]
+    ws.script("bin/slow", f"touch {tree}/started; sleep 2; echo late > {tree}/late.txt")
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(tree), isolation])
+    deadline = time.monotonic() + 30
+    while not (tree / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.kill()
+    runner.wait()
+    time.sleep(3)
+    assert (tree / "started").exists()
+    assert (tree / "late.txt").exists() is escapes
