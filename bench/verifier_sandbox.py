@@ -10,7 +10,6 @@ contract of issue 31). Medians of --repeat, after one warm-up of each."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -20,8 +19,8 @@ from typing import Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from emit import emit  # noqa: E402
+from sandbox_start import sandbox_bench_args  # noqa: E402
 
-from awp_pipelines.core.isolation.bwrap import unavailable  # noqa: E402
 from awp_pipelines.core.verifiers import VerifyContext, VerifyContract, run_contract  # noqa: E402
 
 GOAL_MS = 100.0
@@ -56,13 +55,8 @@ def measure(name: str, command: dict[str, object], tree: Path, repeat: int) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    why_not = unavailable()
-    if why_not is not None:
-        print(f"no sandbox here: {why_not}", file=sys.stderr)
+    args = sandbox_bench_args(__doc__, argv)
+    if args is None:
         return 1
     with tempfile.TemporaryDirectory(prefix="awp-bench-verifier-") as folder:
         tree = Path(folder) / "tree"

@@ -17,6 +17,7 @@ agent's own tests under the same `python -m pytest`) is verified and committed i
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -24,10 +25,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from attack_support import script_agent_packet
+from attack_support import MANIFESTS, QUIET_CLI, agent_provider, script_agent_packet
 from e2e_support import git_log, stored_records
 
 from awp_pipelines.core.isolation.bwrap import unavailable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "providers"))
+from fake_apis import FakeMessagesServer, fake_api  # noqa: E402
+from provider_helpers import real_cli  # noqa: E402
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
 
@@ -96,19 +101,27 @@ def prompt(verify: dict[str, object]) -> str:
 
 
 def run_awp(tmp: Path, make_git_repo, script: str, verify: dict[str, object],  # type: ignore[no-untyped-def]
-            isolation: str) -> tuple[Path, dict, str]:
+            isolation: str, claude: FakeMessagesServer | None = None) -> tuple[Path, dict, str]:
+    """`awp run` of a one-prompt packet whose `command` agent is `script`; with `claude`, the real Claude Code
+    CLI instead, whose one Bash tool call (from the fake Messages API) runs the same script."""
     home = tmp / "operator-home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text(SSH_KEY + "\n")
-    manifest = {"isolation": isolation, "recovery": {"repair": {"max_attempts": 1}}}
+    manifest: dict[str, object] = {"isolation": isolation, "recovery": {"repair": {"max_attempts": 1}}}
+    if claude is not None:
+        manifest |= {**MANIFESTS["claude"], "accounts": ["a"]}
+        claude.command = f"sh -c {shlex.quote(script)} < /dev/null"
     packet, providers = script_agent_packet(tmp, make_git_repo, script, manifest, prompt(verify))
+    if claude is not None:
+        providers.write_text(yaml.safe_dump(agent_provider(tmp, "claude", claude)))
     # The operator's repo ignores the FIFO and the link: what AWP's git does with them is issue 31's git part.
     (packet / "workspace" / ".gitignore").write_text("notes.md\ndata.json\nlate.txt\n")
     for git in (["add", ".gitignore"], ["commit", "-qm", "ignores"]):
         subprocess.run(["git", *git], cwd=packet / "workspace", check=True)
     (packet / ".awp").mkdir()
     (packet / ".awp" / "marker.txt").write_text("the instance\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "LANG": "C.UTF-8"}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "LANG": "C.UTF-8",
+           "AWP_TEST_AGENT_KEY": "own-key-of-account-a", **QUIET_CLI}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run", str(packet),
                            "--providers", str(providers), "--json"], env=env, cwd=tmp, capture_output=True,
@@ -123,13 +136,15 @@ def stored_text(packet: Path) -> str:
     return "\n".join(p.read_bytes().decode(errors="replace") for p in (packet / ".awp").rglob("*") if p.is_file())
 
 
-def attack_run(tmp: Path, make_git_repo, isolation: str) -> tuple[Path, dict, dict[str, str], str]:  # type: ignore[no-untyped-def]
+def attack_run(tmp: Path, make_git_repo, isolation: str,  # type: ignore[no-untyped-def]
+               claude: FakeMessagesServer | None = None) -> tuple[Path, dict, dict[str, str], str]:
     tree = tmp / "p" / "workspace"
     conftest = CONFTEST % {"home": tmp / "operator-home",
                            "instance": tmp / "p" / ".awp", "outside": tmp / "outside.txt", "late": LATE_S}
     verify = {"commands": [PYTEST], "contains": [{"path": "notes.md", "text": "done"}],
               "json": [{"path": "data.json"}]}
-    packet, outcome, output = run_awp(tmp, make_git_repo, ATTACK_AGENT % {"conftest": conftest}, verify, isolation)
+    packet, outcome, output = run_awp(tmp, make_git_repo, ATTACK_AGENT % {"conftest": conftest}, verify, isolation,
+                                      claude)
     time.sleep(LATE_S + 1.5)  # a child that outlived its check has written by now
     store = stored_text(packet)
     [first, _repair] = stored(packet, outcome)
@@ -144,7 +159,18 @@ def attack_run(tmp: Path, make_git_repo, isolation: str) -> tuple[Path, dict, di
 @pytest.mark.parametrize(("isolation", "verdict"), [("sandbox", "denied"), ("none", "LEAK")])
 def test_each_attack_from_the_agents_conftest_is_denied_in_the_verifiers_sandbox(
         tmp_path: Path, make_git_repo, isolation: str, verdict: str) -> None:  # type: ignore[no-untyped-def]
-    packet, outcome, rows, everything = attack_run(tmp_path, make_git_repo, isolation)
+    judge(*attack_run(tmp_path, make_git_repo, isolation), isolation, verdict)
+
+
+def test_the_same_attack_written_by_the_real_claude_code_cli_is_denied(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    """The work comes from Claude Code's own Bash tool (driven by the local fake Messages API), in its sandbox."""
+    real_cli("claude")
+    with fake_api("bash") as api:
+        found = attack_run(tmp_path, make_git_repo, "sandbox", api)
+    judge(*found, "sandbox", "denied")
+
+
+def judge(packet: Path, outcome: dict, rows: dict[str, str], everything: str, isolation: str, verdict: str) -> None:
     assert {r: rows.get(r) for r in SANDBOX_ROWS} == dict.fromkeys(SANDBOX_ROWS, verdict), rows
     assert SECRET not in everything  # the runner's secret-named variable: never read, or redacted wherever it went
     if isolation == "sandbox":
