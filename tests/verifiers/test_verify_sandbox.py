@@ -93,10 +93,13 @@ def test_no_network_unless_the_contract_asks(ws: Workspace) -> None:
         ws.script("bin/net", f"exec {sys.executable} -c \"{probe}\"")
         contract = {"commands": [{"exec": "bin/net", "stdout_contains": "REACHED"}]}
         sandboxed, bare = ws.item(contract), ws.item(contract, isolation="none")
+        # Asked for, through the agent's egress: a loopback host:port rule is forwarded as that port inside.
+        granted = ws.item({"commands": [{**contract["commands"][0], "network": [f"127.0.0.1:{port}"]}]})
     finally:
         server.close()
     assert not sandboxed.passed and sandboxed.details[0] == "failed: exit 1", sandboxed.details
     assert bare.passed
+    assert granted.passed, granted.details
 
 
 def test_a_contract_cannot_ask_for_the_provider_network() -> None:
