@@ -397,17 +397,22 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
 def verify(packet: PathLike | Packet, ids: Sequence[str] = (), *,
            providers: PathLike | None = None) -> list[VerifierReport]:
     """The `verify:` contracts of the prompts (all, or `ids`) against the repos as they are now; no provider
-    runs. A packet holding a secret is refused, as `run` refuses it. Reports are redacted of every account's
-    credential value (`providers`' accounts): a verifier prints what it sees, an echoed key included."""
+    runs. A packet holding a secret is refused, as `run` refuses it. The commands run in the verifier's sandbox
+    (unless the packet or prompt says `isolation: none`). Reports are redacted of every account's credential
+    value (`providers`' accounts) and of the runner's secret-named variables: a verifier prints what it sees,
+    an echoed key included."""
     loaded = load(packet)
     refuse_secrets(loaded)
     repos = {n: r.path for n, r in loaded.repos.items()}
-    redactor = Redactor.for_catalog(catalog(providers))
+    redactor = Redactor.for_catalog(catalog(providers)).with_runner_secrets()
     reports = []
     for prompt in selection_from_flags(tuple(ids), None, None, None, False).apply(loaded):
         if prompt.front.verify is None or prompt.front.verify.is_empty():
             continue
-        ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id)
+        # The commands run the work's code: in the verifier's sandbox unless the packet turns isolation off.
+        bare = (prompt.front.isolation or loaded.manifest.isolation) == "none"
+        ctx = VerifyContext(loaded.root, repos, loaded.default_repo, prompt.id,
+                            isolation="none" if bare else "sandbox")
         reports.append(redactor.model(run_contract(prompt.front.verify, ctx)))
     return reports
 

@@ -66,14 +66,22 @@ def measure(name: str, argv: list[str], install: Path | None, repeat: int, work:
             "no_network_ms": round(offline_ms, 1), "egress_ms": round(boxed_ms - offline_ms, 1)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def sandbox_bench_args(doc: str, argv: list[str] | None) -> argparse.Namespace | None:
+    """--repeat and --json of a sandbox benchmark; None, having said why, where no sandbox can start."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     why_not = unavailable()
     if why_not is not None:
         print(f"no sandbox here: {why_not}", file=sys.stderr)
+        return None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sandbox_bench_args(__doc__, argv)
+    if args is None:
         return 1
     commands: list[tuple[str, list[str], Path | None]] = [("a `command` agent (sh -c 'echo ok')",
                                                            ["sh", "-c", "echo ok"], None)]

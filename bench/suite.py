@@ -176,6 +176,13 @@ def _sandbox_rows(d: dict[str, Any]) -> list[Row]:
                 f"<= +{d['goal_ms']:g} ms", _verdict(r["met"])) for r in d["rows"]]
 
 
+def _verifier_sandbox_rows(d: dict[str, Any]) -> list[Row]:
+    return [Row(f"a contract command in the verifier's sandbox: {r['command']}",
+                f"{r['sandboxed_ms']} ms ({r['extra_ms']:+} ms)",
+                f"the same, bare (`isolation: none`): {r['bare_ms']} ms",
+                f"{r['ratio']}x", f"<= +{d['goal_ms']:g} ms", _verdict(r["met"])) for r in d["rows"]]
+
+
 def _speedup_rows(d: dict[str, Any]) -> list[Row]:
     base = {r["shape"]: r for r in d["rows"] if r["name"] in ("baseline", "parallel_baseline")}
     return [Row(f"per-prompt time of `awp run` ({r['shape']}, {d['prompts']} prompts), this private speed-up off: "
@@ -216,6 +223,8 @@ BENCHES = [
           ".venv/bin/python bench/rate_limit.py --daemon"),
     Bench("sandbox", [PY + "sandbox_start.py"], [PY + "sandbox_start.py", "--repeat", "3"], _sandbox_rows,
           ".venv/bin/python bench/sandbox_start.py"),
+    Bench("verifier_sandbox", [PY + "verifier_sandbox.py"], [PY + "verifier_sandbox.py", "--repeat", "2"],
+          _verifier_sandbox_rows, ".venv/bin/python bench/verifier_sandbox.py"),
     Bench("speedups", [PY + "private_speedups.py"], [PY + "private_speedups.py", "--prompts", "3", "--repeat", "1"],
           _speedup_rows, ".venv/bin/python bench/private_speedups.py"),
     Bench("status", [PY + "status_speed.py"], [PY + "status_speed.py", "--attempts", "200", "--long", "50"],

@@ -18,6 +18,7 @@ from awp_pipelines.core.records.redact import (
     find_secrets,
     redact,
     redact_obj,
+    secret_named,
 )
 
 # Built at runtime so this file itself holds no secret-shaped literal a scanner would flag.
@@ -178,3 +179,18 @@ def test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor() -> N
                     folded += 1
                     assert _may_hold_pattern(text) and redact(text) == _reference(text), (sample, hex(ord(char)))
     assert folded >= 4  # the four letters the re module folds onto i, k and s were tried
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("AWP_PG_PASSWORD", True), ("AWS_SECRET_ACCESS_KEY", True), ("GITHUB_TOKEN", True), ("SENTRY_DSN", True),
+    ("DATABASE_URL", True), ("npm_config__auth_token", True), ("MY_API_KEYS", True), ("PATH", False),
+    ("KEYBOARD", False), ("TOKENIZERS_PARALLELISM", False), ("PASSTHROUGH", False), ("HOME", False)])
+def test_a_variable_is_secret_named_by_its_last_word(name: str, secret: bool) -> None:
+    assert secret_named(name) is secret
+
+
+def test_the_runners_secret_named_values_are_redacted_and_nothing_else_of_its_environment() -> None:
+    env = {"AWP_PG_PASSWORD": "canary-pg-5d1e", "PATH": "/usr/local/bin:/usr/bin", "SHORT_TOKEN": "abc"}
+    redactor = Redactor().with_runner_secrets(env)
+    assert redactor("pw canary-pg-5d1e in PATH /usr/local/bin:/usr/bin abc") == \
+        f"pw {REDACTED} in PATH /usr/local/bin:/usr/bin abc"  # a value under 6 characters stays: see MIN_LITERAL

@@ -49,7 +49,7 @@ def test_contains_fails_on_a_missing_file(ws: Workspace) -> None:
 def test_contains_fails_on_a_directory_without_raising(ws: Workspace) -> None:
     ws.write("dir/a")
     item = ws.item({"contains": [{"path": "dir", "text": "x"}]})
-    assert not item.passed and item.fault is None and item.details[0].startswith("unreadable file")
+    assert not item.passed and item.fault is None and item.details[0].startswith("not a regular file (a directory)")
 
 
 def test_matches_searches_anywhere_in_the_file(ws: Workspace) -> None:

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_helpers import Workspace
 
+from awp_pipelines.core.isolation import network_setting as network_setting_module
+from awp_pipelines.core.isolation import verifier_sandbox as verifier_sandbox_module
 from awp_pipelines.core.packet.model import contract as contract_module
 from awp_pipelines.core.packet.model import pathtext as pathtext_module
 from awp_pipelines.core.records import redact as redact_module
@@ -229,7 +231,8 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
 def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
     (the packet model's `verify:` block), which itself needs nothing but pydantic, the redactor (check names
-    must hold no secret), which needs nothing but pydantic either, and the git runner (the stdlib alone)."""
+    must hold no secret), which needs nothing but pydantic either, the git runner (the stdlib alone), and the
+    verifier's sandbox (bubblewrap, the way the agent's sandbox builds it) with the `network` it may ask for."""
     package = Path(engine_module.__file__).parent
     contract_files = [Path(m.__file__ or "") for m in (contract_module, pathtext_module, redact_module,
                                                        workspace_module)]
@@ -245,5 +248,6 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
                 else:
                     outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
-    assert {m.__name__ for m in (contract_module, workspace_module)} <= ours <= {
-        m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module)}
+    assert {m.__name__ for m in (contract_module, workspace_module, verifier_sandbox_module)} <= ours <= {
+        m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module,
+                             verifier_sandbox_module, network_setting_module)}

@@ -45,6 +45,7 @@ from awp_pipelines.core.engine.interrupts import Interrupted, Stop
 from awp_pipelines.core.engine.provenance import AgentProvenance, credential_source, provenance
 from awp_pipelines.core.engine.provisioning import execution_profile, provision, unstartable
 from awp_pipelines.core.engine.remote import RemoteTrees
+from awp_pipelines.core.isolation.profile import ExecutionProfile
 from awp_pipelines.core.isolation.record import IsolationRecord
 from awp_pipelines.core.packet.bounds import human_duration
 from awp_pipelines.core.packet.model.control import AgentControlConfig
@@ -284,7 +285,9 @@ class AttemptSpec:
     refusal: FailureEnvelope | None = None
 
     def boundary_redactor(self) -> Redactor:
-        return (self.redactor or Redactor()).with_values((self.secret_env or {}).values())
+        """The catalog's credentials, the Attempt's own, and the runner's secret-named variables (a verifier or
+        an agent run with `isolation: none` sees the runner's environment, and prints what it sees)."""
+        return (self.redactor or Redactor()).with_values((self.secret_env or {}).values()).with_runner_secrets()
 
 
 def agent_places(spec: AttemptSpec) -> tuple[Path | None, Path | None]:
@@ -347,7 +350,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
     if spec.verify_first and (spec.identity.number, spec.identity.mode) == (1, "run"):
-        met = _verify(spec)
+        met = _verify(spec, profile)
         if met is not None and met.passed:
             sink.verifier_completed(True, [])
             trail.append(transition("terminal", "completed: the contract already passed (verify first); no session"))
@@ -423,7 +426,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return stopped(_interrupted(stop.signum, "the end of the agent's session"), (outcome, resumes))
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
-    report = _verify(spec)
+    report = _verify(spec, profile)
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
@@ -446,7 +449,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     fault_pause("after_commit")
     wip = _checkpoint(spec, targets, before) if result != "completed" else {}
     # The directive is read only once the contract passed and the work is committed.
-    directive = _directive(spec, handle) if result == "completed" and handle else None
+    directive = _directive(spec, handle, profile) if result == "completed" and handle else None
     cls = failure.failure_class if failure else None
     trail.append(transition("terminal", result + (f": {cls}" if cls else "")
                             + (f"; {directive.line()}" if directive else ""),
@@ -505,16 +508,14 @@ def _open_control(spec: AttemptSpec) -> ControlHandle | None:
     return open_iteration(spec.control.folder, ident.packet_run, ident.prompt, spec.control.iteration)
 
 
-def _directive(spec: AttemptSpec, handle: ControlHandle) -> Directive:
+def _directive(spec: AttemptSpec, handle: ControlHandle, profile: ExecutionProfile) -> Directive:
     """The iteration's directive; a `finish` stands only if the packet's completion contract passes."""
     assert spec.control is not None
     config = spec.control.config
     directive = read_directive(handle, config)
     if directive.outcome != "finish" or config.completion_verify is None:
         return directive
-    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
-                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
-    report = run_contract(config.completion_verify, ctx)
+    report = run_contract(config.completion_verify, verify_context(spec, profile))
     if report.passed:
         return directive
     return directive.model_copy(update={"outcome": "finish_rejected", "unmet": report.unmet_text()})
@@ -676,17 +677,25 @@ def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: E
     return outcome, resumes
 
 
-def _verify(spec: AttemptSpec) -> VerifierReport | None:
+def _verify(spec: AttemptSpec, profile: ExecutionProfile) -> VerifierReport | None:
     """The contract the AgentRun is held to now: the prompt's, with a person's amendments applied."""
     contract = amendments.enforced(spec.prompt.front.verify, amendments.read(spec.operator))
     if contract is None or contract.is_empty():
         return None
-    ctx = VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
-                        default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id)
-    report = run_contract(contract, ctx)
+    report = run_contract(contract, verify_context(spec, profile))
     if spec.operator is not None:
         note_verdict(spec.operator, spec.identity.attempt_id, report.passed)
     return report
+
+
+def verify_context(spec: AttemptSpec, profile: ExecutionProfile) -> VerifyContext:
+    """Where the Attempt's contracts are checked: their commands in the verifier's sandbox unless the agent
+    itself ran with `isolation: none` (a check never gets more rights than the agent whose code it runs),
+    with the state folder hidden."""
+    return VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
+                         default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id,
+                         isolation="none" if profile.isolation == "none" else "sandbox",
+                         state=(spec.agent_root,) if spec.agent_root is not None else ())
 
 
 def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:

@@ -248,6 +248,12 @@ class Redactor:
         env = os.environ if environ is None else environ
         return cls(tuple(value for value in env.values() if credential_like(value)))
 
+    def with_runner_secrets(self, environ: Mapping[str, str] | None = None) -> Redactor:
+        """Also every value of the runner's secret-named variables (`secret_named`: a database password, a
+        cloud key): what a check or an agent run beside the runner could print."""
+        env = os.environ if environ is None else environ
+        return self.with_values(value for name, value in env.items() if secret_named(name))
+
     def holds_secret(self, text: str) -> bool:
         """Whether redaction would change `text`: it holds a pattern secret or one of the literals."""
         return self(text) != text
@@ -269,6 +275,16 @@ class Redactor:
     def model(self, model: M) -> M:
         """A redacted copy of a pydantic model (an AttemptRecord, a VerifierReport, a FailureEnvelope)."""
         return type(model).model_validate(self.obj(model.model_dump(mode="python")))
+
+
+# An environment variable whose name says it holds a secret: its last word is one of these (`AWP_PG_PASSWORD`,
+# `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, `SENTRY_DSN`), or it is a connection URL with a password in it.
+_SECRET_VARIABLE = re.compile(r"(?i)(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|CREDENTIALS?|DSN|COOKIE)S?$"
+                              r"|^DATABASE_URL$")
+
+
+def secret_named(name: str) -> bool:
+    return _SECRET_VARIABLE.search(name) is not None
 
 
 def find_secrets(text: str) -> list[tuple[int, str]]:

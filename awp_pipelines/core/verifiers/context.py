@@ -1,10 +1,12 @@
-"""Where a contract is checked: the packet folder, its repositories, and the environment for commands."""
+"""Where a contract is checked: the packet folder, its repositories, the environment for commands, and
+whether its commands run in the verifier's sandbox (isolation/verifier_sandbox.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 PACKET_ALIAS = "packet"
 
@@ -16,6 +18,10 @@ class VerifyContext:
     default_repo: str | None
     prompt_id: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
+    # `sandbox` unless the agent itself ran with `isolation: none`: a check never gets more rights than the
+    # agent whose work it runs had. `none` runs the commands beside the runner, as before.
+    isolation: Literal["sandbox", "none"] = "sandbox"
+    state: tuple[Path, ...] = ()  # AWP's state folders, hidden from a sandboxed check where they fall in reach
 
     def roots(self) -> dict[str, Path]:
         """Repository roots by name; `packet` always names the packet folder (it wins over a repo so named)."""

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from awp_pipelines.core.isolation.network_setting import NetworkSetting
+
 from .pathtext import PathText
 
 # Prompt Runner's defaults, plus the scaffold placeholder so an unfilled template never passes as a document.
@@ -240,8 +242,14 @@ class CommandCheck(BaseModel):
     )
     env: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra environment. The command sees only PATH, HOME, LANG, the runner's extra "
-        "environment and these.",
+        description="Extra environment. In the verifier's sandbox the command sees only PATH, a private HOME "
+        "and TMPDIR, LANG and these; with `isolation: none`, PATH, HOME and LANG of the runner and these.",
+    )
+    network: NetworkSetting | None = Field(
+        default=None,
+        description="What the command may reach from the verifier's sandbox: `none` (default), `open` (any "
+        "host but this machine) or a list of hosts (`pypi.org`, `host:port`, `*.domain`), as the agent's "
+        "`network`. A verifier has no provider: `provider` is refused.",
     )
     timeout_ms: int = Field(
         default=DEFAULT_TIMEOUT_MS, gt=0, description="Kill the command after this long: verifier_timeout."
@@ -278,6 +286,14 @@ class CommandCheck(BaseModel):
     @classmethod
     def _valid(cls, pattern: str | None) -> str | None:
         return pattern if pattern is None else _compiles(pattern)
+
+    @field_validator("network")
+    @classmethod
+    def _no_provider(cls, network: list[str] | None) -> list[str] | None:
+        if network and "provider" in network:
+            raise ValueError("a verifier's command has no provider to reach: write `none`, `open` or a list of "
+                             "hosts (pypi.org, host:port, *.domain)")
+        return network
 
 
 def command_text(command: CommandCheck, *, with_repo: bool = False) -> str:

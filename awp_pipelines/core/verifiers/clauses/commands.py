@@ -2,9 +2,14 @@
 could not run.
 
 exit 0 passes; other exits fail (repairable). A fault (`verifier_fault`) is an exit listed in
-`fault_exit_codes`, a bare name missing from PATH, a missing absolute path, a missing cwd or outputs that
-could not be moved aside; `verifier_timeout` is the deadline. A missing *relative* executable is an ordinary
-failure: it may be a file the prompt was meant to create.
+`fault_exit_codes`, a bare name missing from PATH, a missing absolute path, a missing cwd, outputs that
+could not be moved aside, or a verifier's sandbox that cannot start here; `verifier_timeout` is the
+deadline. A missing *relative* executable is an ordinary failure: it may be a file the prompt was meant to
+create.
+
+The command runs the agent's work, so it runs in the verifier's sandbox (isolation/verifier_sandbox.py)
+unless the context says `none` (the agent itself ran unsandboxed). The program is found outside, on the
+runner's PATH, and run inside by its absolute path.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
+from awp_pipelines.core.isolation.verifier_sandbox import VerifierPlaces, VerifierSandboxUnavailable, verifier_sandbox
 from awp_pipelines.core.packet.model.contract import CommandCheck, command_text
 
 from ..context import VerifyContext
@@ -64,7 +70,8 @@ class _Run:
         if escaped:
             return self._result(False, [e or "" for e in escaped])
         try:
-            staged = regenerates.stage([o.resolved for o in outputs if o.resolved is not None])
+            root = self.ctx.roots()[self.repo].absolute()
+            staged = regenerates.stage([o.resolved for o in outputs if o.resolved is not None], root)
         except regenerates.StagingError as exc:
             return self._result(False, [str(exc)], "verifier_fault")
 
@@ -108,11 +115,15 @@ class _Run:
 
     def _execute(self, env: dict[str, str]) -> Outcome:
         assert self.program is not None and self.cwd is not None
+        # A file the prompt wrote but left unrunnable is its failure; anything else cannot run here.
+        fault: Fault | None = None if self._relative_exec() else "verifier_fault"
+        if not os.access(self.program, os.X_OK):  # told here: inside, bwrap's own exit would hide it
+            return self._result(False, [f"could not start {self.program}: Permission denied"], fault)
         try:
-            done = run_bounded([self.program, *self.spec.args], self.cwd, env, self.spec.timeout_ms)
+            done = self._run(env)
+        except VerifierSandboxUnavailable as exc:
+            return self._result(False, [str(exc)], "verifier_fault")
         except OSError as exc:
-            # A file the prompt wrote but left unrunnable is its failure; anything else cannot run here.
-            fault: Fault | None = None if self._relative_exec() else "verifier_fault"
             return self._result(False, [f"could not start {self.program}: {exc.strerror or exc}"], fault)
         if done.timed_out:
             summary = f"verifier_timeout: killed after {self.spec.timeout_ms} ms"
@@ -129,6 +140,17 @@ class _Run:
             return self._unmet(done, *problems)
         return self._result(True, ["exit 0"], exit_code=0)
 
+    def _run(self, env: dict[str, str]) -> Finished:
+        """The command in the verifier's sandbox, or beside the runner with `isolation: none`."""
+        assert self.program is not None and self.cwd is not None
+        argv = [self.program, *self.spec.args]
+        if self.ctx.isolation == "none":
+            return run_bounded(argv, self.cwd, env, self.spec.timeout_ms)
+        places = VerifierPlaces(trees=tuple(self.ctx.repos.values()), packet_root=self.ctx.packet_root,
+                                state=self.ctx.state)
+        with verifier_sandbox(places, argv, self.cwd, {**self.ctx.env, **self.spec.env}, self.spec.network) as box:
+            return run_bounded(box.argv, self.cwd, box.env, self.spec.timeout_ms)
+
     def _relative_exec(self) -> bool:
         return "/" in self.spec.exec and not os.path.isabs(self.spec.exec)
 
@@ -142,6 +164,11 @@ class _Run:
         return problems
 
     def _check_outputs(self, result: Outcome, staged: list[regenerates.Staged]) -> Outcome:
+        escaped = regenerates.escaped(staged)
+        if escaped:
+            listed = ", ".join(str(p) for p in escaped)
+            return self._result(False, [f"regenerated output's folder was replaced by a link out of the repo: "
+                                        f"{listed}; left as it is"], exit_code=result.exit_code)
         missing = regenerates.missing_outputs(staged)
         if not missing:
             return result

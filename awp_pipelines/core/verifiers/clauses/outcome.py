@@ -10,6 +10,7 @@ from typing import Any
 from awp_pipelines.core.packet.model.contract import Entry
 
 from ..context import VerifyContext
+from ..file_read import Refused, read_regular
 from ..paths import Located, locate
 from ..report import Fault
 
@@ -39,11 +40,14 @@ def unlocated(where: Located) -> Outcome:
 
 
 def read_text(path: Path) -> tuple[str | None, str]:
-    """(content, "") or (None, why): a missing or unreadable file is a failed item, never an exception."""
+    """(content, "") or (None, why): a missing, unreadable or refused file (not a regular file, over the size
+    cap: file_read.py) is a failed item, never an exception and never a blocked read."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace"), ""
+        return read_regular(path).decode("utf-8", errors="replace"), ""
     except FileNotFoundError:
         return None, f"missing file: {path}"
+    except Refused as exc:
+        return None, str(exc)
     except OSError as exc:
         return None, f"unreadable file ({exc.strerror or exc}): {path}"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from awp_pipelines.core.packet.model.contract import DEFAULT_PRUNE, SourceAbsentCheck
 
 from ..context import VerifyContext
+from ..file_read import Refused, read_regular
 from ..paths import locate
 from ..report import cap_lines
 from .outcome import Outcome, at, unlocated
@@ -32,7 +33,11 @@ def source_absent(entry: SourceAbsentCheck, ctx: VerifyContext) -> Outcome:
     files = 0
     for file in source_files(where.resolved, extensions, prune):
         files += 1
-        text = _text_of(file)
+        try:
+            text = _text_of(file)
+        except Refused as exc:  # over the size cap, or swapped for a FIFO: unchecked is not clean
+            findings.append(f"not checked: {exc}")
+            continue
         if text is None:
             continue
         rel = os.path.relpath(file, where.resolved) if where.resolved.is_dir() else where.path
@@ -60,9 +65,9 @@ def source_files(path: Path, extensions: set[str], prune: set[str]) -> Iterator[
 
 
 def _text_of(file: Path) -> str | None:
-    """The file as text, or None for a binary or unreadable file."""
+    """The file as text, or None for a binary or unreadable file; Refused (file_read.py) for one it must not read."""
     try:
-        data = file.read_bytes()
+        data = read_regular(file)
     except OSError:
         return None
     if b"\0" in data[:_BINARY_SNIFF]:
