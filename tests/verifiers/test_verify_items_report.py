@@ -15,8 +15,8 @@ from verify_helpers import Workspace
 
 from awp_pipelines.core.packet.model import contract as contract_module
 from awp_pipelines.core.packet.model import pathtext as pathtext_module
-from awp_pipelines.core.records import redact as redact_module
 from awp_pipelines.core.records import git_links as git_links_module
+from awp_pipelines.core.records import redact as redact_module
 from awp_pipelines.core.records import regular_files as regular_files_module
 from awp_pipelines.core.records import workspace as workspace_module
 from awp_pipelines.core.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
