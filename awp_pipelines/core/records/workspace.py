@@ -25,6 +25,7 @@ from pathlib import Path
 
 from awp_pipelines.core.records.git_links import linked_write_paths
 from awp_pipelines.core.records.regular_files import entry_fingerprint, read_regular
+from awp_pipelines.core.records.secret_scan import SecretHit, SecretInWork, secrets_in_diff
 
 # What diff_stat reads of an untracked file to count its lines.
 STAT_CAP_BYTES = 16 * 1024 * 1024
@@ -281,16 +282,30 @@ def identity_overrides(repo: Path | str) -> list[str]:
     return args
 
 
-def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str) -> str | None:
+def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str,
+                    secrets: Sequence[str] = ()) -> str | None:
     """Commit the work tree's changes against `base` (untracked files included) to `ref`, without touching
-    HEAD, the index or the tree. None when there is nothing to save."""
+    HEAD, the index or the tree. None when there is nothing to save. SecretInWork when the changes hold one of
+    `secrets`: nothing is saved."""
     if not changed_paths(repo):
         return None
+    tree = worktree_tree(repo, base)
+    hits = secrets_between(repo, base, tree, secrets)
+    if hits:
+        raise SecretInWork(str(repo), hits)
     parents = ["-p", base] if base else []
-    sha = git(repo, *identity_overrides(repo), "commit-tree", worktree_tree(repo, base), *parents,
-              "-m", message).stdout.strip()
+    sha = git(repo, *identity_overrides(repo), "commit-tree", tree, *parents, "-m", message).stdout.strip()
     git(repo, "update-ref", ref, sha)
     return sha
+
+
+def secrets_between(repo: Path | str, base: str | None, tree: str, secrets: Sequence[str]) -> list[SecretHit]:
+    """Where the lines added from `base` to `tree` hold one of `secrets` (file and line, never the value)."""
+    if not any(secrets):
+        return []
+    diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+               base or EMPTY_TREE, tree, "--").stdout
+    return secrets_in_diff(diff, secrets)
 
 
 def worktree_tree(repo: Path | str, base: str | None) -> str:
