@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_workspace import MakeRepo, sh_git
 
 from awp_pipelines.core.records.committer import CommitError, commit_targets
 from awp_pipelines.core.records.workspace import (
@@ -22,12 +22,6 @@ from awp_pipelines.core.records.workspace import (
     save_checkpoint,
     worktree_digest,
 )
-
-MakeRepo = Callable[[Path], Path]
-
-
-def sh_git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 def evil_config(folder: Path, marker: Path) -> None:
