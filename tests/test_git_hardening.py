@@ -170,3 +170,25 @@ def test_the_runners_git_variables_never_reach_awps_git(make_git_repo: MakeRepo,
     (repo / "work.txt").write_text("w\n")
     assert changed_paths(repo) == ["work.txt"]
     assert not marker.exists()
+
+
+def test_the_secret_scan_names_the_new_sides_file_and_line_never_the_value() -> None:
+    from awp_pipelines.core.records.secret_scan import SecretHit, SecretInWork, secrets_in_diff
+
+    diff = ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -3,0 +4,2 @@\n+x = 1\n+key = 'tok-123456'\n"
+            "@@ -9 +11 @@\n-old\n+again tok-123456\n"
+            "diff --git a/b b/b\n--- /dev/null\n+++ b/b\n@@ -0,0 +1 @@\n+clean\n")
+    hits = secrets_in_diff(diff, ["tok-123456"])
+    assert hits == [SecretHit("a.py", 5), SecretHit("a.py", 11)]
+    assert secrets_in_diff(diff.replace("+key", "-key"), ["tok-123456"]) == [SecretHit("a.py", 11)]  # removed: fine
+    message = str(SecretInWork("app", hits))
+    assert "a.py line 5, a.py line 11" in message and "tok-123456" not in message
+
+
+def test_the_runners_secret_named_variables_are_known_secrets() -> None:
+    from awp_pipelines.core.records.redact import secret_named_values
+
+    env = {"AWP_PG_PASSWORD": "canary-pg-1234", "GITHUB_TOKEN": "ghp_abcdefghij", "AWS_SECRET_ACCESS_KEY": "AbCd/EfGh1",
+           "PATH": "/usr/bin:/bin", "API_KEY": "short", "HOME": "/root", "DEBUG": "verbose-logging-on",
+           "TOKEN_FILE": "not-a-secret-name-x"}
+    assert set(secret_named_values(env)) == {"canary-pg-1234", "ghp_abcdefghij", "AbCd/EfGh1"}
