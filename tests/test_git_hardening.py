@@ -192,3 +192,12 @@ def test_the_runners_secret_named_variables_are_known_secrets() -> None:
            "PATH": "/usr/bin:/bin", "API_KEY": "short", "HOME": "/root", "DEBUG": "verbose-logging-on",
            "TOKEN_FILE": "not-a-secret-name-x"}
     assert set(secret_named_values(env)) == {"canary-pg-1234", "ghp_abcdefghij", "AbCd/EfGh1"}
+
+
+def test_a_secret_of_several_lines_is_found_by_its_lines() -> None:
+    from awp_pipelines.core.records.secret_scan import SecretHit, secrets_in_diff
+
+    key = "-----BEGIN KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END KEY-----\n"
+    diff = "+++ b/id\n@@ -0,0 +1,3 @@\n+-----BEGIN KEY-----\n+b3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n+-----END KEY-----\n"
+    assert SecretHit("id", 2) in secrets_in_diff(diff, [key])
+    assert secrets_in_diff("+++ b/x\n@@ -0,0 +1 @@\n+-----END\n", [key]) == []  # short lines alone: no match

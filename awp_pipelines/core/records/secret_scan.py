@@ -41,7 +41,9 @@ def _path_of(header: str) -> str:
 
 def secrets_in_diff(diff: str, secrets: Iterable[str]) -> list[SecretHit]:
     """Where an added line of `diff` (unified, `-U0`) holds one of `secrets`: new-side path and line."""
-    values = [s for s in secrets if s]
+    # A secret of several lines (a private key in a variable) is looked for line by line: a diff is lines.
+    values = [part for s in secrets if s for part in (s.split("\n") if "\n" in s else [s])
+              if len(part.strip()) >= (16 if "\n" in s else 1)]
     if not values:
         return []
     hits: list[SecretHit] = []
