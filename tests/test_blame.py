@@ -175,3 +175,20 @@ def _ref(home: Path):  # type: ignore[no-untyped-def]
     from dagster._core.instance.ref import InstanceRef
 
     return InstanceRef.from_dir(str(home))
+
+
+def test_blame_never_prints_a_secret_git_holds(make_git_repo: MakeRepo, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A credential committed before push protection (or by a person): the line's provenance, not the value."""
+    monkeypatch.setenv("AWP_PG_PASSWORD", "canary-runner-only-7f3e")
+    root = make_git_repo(tmp_path / "app")
+    key = "sk-ant-" + "a1B2c3D4" * 4
+    (root / "config.py").write_text(f"KEY = '{key}'\nDB = 'canary-runner-only-7f3e'\n-----BEGIN OPENSSH PRIVATE "
+                                    "KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\nok = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", f"add {key}"], cwd=root, check=True)
+    printed = awp("blame", root / "config.py", "--json").output
+    for secret in (key, "canary-runner-only", "b3BlbnNzaC1rZXktdjEAAAAA"):
+        assert secret not in printed
+    texts = [text for line in json.loads(printed)["lines"] for text in line["text"]]
+    assert texts[-1] == "ok = 1" and texts.count("[REDACTED]") == 3

@@ -39,7 +39,8 @@ def test_terminal_failures_are_neither_retried_nor_resumed_nor_repaired(cls: str
 
 
 @pytest.mark.parametrize("cls", ["cli_confirmation_missing", "cli_confirmation_mismatch",
-                                 "verifier_fault", "commit_failed", "launch_failed", "dirty_tree"])
+                                 "verifier_fault", "commit_failed", "launch_failed", "dirty_tree",
+                                 "tree_tampered", "secret_in_work"])
 def test_local_deterministic_failures_are_not_retried(cls: str) -> None:
     env = FailureEnvelope.for_class(cls, "same inputs, same failure")
     assert env.local_deterministic and not env.retryable and not env.repairable and not env.remote_claim
@@ -50,6 +51,8 @@ def test_local_classes_record_where_they_happened() -> None:
     assert FailureEnvelope.for_class("commit_failed", "hook").phase == "commit"
     assert FailureEnvelope.for_class("launch_failed", "no binary").phase == "launch"
     assert FailureEnvelope.for_class("dirty_tree", "a hand edit").phase == "launch"
+    assert FailureEnvelope.for_class("tree_tampered", ".git/commondir").phase == "commit"
+    assert FailureEnvelope.for_class("secret_in_work", "a.txt line 1").phase == "commit"
     assert FailureEnvelope.for_class("unknown", "?", phase="launch").phase == "launch"
 
 
@@ -106,7 +109,7 @@ def test_envelope_round_trips_through_json() -> None:
 
 
 def test_every_class_with_a_retry_budget_or_a_simulated_kind_is_a_failure_class() -> None:
-    assert len(FAILURE_CLASSES) == len(set(FAILURE_CLASSES)) == 21
+    assert len(FAILURE_CLASSES) == len(set(FAILURE_CLASSES)) == 23
     # Prompt Runner's class_attempts keys, in its order: one budget field per budgeted class.
     assert tuple(ClassAttempts.model_fields) == BUDGETED_CLASSES
     assert set(BUDGETED_CLASSES) <= set(FAILURE_CLASSES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +53,13 @@ def test_verifier_fault_halts_without_spending_repair() -> None:
 
 def test_commit_failure_is_never_completion() -> None:
     assert decide([fact(1, "commit_failed")], RECOVERY, SOLO).status == "commit_failed"
+
+
+@pytest.mark.parametrize("result", ["tree_tampered", "secret_in_work"])
+def test_a_tampered_tree_or_a_secret_in_the_work_halts_for_a_person(result: str) -> None:
+    """Repairing on the same tree would run AWP's git on the tampered metadata, or the secret again."""
+    verdict = decide([fact(1, result)], RECOVERY, SOLO)
+    assert (verdict.action, verdict.status) == ("fail", result)
 
 
 def test_a_dirty_tree_refusal_halts_without_retry_or_repair() -> None:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from awp_pipelines.core.records.redact import REDACTED, Redactor, secret_named_values
 from awp_pipelines.core.records.workspace import WorkspaceError, git
 
 DAGSTER_URL_ENV = "AWP_DAGSTER_URL"
@@ -148,7 +149,7 @@ def blame(file: Path | str, line: int | None = None, base_url: str | None = None
         detail = proc.stderr.strip().removeprefix("fatal: ")
         raise BlameError(f"{file}{f':{line}' if line else ''}: {detail}")
     rel = os.path.relpath(path.resolve(), Path(repo).resolve())
-    hunks = _porcelain_lines(proc.stdout)
+    hunks = redacted_lines(_porcelain_lines(proc.stdout), Redactor(secret_named_values()))
     shas = sorted({sha for sha, _, _ in hunks if sha != _UNCOMMITTED})
     commits = _commits(repo, shas, base_url)
     return _group(rel, repo, hunks, commits)
@@ -169,6 +170,21 @@ def _porcelain_lines(out: str) -> list[tuple[str, int, str]]:
     return result
 
 
+def redacted_lines(hunks: list[tuple[str, int, str]], redactor: Redactor) -> list[tuple[str, int, str]]:
+    """Each line as `awp blame` may print it: git holds what was committed before push protection (or by a
+    person), so every secret pattern and the runner's secret-named values are redacted, and a private key's
+    block whole, from its BEGIN line to its END line."""
+    out, in_key = [], False
+    for sha, number, text in hunks:
+        begins = "PRIVATE KEY" in text and "-----BEGIN" in text
+        if begins or in_key:
+            in_key = not ("PRIVATE KEY" in text and "-----END" in text)
+            out.append((sha, number, REDACTED))
+        else:
+            out.append((sha, number, redactor(text)))
+    return out
+
+
 def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, tuple[BlameCommit, Provenance]]:
     """One `git log --no-walk` for every commit at once: author, time, subject and trailers."""
     if not shas:
@@ -181,7 +197,7 @@ def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, 
         if len(lines) < 4:
             continue
         sha, author, when, summary = lines[:4]
-        info = BlameCommit(sha=sha, author=author, author_time=int(when or 0), summary=summary)
+        info = BlameCommit(sha=sha, author=author, author_time=int(when or 0), summary=Redactor()(summary))
         found[sha] = (info, provenance(parse_trailers("\n".join(lines[4:])), base_url))
     return found
 

@@ -2,7 +2,7 @@
 fake Messages API, running the same script through its own Bash tool), run by `awp run` in its own process:
 each row is denied while the same Attempt's real work is written, verified and committed and `awp
 agent-control` works from inside; and each row gets through with `isolation: none`, so the table tests the
-sandbox, not the script.
+sandbox, not the script (the hook it then writes into `.git` ends that Attempt `tree_tampered`).
 
 The runner is a real `awp` process started with a canary secret in its environment (as a database password
 would be), an operator HOME holding a canary file, and a second account whose config folder holds one.
@@ -68,7 +68,8 @@ def run_attacked(tmp_path: Path, make_git_repo, isolation: str, agent: str) -> t
         done = subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run",
                                str(packet), "--providers", str(providers), "--json"], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+    # Without the sandbox the git_hook row lands in `.git`: the tamper check ends the Attempt (exit 1).
+    assert done.returncode == (0 if isolation == "sandbox" else 1), done.stdout + done.stderr
     return packet, {**rows_of(packet, tmp_path, tmp_path / "remote.git"), "_out": done.stdout}
 
 
@@ -120,5 +121,8 @@ def test_every_row_gets_through_without_the_sandbox(tmp_path: Path, make_git_rep
     assert {r: rows[r] for r in ROWS} == dict.fromkeys(ROWS, "LEAK"), rows
     [outcome] = json.loads(rows["_out"])["prompts"]
     [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    # ...but AWP's git never runs the hook it wrote: the Attempt ends tree_tampered, naming it, nothing committed.
+    assert record["result"] == "tree_tampered" and ".git/hooks/post-commit" in record["failure"]["message"]
+    assert record["commits"] == []
     assert record["isolation"]["profile"] == {"isolation": "none", "set_by": "packet"}
     assert record["isolation"]["grants"] is None

@@ -27,6 +27,9 @@ from awp_pipelines.orchestration.ledger.instance import open_instance_folder  # 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CANARY = "sk-ant-api03-pagecanary-" + "Q" * 40  # the account's key: no page or stored diff may hold it
+# What the agent writes into its notes: a key of the same shape but no value AWP knows, so push protection
+# (which refuses the account's own key in the work: secret_in_work) lets it through to be redacted on pages.
+WORK_CANARY = "sk-ant-api03-workcanary-" + "Q" * 40
 
 
 def _project(base: Path, make_git_repo: Any, claude: Path, api_url: str) -> Path:
@@ -72,7 +75,7 @@ def test_the_attempt_page_follows_the_real_cli_and_opens_from_the_asset_page(
     (home / ".nux" / "nux.yaml").write_text("seen: 1\n")  # no "Join the Dagster community" modal
     page_port, dagster_port = free_port(), free_port()
     page_url, dagster_url = f"http://127.0.0.1:{page_port}", f"http://127.0.0.1:{dagster_port}"
-    with scripted_agent(tmp_path / "project" / "assets" / "notes" / "workspace", CANARY) as api:
+    with scripted_agent(tmp_path / "project" / "assets" / "notes" / "workspace", WORK_CANARY) as api:
         project = _project(tmp_path, make_git_repo, claude, api.url)
         packet = project / "assets" / "notes"
         env = {**os.environ, "AWP_PAGE_KEY": CANARY, "AWP_PAGE_URL": page_url, "DAGSTER_HOME": str(home),
@@ -155,7 +158,7 @@ def test_the_attempt_page_follows_the_real_cli_and_opens_from_the_asset_page(
             assert missing is not None and missing.status == 404
             pages = first_html + attempt.content()
             diffs = "".join(p.read_text() for p in (packet / ".awp" / "events").rglob("*.diff.json"))
-            assert (pages + diffs).count(CANARY) == 0 and "[REDACTED" in pages
+            assert (pages + diffs).count(CANARY) == (pages + diffs).count(WORK_CANARY) == 0 and "[REDACTED" in pages
             print(f"\nscreenshots: {shots}")
             (tmp_path / "turns.json").write_text(json.dumps(api.turns))
         finally:

@@ -34,7 +34,7 @@ class AttemptFact:
 
     number: int
     mode: str
-    result: str  # completed | verification_failed | provider_failed | verifier_fault | commit_failed
+    result: str  # completed | verification_failed | provider_failed | verifier_fault | commit_failed | …
     failure_class: str | None = None
     retryable: bool = False
     repairable: bool = False
@@ -242,8 +242,10 @@ def _recovery(history: list[AttemptFact], recovery: RecoveryConfig, chain: Chain
     last = history[-1]
     if last.result == "completed":
         return Verdict("complete", f"attempt {last.number} met the contract", status="completed")
-    if last.result in ("verifier_fault", "commit_failed", "dirty_tree"):
-        # A fault says nothing about the work (a dirty tree: there is none): halt, and spend no repair.
+    if last.result in ("verifier_fault", "commit_failed", "dirty_tree", "tree_tampered", "secret_in_work"):
+        # A fault says nothing about the work (a dirty tree: there is none): halt, and spend no repair. A tree
+        # whose git metadata was tampered with, or work holding a secret, waits for a person: never retried on
+        # the same tree blindly.
         return Verdict("fail", f"attempt {last.number} ended {last.result}", status=last.result)
     repairs = sum(1 for fact in history if fact.mode == "repair")
     repair = recovery.repair

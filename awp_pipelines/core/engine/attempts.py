@@ -62,7 +62,9 @@ from awp_pipelines.core.records.committer import CommitError, CommitResult, comm
 from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path, write_diff
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
+from awp_pipelines.core.records.git_tamper import Metadata, read_metadata, tamper_message, tampered
 from awp_pipelines.core.records.redact import Redactor, redact
+from awp_pipelines.core.records.secret_scan import SecretInWork
 from awp_pipelines.core.records.transcript import Counters
 from awp_pipelines.core.records.usage import TOKEN_FIELDS, TokenCounts
 from awp_pipelines.core.records.workspace import (
@@ -82,7 +84,9 @@ from awp_pipelines.core.verifiers.report import VerifierReport
 
 CostSource = Literal["provider", "price_table", "unknown"]
 AttemptResult = Literal["completed", "verification_failed", "provider_failed", "verifier_fault", "commit_failed",
-                        "dirty_tree"]  # dirty_tree: refused before its agent started (cleantree.py)
+                        "dirty_tree",  # dirty_tree: refused before its agent started (cleantree.py)
+                        "tree_tampered",  # the session changed the tree's git metadata (records/git_tamper.py)
+                        "secret_in_work"]  # a secret AWP knows in the work: not committed (records/secret_scan.py)
 # An Attempt is immutable once recorded (DESIGN): its record and every part of it are frozen (each says so
 # inline, where the pydantic mypy plugin sees it); a changed copy is made with `model_copy(update=...)`.
 
@@ -285,8 +289,9 @@ class AttemptSpec:
     refusal: FailureEnvelope | None = None
 
     def boundary_redactor(self) -> Redactor:
-        """The catalog's credentials, the Attempt's own, and the runner's secret-named variables (a verifier or
-        an agent run with `isolation: none` sees the runner's environment, and prints what it sees)."""
+        """Every secret value the Attempt knows: the catalog's, its own credentials, the runner's secret-named
+        variables (a verifier or an agent run with `isolation: none` sees the runner's environment, and prints
+        what it sees). What leaves the Attempt passes it, and no commit or checkpoint holds one (secret_scan.py)."""
         return (self.redactor or Redactor()).with_values((self.secret_env or {}).values()).with_runner_secrets()
 
 
@@ -349,6 +354,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     restored = _restore(targets, spec.restore or {})
     before = snapshot(targets)
     checkpoint = {name: state.head for name, state in before.items()}
+    metadata = read_metadata(targets)  # compared after the session, before AWP's first git command on the trees
     if spec.verify_first and (spec.identity.number, spec.identity.mode) == (1, "run"):
         met = _verify(spec, profile)
         if met is not None and met.passed:
@@ -392,18 +398,35 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     def stopped(failure: FailureEnvelope, ran: tuple[ProviderOutcome, int] | None = None) -> AttemptRecord:
         """Ended before its verdict (cancelled, or the process was asked to stop): keep the partial work,
         record the Attempt."""
+        outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
+        guarded = _tamper_failure(metadata, targets)
+        if guarded is not None:
+            return left_alone(guarded, outcome, resumes)
         sink.run_failed(failure)
         fault_pause("stopping")
         trail.append(transition("checkpointing", f"saving the partial work of an Attempt that ended "
                                 f"{failure.failure_class}"))
-        wip = _checkpoint(spec, targets, before)
+        wip, refused = _checkpoint(spec, targets, before, redactor)
+        if refused is not None:
+            return left_alone(refused, outcome, resumes)
         trail.append(transition("terminal", f"provider_failed: {failure.failure_class}",
                                 cause_of(failure.failure_class) or "cancellation"))
-        outcome, resumes = ran or (ProviderOutcome.from_sink(sink, failure, None), 0)
         record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
                          "provider_failed", failure, bool(wip), [], wip, trail, set_aside, isolation=isolation)
         return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor),
                                                         "steers": steering.steers if steering else []}))
+
+    def left_alone(failure: FailureEnvelope, outcome: ProviderOutcome, resumes: int,
+                   report: VerifierReport | None = None) -> AttemptRecord:
+        """The trees' git metadata was tampered with, or the work holds a secret: the Attempt ends with the
+        trees as the agent left them, nothing committed, checkpointed, reset or read into a stored diff."""
+        sink.run_failed(failure)
+        cls = failure.failure_class
+        trail.append(transition("terminal", f"{cls}: {failure.message}", cause_of(cls)))
+        result: AttemptResult = "tree_tampered" if cls == "tree_tampered" else "secret_in_work"
+        return redactor.model(_record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome,
+                                      resumes, report, result, failure, True, [], {}, trail, set_aside,
+                                      isolation=isolation))
 
     sink.on_usage = spend_guard(spec)
     try:
@@ -424,6 +447,9 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     fault_pause("after_agent")
     if stop is not None and stop.signum is not None:  # the agent ended as the signal came: verify nothing
         return stopped(_interrupted(stop.signum, "the end of the agent's session"), (outcome, resumes))
+    guarded = _tamper_failure(metadata, targets)
+    if guarded is not None:
+        return left_alone(guarded, outcome, resumes)
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
     report = _verify(spec, profile)
@@ -436,6 +462,9 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         # passed is committed: the work is done, and a commit is quick and local.
         return stopped(_interrupted(stop.signum, "verification"), (outcome, resumes))
     fault_pause("after_verify")
+    guarded = _tamper_failure(metadata, targets)  # again: the verifier ran the tree's code
+    if guarded is not None:
+        return left_alone(guarded, outcome, resumes, report)
     commits: list[CommitResult] = []
     trail.append(transition("checkpointing", "committing the work" if result == "completed" else
                             "saving the partial work"))
@@ -445,9 +474,14 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
             for info in commits:
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
+            if err.failure_class == "secret_in_work":
+                return left_alone(FailureEnvelope.for_class("secret_in_work", redactor(err.message)), outcome,
+                                  resumes, report)
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
     fault_pause("after_commit")
-    wip = _checkpoint(spec, targets, before) if result != "completed" else {}
+    wip, refused = _checkpoint(spec, targets, before, redactor) if result != "completed" else ({}, None)
+    if refused is not None:
+        return left_alone(refused, outcome, resumes, report)
     # The directive is read only once the contract passed and the work is committed.
     directive = _directive(spec, handle, profile) if result == "completed" and handle else None
     cls = failure.failure_class if failure else None
@@ -571,26 +605,39 @@ def _restore(targets: Mapping[str, Path], restore: Mapping[str, str]) -> dict[st
     return {repo: sha for repo, sha in restore.items() if repo in targets and restore_checkpoint(targets[repo], sha)}
 
 
-def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[str, RepoState]) -> dict[str, str]:
+def _checkpoint(spec: AttemptSpec, targets: Mapping[str, Path], before: Mapping[str, RepoState],
+                redactor: Redactor) -> tuple[dict[str, str], FailureEnvelope | None]:
     """Save an unfinished Attempt's partial work under refs/awp/checkpoints/<agent run>/<attempt>, then
     leave each repo clean, so no other prompt commits it. Its tree was clean before the Attempt (the
     precondition), or held only the AgentRun's checkpoint, which the new one includes; without commits it may
-    have held earlier work, which is never discarded."""
+    have held earlier work, which is never discarded. Work holding a secret AWP knows is neither saved nor
+    discarded: the `secret_in_work` failure names where, for a person to remove it."""
     ident = spec.identity
     saved = {}
+    refused: list[str] = []
     for name, repo in targets.items():
         ref = f"refs/awp/checkpoints/{ident.agent_run}/{ident.attempt_id}"
         try:
-            sha = save_checkpoint(repo, before[name].head, ref, f"AWP checkpoint {ident.attempt_id}")
+            sha = save_checkpoint(repo, before[name].head, ref, f"AWP checkpoint {ident.attempt_id}",
+                                  redactor.literals)
             if sha:
                 saved[name] = sha
                 if spec.commit or not before[name].dirty:
                     discard_changes(repo)
+        except SecretInWork as err:
+            refused.append(str(SecretInWork(name, err.hits)))
         except WorkspaceError:
             continue
     if spec.trees is not None and saved:
         spec.trees.push_checkpoints({n: targets[n] for n in saved}, ident.agent_run)
-    return saved
+    failure = FailureEnvelope.for_class("secret_in_work", redactor("; ".join(refused))) if refused else None
+    return saved, failure
+
+
+def _tamper_failure(before: Mapping[str, Metadata], targets: Mapping[str, Path]) -> FailureEnvelope | None:
+    """`tree_tampered` when a tree's git metadata differs from its reading before the session."""
+    changed = tampered(before, read_metadata(targets))
+    return FailureEnvelope.for_class("tree_tampered", tamper_message(changed)) if changed else None
 
 
 def spend_guard(spec: AttemptSpec) -> Callable[[Counters], None] | None:

@@ -4,8 +4,9 @@ Runs in the Attempt's `provisioning` state, before the agent starts. Unless `iso
 an agent process runs in a bubblewrap sandbox granted the Attempt's work trees (read-only under a `plan`
 the provider cannot enforce), its control folder, and what the CLI needs (providers/sandboxing.py). The
 instance's state inside a granted tree (the state folder, `.awp/`, DAGSTER_HOME) is masked, and the trees'
-git config and hooks are read-only: AWP runs git on them outside the sandbox afterwards. Where the sandbox
-cannot start, provisioning fails with the fix: it never falls back to running unsandboxed.
+git metadata (`.git` whole, a worktree's git dir) is read-only: AWP runs git on it outside the sandbox
+afterwards. Where the sandbox cannot start, provisioning fails with the fix: it never falls back to running
+unsandboxed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from awp_pipelines.core.isolation.bwrap import bwrap_version, unavailable
 from awp_pipelines.core.isolation.egress import EgressHandle, start_egress
-from awp_pipelines.core.isolation.grants import GrantMode, PathGrant
+from awp_pipelines.core.isolation.grants import GrantMode, PathGrant, git_metadata_grants
 from awp_pipelines.core.isolation.network_policy import NetworkPolicy
 from awp_pipelines.core.isolation.network_setting import policy
 from awp_pipelines.core.isolation.profile import ExecutionProfile, resolve_profile
@@ -83,8 +84,7 @@ def _masks(trees: Mapping[str, Path], state_root: Path | None, packet_root: Path
             path = Path(os.path.abspath(place))
             if path.is_relative_to(tree) and path != tree:
                 grants.append(PathGrant(path=str(path), mode="hidden", why="AWP's state"))
-        for name in ("config", "hooks"):
-            grants.append(PathGrant(path=str(tree / ".git" / name), mode="ro", why="git runs it outside"))
+        grants += git_metadata_grants(tree)
     return grants
 
 

@@ -48,8 +48,8 @@ class AttemptSummary(_Out):
     account: str | None = Field(None, description="Account name; null when the provider needs none.")
     model: str = Field("", description="Model the Attempt ran on.")
     result: str = Field(description="completed, verification_failed, provider_failed, verifier_fault, "
-                        "commit_failed, dirty_tree; `interrupted` when its run ended with no record; `running` while "
-                        "its run is unfinished.")
+                        "commit_failed, dirty_tree, tree_tampered, secret_in_work; `interrupted` when its run ended "
+                        "with no record; `running` while its run is unfinished.")
     failure_class: str | None = Field(None, description="The failure class when the Attempt did not complete.")
     started_at: str | None = Field(None, description="ISO 8601 start (recorded Attempts).")
     duration_s: float | None = Field(None, description="Wall-clock seconds (recorded Attempts).")

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awp_pipelines.core.records.git_tamper import git_dirs
+
 GrantMode = Literal["ro", "rw", "tmpfs", "hidden"]
 
 
@@ -44,3 +46,12 @@ class Grants(BaseModel):
 
     def mode_of(self, path: str) -> GrantMode | None:
         return next((g.mode for g in reversed(self.paths) if g.path == path), None)
+
+
+def git_metadata_grants(tree: Path) -> list[PathGrant]:
+    """A work tree's git metadata, wholly read-only inside the sandbox: its `.git` (a folder, or a worktree's
+    gitdir file) bound read-only over itself, so it can be neither written, replaced nor renamed (a mount point
+    cannot be), and a worktree's real git dir and common dir likewise. AWP runs git on them outside afterwards
+    (docs/security.md); the agent reads its history, and AWP alone commits."""
+    return [PathGrant(path=str(path), mode="ro", why="git metadata: AWP runs git on it outside")
+            for path in dict.fromkeys((tree / ".git", *git_dirs(tree))) if path.exists()]

@@ -29,6 +29,7 @@ _CAUSES: dict[str, Cause] = {
     "user_cancelled": "cancellation", "interrupted": "cancellation",
     "verifier_fault": "workspace_failure", "verifier_timeout": "workspace_failure",
     "commit_failed": "workspace_failure", "launch_failed": "workspace_failure", "dirty_tree": "workspace_failure",
+    "tree_tampered": "workspace_failure", "secret_in_work": "workspace_failure",
 }
 
 

@@ -14,7 +14,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.core.records.redact import Redactor
-from awp_pipelines.core.records.workspace import WorkspaceError, changed_paths, git, head, identity_overrides
+from awp_pipelines.core.records.secret_scan import SecretInWork
+from awp_pipelines.core.records.workspace import (
+    WorkspaceError,
+    changed_paths,
+    git,
+    head,
+    identity_overrides,
+    secrets_between,
+    worktree_tree,
+)
 
 CommitStatus = Literal["committed", "no_changes"]
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -33,10 +42,12 @@ class CommitResult(BaseModel):
 class CommitError(Exception):
     """Committing in `repo` failed. `results` holds the repos committed before it (their commits stay)."""
 
-    def __init__(self, repo: str, message: str, results: Mapping[str, CommitResult] | None = None) -> None:
+    def __init__(self, repo: str, message: str, results: Mapping[str, CommitResult] | None = None,
+                 failure_class: Literal["commit_failed", "secret_in_work"] = "commit_failed") -> None:
         self.repo = repo
         self.message = message
         self.results = dict(results or {})
+        self.failure_class = failure_class
         super().__init__(f"commit failed in {repo}: {message}")
 
 
@@ -64,9 +75,14 @@ def with_trailers(message: str, trailers: Mapping[str, str], redactor: Redactor 
     return body + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
-def _commit_one(name: str, repo: Path, text: str) -> CommitResult:
+def _commit_one(name: str, repo: Path, text: str, secrets: tuple[str, ...]) -> CommitResult:
     if not changed_paths(repo):
         return CommitResult(repo=name, status="no_changes")
+    if secrets:  # push protection, before anything is staged: the tree as it would be committed, in AWP's index
+        base = head(repo)
+        hits = secrets_between(repo, base, worktree_tree(repo, base), secrets)
+        if hits:
+            raise SecretInWork(name, hits)
     git(repo, "add", "-A")
     # Dirty only in ways `git add` does not stage (e.g. inside a submodule): nothing to commit.
     if git(repo, "diff", "--cached", "--quiet", ok_codes=(0, 1)).returncode == 0:
@@ -82,13 +98,16 @@ def _commit_one(name: str, repo: Path, text: str) -> CommitResult:
 
 def commit_targets(repos: Mapping[str, Path], message: str, trailers: Mapping[str, str],
                    redactor: Redactor | None = None) -> dict[str, CommitResult]:
-    """Commit each target repo's changes (`git add -A`); a clean repo is `no_changes`. Never pushes."""
+    """Commit each target repo's changes (`git add -A`); a clean repo is `no_changes`. Never pushes. A change
+    holding one of the redactor's literal secrets is refused (`secret_in_work`, the file and line named)."""
     redact = redactor or Redactor()
     text = with_trailers(message, trailers, redact)
     results: dict[str, CommitResult] = {}
     for name, repo in repos.items():
         try:
-            results[name] = _commit_one(name, Path(repo), text)
+            results[name] = _commit_one(name, Path(repo), text, redact.literals)
+        except SecretInWork as err:
+            raise CommitError(name, redact(str(err)), dict(results), "secret_in_work") from err
         except WorkspaceError as err:
             raise CommitError(name, redact(str(err)), dict(results)) from err
     return results

@@ -29,7 +29,10 @@ CliConfirmationClass = Literal["cli_confirmation_missing", "cli_confirmation_mis
 AwpLocalClass = Literal["verifier_fault", "verifier_timeout", "commit_failed", "launch_failed",
                         "interrupted",  # interrupted: its process died, or a signal stopped it, mid-Attempt
                         "dirty_tree",  # dirty_tree: a person's changes were in the work tree (cleantree.py)
-                        "budget_exhausted"]  # the running spend reached the packet run's or the prompt's cap
+                        "budget_exhausted",  # the running spend reached the packet run's or the prompt's cap
+                        # the agent's session changed the tree's git metadata (records/git_tamper.py)
+                        "tree_tampered",
+                        "secret_in_work"]  # the work holds a secret AWP knows: never committed (secret_scan.py)
 
 FailureClass = Literal[TransportClass, RemoteClaimClass, TerminalClass, CliConfirmationClass, "unknown",
                        AwpLocalClass]
@@ -62,6 +65,8 @@ _PHASES: dict[str, Phase] = {
     "commit_failed": "commit",
     "launch_failed": "launch",
     "dirty_tree": "launch",
+    "tree_tampered": "commit",
+    "secret_in_work": "commit",
     "cli_confirmation_missing": "launch",
     "cli_confirmation_mismatch": "launch",
 }

@@ -197,6 +197,17 @@ def credential_like(value: str) -> bool:
     return _CREDENTIAL_LIKE.fullmatch(value) is not None
 
 
+# A variable whose name says it holds a secret: `AWP_PG_PASSWORD`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`.
+_SECRET_NAME = re.compile(r"(?i)(?:^|_)(?:api_?key|key|token|secret|password|passwd|credentials?|pat)$")
+
+
+def secret_named_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of the runner's secret-named variables that could be credentials (`credential_like`): what
+    an agent outside the sandbox could read from AWP's environment and write into its work."""
+    env = os.environ if environ is None else environ
+    return tuple(value for name, value in env.items() if _SECRET_NAME.search(name) and credential_like(value))
+
+
 class _Spec(Protocol):
     @property
     def credential_env(self) -> str | None: ...

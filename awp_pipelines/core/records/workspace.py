@@ -2,20 +2,41 @@
 
 `snapshot` is the checkpoint taken before an Attempt; `changed_since` tells the decision function whether
 the Attempt left the workspace different (Prompt Runner repairs failed attempts that changed something).
+
+Every git command runs hardened (docs/security.md, "Git the agent cannot steer"): the repository is named
+explicitly (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE, read with lstat from the tree's `.git`, never a link), no
+system or global config and an empty HOME, hooks, fsmonitor and the untracked cache off on the command line
+(it outranks the repository's config), and no pager, editor, askpass or credential helper. The agent's tree is
+untrusted input: nothing it writes is run, or written through, by AWP's git.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Variables that would point git at another repository or index than `-C <repo>` names.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE")
+from awp_pipelines.core.records.git_links import linked_write_paths
+from awp_pipelines.core.records.regular_files import entry_fingerprint, read_regular
+from awp_pipelines.core.records.secret_scan import SecretHit, SecretInWork, secrets_in_diff
+
+# What diff_stat reads of an untracked file to count its lines.
+STAT_CAP_BYTES = 16 * 1024 * 1024
+
+# On the command line, so they outrank every config file: nothing in a repository's config runs a program
+# of its choosing on `git status`, `add` or `commit` (hooks, the fsmonitor) or keeps state AWP would trust.
+HARDENING = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+             "-c", "credential.helper=", "-c", "core.askPass=", "-c", "core.pager=cat")
+# Network commands (a remote work tree's fetch and push) keep the operator's global config (its credential
+# helper, its ssh settings): HARDENING's credential and askpass resets are left out for them.
+_NETWORK_HARDENING = HARDENING[:6]
 
 
 class WorkspaceError(RuntimeError):
@@ -28,33 +49,95 @@ class WorkspaceError(RuntimeError):
         super().__init__(f"{self.repo}: {' '.join(self.command)}: {self.detail or 'failed'}")
 
 
-def git_env(*, read_only: bool = False) -> dict[str, str]:
-    """The environment every git command runs in. `read_only`: no optional locks, so `git status` does not
-    refresh the index: a verifier must not write to the repository it judges (nor race the agent for
-    index.lock)."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"
+class LinkedGitFile(WorkspaceError):
+    """A file AWP's git would write (the index, a reflog, a ref) is a link: nothing is written through it."""
+
+
+@functools.cache
+def _empty_home() -> str:
+    """A HOME holding nothing (no ~/.gitconfig, no XDG attributes or ignore file), made once per process."""
+    return tempfile.mkdtemp(prefix="awp-git-home-")
+
+
+def git_env(*, read_only: bool = False, operator_config: bool = False) -> dict[str, str]:
+    """The environment every git command runs in: no GIT_* variable of the caller's (they would point git at
+    another repository, index or config), no system or global config, an empty HOME. `read_only`: no optional
+    locks, so `git status` does not refresh the index: a verifier must not write to the repository it judges
+    (nor race the agent for index.lock). `operator_config`: the operator's global config and HOME stay, for a
+    remote's credentials and the identity of AWP's commits."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in ("XDG_CONFIG_HOME",
+                                                                                          "SSH_ASKPASS")}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_PAGER="cat", PAGER="cat", GIT_EDITOR=":")
+    if not operator_config:
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME=_empty_home())
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
     return env
 
 
+def git_location(repo: Path | str) -> dict[str, str]:
+    """GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE of the work tree `repo`, read with lstat: `.git` a folder, or a
+    worktree's `gitdir:` file. GIT_COMMON_DIR set outright: a `commondir` file the agent writes is never read.
+    Empty when `repo` has no `.git` of its own (a folder inside a repository, a bare one: git finds it).
+    A `.git` that is a link or another kind of file is refused: AWP follows no link the agent can make."""
+    top = Path(os.path.abspath(repo))
+    dotgit = top / ".git"
+    try:
+        mode = os.lstat(dotgit).st_mode
+    except OSError:
+        return {}
+    if stat.S_ISDIR(mode):
+        # Only a worktree's git dir (under the main one's `worktrees/`) has a commondir; git's refs follow it
+        # whatever GIT_COMMON_DIR says: in a repository's own `.git` it is someone steering git elsewhere.
+        if os.path.lexists(dotgit / "commondir"):
+            raise WorkspaceError(top, ["rev-parse"], f"{dotgit / 'commondir'} points git at another repository's "
+                                 "refs: AWP does not follow it; remove it")
+        return {"GIT_DIR": str(dotgit), "GIT_COMMON_DIR": str(dotgit), "GIT_WORK_TREE": str(top)}
+    if not stat.S_ISREG(mode):
+        raise WorkspaceError(top, ["rev-parse"], f"{dotgit} is not a folder or a gitdir file (a link?): "
+                             "AWP does not follow it; restore the repository's .git")
+    text = dotgit.read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    if not text.startswith("gitdir:"):
+        raise WorkspaceError(top, ["rev-parse"], f"{dotgit} names no gitdir")
+    git_dir = Path(os.path.normpath(top / text.removeprefix("gitdir:").strip()))
+    common = git_dir
+    pointer = git_dir / "commondir"
+    if pointer.is_file() and not pointer.is_symlink():
+        common = Path(os.path.normpath(git_dir / pointer.read_text(encoding="utf-8").strip()))
+    return {"GIT_DIR": str(git_dir), "GIT_COMMON_DIR": str(common), "GIT_WORK_TREE": str(top)}
+
+
+def git_argv(repo: Path | str, args: Sequence[str], *, network: bool = False) -> list[str]:
+    return ["git", *(_NETWORK_HARDENING if network else HARDENING), "-C", str(repo), *args]
+
+
+def git_environment(repo: Path | str, *, read_only: bool = False, operator_config: bool = False,
+                    extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """git_env with the repository pinned (git_location) and `extra` (an index of AWP's own) on top."""
+    return {**git_env(read_only=read_only, operator_config=operator_config), **git_location(repo), **(extra or {})}
+
+
+_NETWORK_COMMANDS = frozenset({"push", "fetch", "clone", "ls-remote"})
+
+
 def git(repo: Path | str, *args: str, input: str | None = None, ok_codes: Sequence[int] = (0,),
-        read_only: bool = False, timeout_s: float | None = None,
+        read_only: bool = False, timeout_s: float | None = None, operator_config: bool = False,
         env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `git -C repo args...`; raise WorkspaceError unless the exit code is in `ok_codes`. The one git
-    runner: the verifier's queries pass `read_only` and a timeout; the hand-off's push passes its credential
+    """Run `git -C repo args...` hardened; raise WorkspaceError unless the exit code is in `ok_codes`. The one
+    git runner: the verifier's queries pass `read_only` and a timeout; the hand-off's push passes its credential
     helper's variables in `env`, for that one process only. Output bytes that are not UTF-8 (a file
     name) are replaced, never a crash. Git runs in a process group of its own: a terminal's Ctrl-C (sent to
     the foreground group) never kills a commit or a checkpoint halfway; `awp run` stops in order around it
-    (interrupts.py)."""
-    cmd = ["git", "-C", str(repo), *args]
+    (interrupts.py). A network command (push, fetch, clone, ls-remote) keeps the operator's global config."""
+    network = bool(args) and args[0] in _NETWORK_COMMANDS
     try:
-        proc = subprocess.run(cmd, input=input, capture_output=True, encoding="utf-8", errors="replace",
-                              env={**git_env(read_only=read_only), **(env or {})}, timeout=timeout_s,
-                              process_group=0,
-                              stdin=None if input is not None else subprocess.DEVNULL)
+        environment = git_environment(repo, read_only=read_only, operator_config=operator_config or network,
+                                      extra=env)
+        if not read_only:
+            refuse_links(repo, environment, args)
+        proc = subprocess.run(git_argv(repo, args, network=network), input=input, capture_output=True,
+                              encoding="utf-8", errors="replace", env=environment, timeout=timeout_s,
+                              process_group=0, stdin=None if input is not None else subprocess.DEVNULL)
     except OSError as err:  # git itself missing, or repo path unusable
         raise WorkspaceError(repo, args, str(err)) from None
     except subprocess.TimeoutExpired:
@@ -62,6 +145,17 @@ def git(repo: Path | str, *args: str, input: str | None = None, ok_codes: Sequen
     if proc.returncode not in ok_codes:
         raise WorkspaceError(repo, args, proc.stderr or proc.stdout or f"exit {proc.returncode}")
     return proc
+
+
+def refuse_links(repo: Path | str, environment: Mapping[str, str], args: Sequence[str]) -> None:
+    """Raise LinkedGitFile when a file this git command may write is a link (checked with lstat before it runs;
+    a read-only command takes no lock and writes nothing)."""
+    if "GIT_DIR" not in environment:
+        return
+    linked = linked_write_paths(Path(environment["GIT_DIR"]), Path(environment["GIT_COMMON_DIR"]))
+    if linked:
+        raise LinkedGitFile(repo, args, f"{', '.join(linked)}: a link where git writes a file; AWP writes "
+                            "nothing through it (restore the repository's git metadata)")
 
 
 def is_git_repo(repo: Path | str) -> bool:
@@ -120,11 +214,14 @@ def _digest_at(repo: Path | str, at: str | None) -> str:
     diff = git(repo, "diff", "--binary", "--no-ext-diff", "--no-textconv", base, "--").stdout
     untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
     untracked = sorted(p for p in untracked if p)
-    blobs = git(repo, "hash-object", "--stdin-paths", input="\n".join(untracked) + "\n").stdout if untracked else ""
     digest = hashlib.sha256()
-    for part in (base, diff, "\0".join(untracked), blobs):
+    for part in (base, diff, "\0".join(untracked)):
         digest.update(part.encode("utf-8", "surrogateescape"))
         digest.update(b"\0\0")
+    # Each untracked entry as itself, read here, not by `git hash-object` (which follows links): a link is its
+    # text, a FIFO or device its kind, a file past the cap its size and time. Nothing here blocks.
+    for path in untracked:
+        digest.update(entry_fingerprint(Path(repo) / path) + b"\0")
     return digest.hexdigest()
 
 
@@ -167,40 +264,63 @@ FALLBACK_IDENTITY = {"user.name": "AWP Pipelines", "user.email": "awp@localhost"
 
 
 def identity_overrides(repo: Path | str) -> list[str]:
-    """`-c user.name=… -c user.email=…` for what git's config leaves unset: a commit never fails for it."""
+    """`-c user.name=… -c user.email=…` for what the repository's config leaves unset: the operator's global
+    identity (AWP's git reads no global config, so it is passed outright; reading config runs nothing), else
+    the fallback: a commit never fails for it."""
     # One git process for both keys (exit 1: neither is set); a key set empty counts as unset, as before.
-    found = git(repo, "config", "--get-regexp", r"^user\.(name|email)$", ok_codes=(0, 1)).stdout
-    values = dict(line.partition(" ")[::2] for line in found.splitlines())
+    found = git(repo, "config", "--show-scope", "--get-regexp", r"^user\.(name|email)$", ok_codes=(0, 1),
+                operator_config=True).stdout
+    local: dict[str, str] = {}
+    wider: dict[str, str] = {}
+    for line in found.splitlines():
+        scope, _, rest = line.partition("\t")
+        key, _, value = rest.partition(" ")
+        (local if scope in ("local", "worktree") else wider)[key] = value
     args: list[str] = []
     for key, fallback in FALLBACK_IDENTITY.items():
-        if not values.get(key, "").strip():
-            args += ["-c", f"{key}={fallback}"]
+        if not local.get(key, "").strip():
+            args += ["-c", f"{key}={wider.get(key, '').strip() or fallback}"]
     return args
 
 
-def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str) -> str | None:
+def save_checkpoint(repo: Path | str, base: str | None, ref: str, message: str,
+                    secrets: Sequence[str] = ()) -> str | None:
     """Commit the work tree's changes against `base` (untracked files included) to `ref`, without touching
-    HEAD, the index or the tree. None when there is nothing to save."""
+    HEAD, the index or the tree. None when there is nothing to save. SecretInWork when the changes hold one of
+    `secrets`: nothing is saved."""
     if not changed_paths(repo):
         return None
+    tree = worktree_tree(repo, base)
+    hits = secrets_between(repo, base, tree, secrets)
+    if hits:
+        raise SecretInWork(str(repo), hits)
     parents = ["-p", base] if base else []
-    sha = git(repo, *identity_overrides(repo), "commit-tree", worktree_tree(repo, base), *parents,
-              "-m", message).stdout.strip()
+    sha = git(repo, *identity_overrides(repo), "commit-tree", tree, *parents, "-m", message).stdout.strip()
     git(repo, "update-ref", ref, sha)
     return sha
 
 
+def secrets_between(repo: Path | str, base: str | None, tree: str, secrets: Sequence[str]) -> list[SecretHit]:
+    """Where the lines added from `base` to `tree` hold one of `secrets` (file and line, never the value)."""
+    if not any(secrets):
+        return []
+    diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+               base or EMPTY_TREE, tree, "--").stdout
+    return secrets_in_diff(diff, secrets)
+
+
 def worktree_tree(repo: Path | str, base: str | None) -> str:
     """The tree object of the work tree as it is (`base` plus every change, untracked files included), built in
-    an index of its own: the repository's index, HEAD and files stay as they are (its index.lock too)."""
-    index = Path(repo) / ".git" / "awp-checkpoint.index"
-    env = {**git_env(), "GIT_INDEX_FILE": str(index)}
+    an index of its own, in a private folder only AWP writes (never under the tree's `.git`, where a link could
+    send the write elsewhere): the repository's index, HEAD and files stay as they are (its index.lock too)."""
+    folder = tempfile.mkdtemp(prefix="awp-checkpoint-")
+    env = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
     try:
         for args in (["read-tree", base] if base else ["read-tree", "--empty"], ["add", "-A"]):
-            _git_with_env(repo, env, *args)
-        return _git_with_env(repo, env, "write-tree").strip()
+            git(repo, *args, env=env)
+        return git(repo, "write-tree", env=env).stdout.strip()
     finally:
-        index.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def checkpoint_trees(repo: Path | str) -> set[str]:
@@ -231,14 +351,6 @@ def restore_checkpoint(repo: Path | str, sha: str) -> bool:
     return True
 
 
-def _git_with_env(repo: Path | str, env: Mapping[str, str], *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=dict(env),
-                          stdin=subprocess.DEVNULL, process_group=0)
-    if proc.returncode != 0:
-        raise WorkspaceError(repo, args, proc.stderr or proc.stdout)
-    return proc.stdout
-
-
 def diff_stat(repo: Path | str, base: str | None) -> list[dict[str, object]]:
     """What changed since `base` (the Attempt's checkpoint), commits and work tree alike, untracked files
     included: `{path, status A|M|D|T, added, removed}` per file, sorted by path; counts None for binary."""
@@ -256,7 +368,8 @@ def diff_stat(repo: Path | str, base: str | None) -> list[dict[str, object]]:
                           "removed": int(removed) if removed.isdigit() else None}
     untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z").stdout.split("\0")
     for path in filter(None, untracked):
-        data = (Path(repo) / path).read_bytes() if (Path(repo) / path).is_file() else b""
+        # Read as itself (a link, a FIFO: nothing), never followed, and only up to the cap.
+        data = read_regular(Path(repo) / path, STAT_CAP_BYTES) or b""
         binary = b"\0" in data[:8000]
         rows[path] = {"path": path, "status": "A", "added": None if binary else len(data.splitlines()),
                       "removed": None if binary else 0}

@@ -42,4 +42,6 @@ def worktree_changes(root: Path) -> list[str]:
 
 def ls_remote(root: Path, remote: str, ref: str, timeout_ms: int) -> Finished:
     """`git ls-remote --exit-code` (read-only: unlike fetch it moves no ref), bounded."""
-    return run_bounded(["git", "ls-remote", "--exit-code", remote, ref], root, git_env(read_only=True), timeout_ms)
+    # A network command: the operator's credential helper stays (workspace.git does the same for its own).
+    return run_bounded(["git", "ls-remote", "--exit-code", remote, ref], root,
+                       git_env(read_only=True, operator_config=True), timeout_ms)
