@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import AttemptDiff, FileDiff
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.redact import redact
 from awp_pipelines.core.records.transcript import Counters, one_line
 
@@ -335,7 +336,7 @@ def file_diff(file: FileDiff) -> str:
     shown, rest = lines[:DIFF_LINES_SHOWN], lines[DIFF_LINES_SHOWN:]
     body = "".join(_diff_line(line) for line in shown)
     if rest:
-        body += (f"<details><summary>{len(rest)} more lines</summary>"
+        body += (f"<details><summary>{counted(len(rest), 'more line', 'more lines')}</summary>"
                  + "".join(_diff_line(line) for line in rest) + "</details>")
     cut = f"<div class=note>{esc(file.cut)}</div>" if file.cut else ""
     return (f"<div class=file data-path='{esc(file.path)}'><div class=head>{esc(file.repo)}: <b>{esc(file.path)}</b>"

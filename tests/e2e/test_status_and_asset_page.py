@@ -48,6 +48,8 @@ def _assert_demo_status(status: dict, instance_runs: set[str]) -> None:
     rate_limited = prompts["03"]["attempts"][0]
     assert (rate_limited["result"], rate_limited["failure_class"]) == ("provider_failed", "provider_rate_limit")
     assert prompts["02"]["verifier"]["passed"] is True  # the last report: the repair's
+    # Each Attempt names its page (`awp serve`), by its id.
+    assert all(a["page"].endswith(f"/attempts/{a['attempt']}") for p in status["prompts"] for a in p["attempts"])
     assert {a["dagster_run"] for p in status["prompts"] for a in p["attempts"]} <= instance_runs
     totals = status["totals"]
     assert (totals["prompts"], totals["completed"], totals["attempts"], totals["runs"]) == (3, 3, 5, 3)
@@ -73,6 +75,7 @@ def test_status_json_on_sqlite_validates_and_tells_the_demo_story(demo_copy: Pat
     text = awp("status", demo).output
     assert "#2 repair on simulated/simulated-demo: completed" in text
     assert "provider_failed (provider_rate_limit)" in text
+    assert "5 Attempts in 3 Dagster runs" in text and " · Dagster run " in text  # a run is not the mode `run`
     assert awp("status", demo, "--packet-run", "pr-none").exit_code == 2
 
 

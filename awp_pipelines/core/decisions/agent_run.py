@@ -24,6 +24,7 @@ from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.records.attempt_lifecycle import Cause, cause_of
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.run_tags import Mode
 
 AgentRunState = Literal["planned", "queued", "active", "waiting", "interrupted", "stopped", "completed",
@@ -191,9 +192,9 @@ def packet_run_state(statuses: Mapping[str, AgentRunStatus]) -> tuple[PacketRunS
     if {"active", "queued", "waiting"} & set(states):
         return "running", ""
     if "stopped" in states:
-        return "stopped", f"resumable: {len(resumable)} prompts"
+        return "stopped", f"resumable: {counted(len(resumable), 'prompt')}"
     if "interrupted" in states:
-        return "interrupted", f"resumable: {len(resumable)} prompts"
+        return "interrupted", f"resumable: {counted(len(resumable), 'prompt')}"
     if any(s.startable for s in statuses.values()):
         return "running", f"due: {', '.join(p for p, s in statuses.items() if s.startable)}"
     if all(s.done for s in statuses.values()):
