@@ -80,6 +80,7 @@ class AgentRunStatus:
     cause: Cause | None = None
     held_by: tuple[str, ...] = ()  # planned: the upstream prompts not completed in this packet run
     finished_by: str | None = None  # the prompt whose agent finished the packet run (`finish`)
+    next_mode: str | None = None  # waiting: the mode of the Attempt the decision planned (repair, retry…)
 
     @property
     def ended(self) -> bool:
@@ -146,7 +147,20 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
     if last.failure_class == "interrupted":
         return AgentRunStatus("interrupted", f"attempt {last.number} was interrupted; resumable: {verdict.reason}",
                               "cancellation")
-    return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class))
+    return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class), next_mode=verdict.action)
+
+
+AWP_RUN_LAUNCHES = "`awp run`, which drives this packet run, launches it"
+SENSOR_LAUNCHES = ("the daemon's recovery sensor (awp_recovery) launches it; with no daemon, "
+                   "`awp resume <packet folder> --packet-run {packet_run}` does")
+
+
+def next_step(status: AgentRunStatus, number: int, launcher: str) -> str | None:
+    """The one line a failed Attempt ends with when its AgentRun goes on: what comes next and who launches it
+    (`launcher`: AWP_RUN_LAUNCHES or SENSOR_LAUNCHES). None when nothing follows (done, failed, stopped…)."""
+    if status.state != "waiting" or not status.next_mode:
+        return None
+    return f"{status.next_mode} next — Attempt {number + 1} ({status.reason}); {launcher}"
 
 
 def _not_started(state: DecisionInput, upstream: Mapping[str, AgentRunStatus], stopped: StopMarker | None,
