@@ -93,7 +93,7 @@ def test_the_first_hour_reads_as_expected_from_the_graph_to_the_attempt_that_fol
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         # -- the Attempt history on the asset's Overview: every column in view at 1400 px -------------------
         open_asset(page, url, CHANGELOG)
-        page.get_by_role("columnheader", name="mode", exact=True).first.wait_for()
+        page.get_by_role("columnheader", name="mode", exact=True).first.scroll_into_view_if_needed()
         heads = page.locator("th").evaluate_all(f"ths => ths.map({_CLIPPED})")
         history = {str(name): (left, right, edge) for name, left, right, edge in heads
                    if name in ("#", "mode", "result", "run")}
