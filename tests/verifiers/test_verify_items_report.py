@@ -15,6 +15,7 @@ from verify_helpers import Workspace
 
 from awp_pipelines.core.packet.model import contract as contract_module
 from awp_pipelines.core.packet.model import pathtext as pathtext_module
+from awp_pipelines.core.records import plural as plural_module
 from awp_pipelines.core.records import redact as redact_module
 from awp_pipelines.core.records import workspace as workspace_module
 from awp_pipelines.core.verifiers import VerifierReport, VerifyContract, contract_items, run_contract
@@ -229,10 +230,11 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
 def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
     (the packet model's `verify:` block), which itself needs nothing but pydantic, the redactor (check names
-    must hold no secret), which needs nothing but pydantic either, and the git runner (the stdlib alone)."""
+    must hold no secret), which needs nothing but pydantic either, the git runner and the counted nouns of its
+    reports ("1 line"; both the stdlib alone)."""
     package = Path(engine_module.__file__).parent
     contract_files = [Path(m.__file__ or "") for m in (contract_module, pathtext_module, redact_module,
-                                                       workspace_module)]
+                                                       workspace_module, plural_module)]
     outside: set[str] = set()
     ours: set[str] = set()
     for source in [*package.rglob("*.py"), *contract_files]:
@@ -246,4 +248,4 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
                     outside.add(node.module.split(".")[0])
     assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
     assert {m.__name__ for m in (contract_module, workspace_module)} <= ours <= {
-        m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module)}
+        m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module, plural_module)}
