@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from awp_pipelines.cli_features import attempt_page
-from awp_pipelines.cli_features.attempt_page import AttemptView, DagsterLinks, attempt_html, conversation, file_diff
+from awp_pipelines.cli_features.attempt_page import (
+    AttemptChip,
+    AttemptView,
+    DagsterLinks,
+    agent_run_html,
+    attempt_html,
+    conversation,
+    file_diff,
+)
+from awp_pipelines.cli_features.run_index import PacketRunView, index_html, packet_run_html
 from awp_pipelines.core.records.diffs import FileDiff
 
 SECRET = "sk-ant-api03-" + "Z" * 40
@@ -34,7 +43,7 @@ def test_a_long_file_diff_shows_its_head_and_the_rest_one_click_away(monkeypatch
     assert "+line 4 &lt;x&gt;" in rest and "2 lines not stored" in html
 
 
-def test_a_running_attempt_polls_and_links_into_dagster() -> None:
+def test_a_running_attempt_streams_and_links_into_dagster() -> None:
     view = AttemptView(attempt_id="pr-1.01.a1", number=1, run_id="r" * 36, asset_key=["demo", "01"],
                        started={"awp/mode": "run", "awp/model": "m"}, record=None, events=[], diff=None,
                        running=True)
@@ -42,6 +51,7 @@ def test_a_running_attempt_polls_and_links_into_dagster() -> None:
     assert "data-result='running'" in html and "id=main data-running=1" in html
     assert "href='http://dag:3000/runs/" + "r" * 36 + "'" in html and "http://dag:3000/assets/demo/01" in html
     assert "tag%3Aawp%2Fpacket_run%3Dpr-1" in html and "/agent-runs/pr-1.01" in html
+    assert "new EventSource(location.pathname+'?part=stream')" in html  # server-sent events, not a poll
 
 
 def test_a_persons_steer_reads_as_their_message_in_the_conversation() -> None:
@@ -51,5 +61,57 @@ def test_a_persons_steer_reads_as_their_message_in_the_conversation() -> None:
         {"type": "steer_received", "text": "and again", "author": "bob", "delivered": False,
          "refused": "recovery.max_steers (1) reached"},
     ])
-    assert "Steer from ada</div>check the &lt;README&gt; first" in html
+    assert "Steer from ada</div><p>check the &lt;README&gt; first</p>" in html
     assert "Steer from bob (refused: recovery.max_steers (1) reached)" in html
+
+
+
+def test_a_prompt_renders_as_markdown_with_its_html_as_text_and_no_script_link() -> None:
+    html = conversation([{"type": "prompt_sent", "ts": "2026-12-02T05:39:16.009Z",
+                          "text": "# Mission\n\nWrite `a.txt`.\n\n<script>alert(1)</script> [x](javascript:alert(1))"},
+                         {"type": "tool_call_started", "ts": "2026-12-02T05:39:17.000Z", "name": "Bash",
+                          "input": {"command": "ls"}, "call_id": "c"}])
+    assert "<h1>Mission</h1>" in html and "<code>a.txt</code>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<a " not in html and "[x](javascript:alert(1))" in html  # refused as a link: it stays text
+    # Each turn and tool call carries its time.
+    assert ">05:39:16</time>" in html and ">05:39:17</time>" in html
+
+
+CHIPS = [AttemptChip("pr-1.01.a1", 1, "01", "Greet", "run", "completed"),
+         AttemptChip("pr-1.02.a1", 1, "02", "Log", "run", "verification_failed"),
+         AttemptChip("pr-1.03.a1", 1, "03", "Status", "run", "provider_failed"),
+         AttemptChip("pr-1.02.a2", 2, "02", "Log", "repair", "completed")]
+
+
+def _view(attempt: str, number: int) -> AttemptView:
+    return AttemptView(attempt_id=attempt, number=number, run_id="r1", asset_key=["demo", "02"], started={},
+                       record=None, events=[], diff=None, neighbours=CHIPS, packet="demo")
+
+
+def test_an_attempt_page_walks_its_packet_run_and_names_the_attempt_that_followed_it() -> None:
+    html = attempt_html(_view("pr-1.02.a1", 1), DagsterLinks("http://dag:3000"))
+    assert "rel=prev href='/attempts/pr-1.01.a1'" in html and "rel=next href='/attempts/pr-1.03.a1'" in html
+    assert "rel=up href='/packet-runs/pr-1'" in html and "packet demo" in html
+    assert "followed by <a href='/attempts/pr-1.02.a2'>Attempt 2</a>: repair, completed" in html
+    last = attempt_html(_view("pr-1.02.a2", 2), DagsterLinks("http://dag:3000"))
+    assert "rel=next" not in last and "followed by" not in last  # the last Attempt: nothing after it
+
+
+def test_the_front_door_lists_packet_runs_newest_first_with_state_chips_and_filters() -> None:
+    runs = [PacketRunView("demo", "pr-2", 2_000, CHIPS[:1]), PacketRunView("demo", "pr-1", 1_000, CHIPS),
+            PacketRunView("other", "pr-9", 500, [])]
+    html = index_html(runs)
+    assert html.index("pr-2") < html.index("pr-1") and "<h2>other</h2>" in html
+    assert "class='chip bad' href='/attempts/pr-1.02.a1'" in html and "02·a2 ✓" in html
+    assert "id=filter" in html
+    only = index_html(runs, "other")
+    assert "pr-9" in only and "pr-1'" not in only
+    page = packet_run_html(runs[1], DagsterLinks("http://dag:3000"))
+    assert "/agent-runs/pr-1.02'>02 Log</a>" in page and page.count("class='chip") == 4
+
+
+def test_the_agent_run_page_names_its_packet_and_prompt() -> None:
+    view = _view("pr-1.02.a1", 1)
+    html = agent_run_html("pr-1.02", [view], DagsterLinks("http://dag:3000"))
+    assert "AgentRun of prompt 02" in html and "packet demo" in html and "rel=up href='/packet-runs/pr-1'" in html

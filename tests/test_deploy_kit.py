@@ -143,6 +143,7 @@ def test_the_docker_instance_runs_each_run_in_a_container_of_the_awp_image(
         assert launcher.image == "awp-pipelines:test"
         assert launcher.networks == ["host"]
         assert "AWP_WORK_ROOT=/work" in launcher.env_vars
+        assert "AWP_PAGE_URL" in launcher.env_vars  # the runs' awp/page links lead to `awp serve`
         assert not [v for v in launcher.env_vars if "=" in v and "PASSWORD" in v.split("=")[0]]
         _never_resumes(instance)
     dockerfile = (DEPLOY / "Dockerfile").read_text()

@@ -13,12 +13,14 @@ from dagster import (
     PathMetadataValue,
 )
 
+from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES, SENSOR_LAUNCHES, AgentRunStatus, next_step
 from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.core.verifiers.report import ItemResult, VerifierReport
 from awp_pipelines.orchestration.compile.metadata import check_results, record_metadata, unmet_summary
+from awp_pipelines.orchestration.compute.prompt_compute import attempt_failure
 
 SECRET = "sk-ant-api03-" + "A" * 40
 ROOT = Path("/work/packets/demo")
@@ -91,3 +93,22 @@ def test_one_check_result_per_verifier_item() -> None:
     assert results[0].metadata["details"].value == "met"
     assert unmet_summary(_record()) == f"unmet: {results[1].description}"
     assert check_results(_record(verifier=None)) == [] and unmet_summary(_record(verifier=None)) == ""
+
+
+def test_a_failed_attempt_that_a_repair_follows_says_repair_next_first_and_in_its_history() -> None:
+    waiting = AgentRunStatus("waiting", "repair 1/2: unmet verifier items", next_mode="repair")
+    coming = next_step(waiting, 1, SENSOR_LAUNCHES.format(packet_run="pr-1"))
+    assert coming is not None and coming.startswith("repair next — Attempt 2 (repair 1/2: unmet verifier items)")
+    assert "recovery sensor" in coming and "--packet-run pr-1" in coming
+    assert next_step(AgentRunStatus("failed", "repairs used up"), 2, SENSOR_LAUNCHES) is None  # nothing follows
+    assert next_step(AgentRunStatus("completed"), 1, AWP_RUN_LAUNCHES) is None
+    meta = record_metadata(_record(), "", state=waiting.text, coming=coming)
+    assert list(meta)[:3] == [tags.PAGE, tags.RESULT, tags.NEXT] and meta[tags.NEXT] == coming
+    table = meta[tags.ATTEMPTS].value
+    head, _, *rows = table.split("\n")
+    assert head == "| # | mode | result | run |"  # four columns: the rest is on the Attempt's page
+    assert rows[-4].startswith("| [2](") and rows[-3] == "| 3 | repair | **repair next** | |"
+    assert rows[-2:] == ["", coming]  # a paragraph under the table
+    failure = attempt_failure(_record(), coming)
+    assert failure.description.startswith("repair next: Attempt pr-1.01.a2 did not complete")
+    assert failure.metadata[tags.NEXT].value == coming

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.core.packet.model.simulate import SimulateSpec
+from awp_pipelines.core.packet.model.simulate import SimulatedStep, SimulatedTool, SimulateSpec
 from awp_pipelines.core.providers import ProviderAdapter, ProviderOutcome, ProviderRequest, SimulatedProvider
 from awp_pipelines.core.records.events import EventSink, read_events
 from awp_pipelines.core.records.failures import FailureEnvelope
@@ -63,9 +63,11 @@ def test_attempt_one_plays_the_first_step_messages_and_writes(repos: dict[str, P
     assert (repos["app"] / "docs" / "guide.md").read_text() == "# Guide\nMore.\n"  # replace, then append
     assert changed_paths(repos["app"]) == ["docs/guide.md"] and changed_paths(repos["lib"]) == ["lib.txt"]
     events = read_events(sink.path)
+    # Each write is a tool call, as a real agent's: Write for a new file, Edit for one that is there.
+    write = ["tool_call_started", "tool_call_completed", "file_written"]
     assert [e["type"] for e in events] == ["run_started", "message_received", "message_received",
-                                           "token_usage_updated", "file_written", "file_written", "file_written",
-                                           "run_completed"]
+                                           "token_usage_updated", *write * 3, "run_completed"]
+    assert [e["name"] for e in events if e["type"] == "tool_call_started"] == ["Write", "Edit", "Write"]
     assert [e["text"] for e in events if e["type"] == "message_received"] == SCRIPT.attempts[0].messages
     assert outcome.usage.input_tokens == 4 and outcome.usage.output_tokens == 6
 
@@ -172,3 +174,15 @@ def test_an_outcome_has_a_failure_exactly_when_it_is_not_ok() -> None:
     with pytest.raises(ValidationError):
         ProviderOutcome(ok=False)
     assert ProviderOutcome(ok=False, failure=failure).failure == failure
+
+
+def test_a_step_s_tool_calls_come_before_its_writes_each_started_and_completed(repos: dict[str, Path],
+                                                                              tmp_path: Path) -> None:
+    step = SimulatedStep(messages=["looking"], tools=[SimulatedTool(name="Bash", input={"command": "ls"},
+                                                                    output="README.md")])
+    request = request_for(repos, SimulateSpec(attempts=[step]))
+    sink = new_sink(tmp_path)
+    assert SimulatedProvider().run(request, sink).ok
+    calls = [(e["type"], e["name"], e.get("input") or e.get("output")) for e in read_events(sink.path)
+             if e["type"].startswith("tool_call")]
+    assert calls == [("tool_call_started", "Bash", {"command": "ls"}), ("tool_call_completed", "Bash", "README.md")]

@@ -45,11 +45,11 @@ def test_the_history_table_marks_failures_links_runs_and_stays_bounded() -> None
 
     table = history_markdown([AttemptSummary.of(_record(1, "provider_failed")), AttemptSummary.of(_record(2))])
     lines = table.splitlines()
-    assert lines[0] == "| # | mode | result | target | duration | cost | run |"  # seven columns fit 1400 px
-    # The number links to the Attempt's page (`awp serve`, AWP_PAGE_URL).
+    assert lines[0] == "| # | mode | result | run |"  # four columns fit the asset's Overview at 1400 px
+    # The number links to the Attempt's page (`awp serve`, AWP_PAGE_URL), where the target and cost are.
     assert lines[2].startswith("| [1](http://127.0.0.1:3001/attempts/pr-1.01.a1) | run | **✗\u00a0provider failed** "
-                               "(provider rate limit) | simulated/sim-a/m |")
-    assert all(line.count(" | ") == 6 for line in lines[2:])
+                               "(provider rate limit) | [run-1]")
+    assert all(line.count(" | ") == 3 for line in lines[2:])
     assert "[run-1](/runs/run-1)" in lines[2] and "| ✓\u00a0completed |" in lines[3]
     long = history_markdown([AttemptSummary.of(_record(n)) for n in range(1, MAX_HISTORY_ROWS + 6)])
     assert len(long.splitlines()) == 2 + 1 + MAX_HISTORY_ROWS and "5 earlier Attempts" in long

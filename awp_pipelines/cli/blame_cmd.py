@@ -19,6 +19,7 @@ from awp_pipelines.cli_features.blame import (
     by_attempt,
     parse_target,
 )
+from awp_pipelines.core.records.plural import counted
 
 EXIT_NOT_AWP = 1
 EXIT_INPUT = 2
@@ -68,7 +69,7 @@ def _print_file(file: str, entries: list[BlamedLines]) -> None:
     groups = by_attempt(entries)
     total = sum(e.end - e.start + 1 for e in entries)
     awp_lines = sum(e.end - e.start + 1 for _, group in groups for e in group)
-    out.print(Text(f"{file}: {awp_lines} of {total} lines written by AWP", style="bold"))
+    out.print(Text(f"{file}: {awp_lines} of {counted(total, 'line')} written by AWP", style="bold"))
     for prov, group in groups:
         ranges = ", ".join(f"{e.start}" if e.start == e.end else f"{e.start}-{e.end}" for e in group)
         out.print(Text(f"\nlines {ranges}", style="bold"))

@@ -61,9 +61,7 @@ def print_plan(plan: PacketPlan) -> None:
         out.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=False)
     if plan.budget is not None:
         out.print(Text(f"budget of the packet run: {plan.budget.describe()}"), soft_wrap=False)
-    out.print(Text("uncommitted changes in a work tree: " + ("refused" if plan.dirty_tree == "refuse" else
-                                                             "set aside as a git stash") + " (dirty_tree)"),
-              soft_wrap=False)
+    out.print(Text(dirty_tree_line(plan.dirty_tree), style="dim"), soft_wrap=False)
     for prompt in plan.prompts:
         out.print()
         out.print(Text.assemble((f"{prompt.id}  {prompt.name}", "bold")), soft_wrap=False)
@@ -78,6 +76,14 @@ def print_plan(plan: PacketPlan) -> None:
     for repo, handoff in plan.handoff.items():  # when the packet run ends: after its prompts
         out.print(Text(f"hand-off of {repo}: {handoff.describe(plan.packet)}"), soft_wrap=False)
     print_catalog(plan.catalog)
+
+
+def dirty_tree_line(policy: str) -> str:
+    """What an Attempt will do with a person's uncommitted changes, said as a plan (not as an error)."""
+    if policy == "refuse":
+        return ("a work tree with uncommitted changes is left untouched: its Attempt ends before the agent starts "
+                "and names the files to commit or stash (dirty_tree: refuse; `set_aside` stashes them)")
+    return "uncommitted changes in a work tree are set aside as a git stash before an Attempt (dirty_tree: set_aside)"
 
 
 def print_catalog(entries: list[CatalogEntryPlan]) -> None:

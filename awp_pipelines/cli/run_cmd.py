@@ -26,7 +26,7 @@ from awp_pipelines.cli.common import (
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.core.engine.attempts import Usage
 from awp_pipelines.core.engine.outage import quiet_outages
-from awp_pipelines.core.engine.progress import LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, LaunchDecided, ProgressEvent, RunPlanned
 from awp_pipelines.core.planning.plan import Overrides
 
 _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
@@ -144,6 +144,7 @@ class _Printer:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.names: dict[str, str] = {}  # the selected prompts, in order: id → name
+        self.done: set[str] = set()  # prompts whose Attempt completed: the counter only ever goes up
 
     def event(self, event: ProgressEvent) -> None:
         if isinstance(event, RunPlanned):
@@ -155,12 +156,14 @@ class _Printer:
         elif isinstance(event, LaunchDecided):
             console.print(f"{self._head(event.prompt)} → {event.mode}: {event.reason}", highlight=False, markup=False)
         else:
+            if isinstance(event, AttemptEnded) and event.result == "completed":
+                self.done.add(event.prompt)
             console.print(f"{self._head(event.prompt)}: {event.line()}", highlight=False, markup=False)
 
     def _head(self, prompt: str) -> str:
-        order = list(self.names)
-        index = order.index(prompt) + 1 if prompt in order else "?"
-        return f"[{index}/{len(order)}] {prompt} {self.names.get(prompt, '')}"
+        """`[done/selected]`: prompts completed so far, not the prompt's position (a repair of 02 after 03 would
+        read `[2/3]` after `[3/3]`, a counter going backwards)."""
+        return f"[{len(self.done)}/{len(self.names)} done] {prompt} {self.names.get(prompt, '')}"
 
 
 def _usage_line(usage: Usage) -> str:

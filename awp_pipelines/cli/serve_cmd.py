@@ -1,10 +1,14 @@
 """`awp serve`: the Attempt pages, one process beside dagster-webserver, reading the same instance and the
-Attempts' stored files (events, diffs) and commits. Standard library HTTP; binds 127.0.0.1 unless told."""
+Attempts' stored files (events, diffs) and commits. Standard library HTTP; binds 127.0.0.1 unless told.
+
+Routes: `/` (packets and their packet runs), `/packet-runs/<id>`, `/agent-runs/<id>`, `/attempts/<id>`, and
+`/attempts/<id>?part=stream`, the running Attempt's page as server-sent events."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,20 +21,56 @@ from rich.markup import escape
 from awp_pipelines.cli.common import out, user_errors
 from awp_pipelines.cli_features.attempt_page import (
     EVENTS_SHOWN,
+    STREAM_MS,
+    AttemptChip,
     AttemptView,
     DagsterLinks,
     agent_run_html,
     attempt_html,
     page,
 )
+from awp_pipelines.cli_features.run_index import PacketRunView, index_html, packet_run_html
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import read_diff
 from awp_pipelines.core.records.events import iter_events
 from awp_pipelines.core.records.redact import redact
 from awp_pipelines.core.records.workspace import WorkspaceError, git
 from awp_pipelines.orchestration.compile.page_link import DEFAULT_PAGE_PORT
-from awp_pipelines.orchestration.ledger.attempt_lookup import FoundAttempt, agent_run_attempts, find_attempt
+from awp_pipelines.orchestration.ledger.attempt_lookup import (
+    FoundAttempt,
+    PacketRunEntry,
+    agent_run_attempts,
+    packet_run_attempts,
+    packet_run_entries,
+    split_attempt_id,
+)
 from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance_folder
+
+INDEX_PACKET_RUNS = 20  # the front door reads this many packet runs, newest first
+
+
+def chip(found: FoundAttempt) -> AttemptChip:
+    return AttemptChip(found.attempt_id, found.number, found.prompt, found.prompt_name, found.mode, found.result)
+
+
+def packet_run_view(instance: DagsterInstance, entry: PacketRunEntry) -> PacketRunView:
+    return PacketRunView(entry.packet, entry.packet_run, entry.at_ms,
+                         [chip(a) for a in packet_run_attempts(instance, entry.packet_run)])
+
+
+def attempt_in_context(instance: DagsterInstance, attempt: str) -> AttemptView | None:
+    """The Attempt's view with its packet run's Attempts beside it (previous, next, the one that followed)."""
+    parts = split_attempt_id(attempt)
+    if parts is None:
+        return None
+    everyone = packet_run_attempts(instance, parts[0])
+    found = next((a for a in everyone if a.attempt_id == attempt), None)
+    if found is None:
+        return None
+    view = attempt_view(found)
+    view.neighbours = [chip(a) for a in everyone]
+    view.packet = next((a.packet for a in everyone if a.packet), "")
+    return view
 
 
 def attempt_view(found: FoundAttempt) -> AttemptView:
@@ -54,32 +94,69 @@ def attempt_view(found: FoundAttempt) -> AttemptView:
     return AttemptView(attempt_id=found.attempt_id, number=found.number, run_id=found.run_id,
                        asset_key=found.asset_key, started=found.started, record=rec, events=events,
                        diff=read_diff(rec.diff_file) if rec and rec.diff_file else None, commit_messages=messages,
-                       running=found.running, more_events=more)
+                       running=found.running, more_events=more, packet=found.packet)
 
 
 def _handler(instance: DagsterInstance, links: DagsterLinks) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # quiet: the page polls every 2 s
+        def log_message(self, format: str, *args: object) -> None:  # quiet: a running page streams
             pass
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             url = urlparse(self.path)
             route, _, name = url.path.strip("/").partition("/")
             name = unquote(name)
-            fragment = parse_qs(url.query).get("part") == ["main"]
+            query = parse_qs(url.query)
+            part = (query.get("part") or [""])[0]
             if route == "attempts" and name:
-                found = find_attempt(instance, name)
-                if found is None:
+                if part == "stream":
+                    return self._stream(name)
+                view = attempt_in_context(instance, name)
+                if view is None:
                     return self._send(HTTPStatus.NOT_FOUND, _missing(f"No Attempt {name} in this instance."))
-                return self._send(HTTPStatus.OK, attempt_html(attempt_view(found), links, fragment))
+                return self._send(HTTPStatus.OK, attempt_html(view, links, part == "main"))
             if route == "agent-runs" and name:
                 views = [attempt_view(a) for a in agent_run_attempts(instance, name)]
                 if not views:
                     return self._send(HTTPStatus.NOT_FOUND, _missing(f"No AgentRun {name} in this instance."))
                 return self._send(HTTPStatus.OK, agent_run_html(name, views, links))
-            return self._send(HTTPStatus.OK if not route else HTTPStatus.NOT_FOUND, _missing(
-                "Attempt pages: /attempts/&lt;attempt id&gt;, /agent-runs/&lt;agent run id&gt; "
-                "(the asset page in Dagster links to them)."))
+            if route == "packet-runs" and name:
+                entry = next((e for e in packet_run_entries(instance, limit=10_000) if e.packet_run == name), None)
+                if entry is None:
+                    return self._send(HTTPStatus.NOT_FOUND, _missing(f"No packet run {name} in this instance."))
+                return self._send(HTTPStatus.OK, packet_run_html(packet_run_view(instance, entry), links))
+            if not route:
+                runs = [packet_run_view(instance, e) for e in packet_run_entries(instance, INDEX_PACKET_RUNS)]
+                return self._send(HTTPStatus.OK, index_html(runs, (query.get("q") or [""])[0]))
+            return self._send(HTTPStatus.NOT_FOUND, _missing(
+                "No such page: <a href='/'>packets and their runs</a>, /packet-runs/&lt;id&gt;, "
+                "/agent-runs/&lt;id&gt;, /attempts/&lt;id&gt;."))
+
+        def _stream(self, attempt: str) -> None:
+            """The running Attempt's main part as server-sent events: sent when it changed, then `end`."""
+            self.send_response(HTTPStatus.OK)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("cache-control", "no-store")
+            self.end_headers()
+            last = None
+            try:
+                while True:
+                    view = attempt_in_context(instance, attempt)
+                    if view is None:
+                        break
+                    body = attempt_html(view, links, fragment=True)
+                    if body != last:
+                        data = "".join(f"data: {line}\n" for line in body.split("\n"))
+                        self.wfile.write(f"{data}\n".encode())
+                        self.wfile.flush()
+                        last = body
+                    if not view.running:
+                        break
+                    time.sleep(STREAM_MS / 1000)
+                self.wfile.write(b"event: end\ndata: ended\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):  # the reader left
+                return
 
         def _send(self, status: HTTPStatus, body: str) -> None:
             data = body.encode()
@@ -94,7 +171,8 @@ def _handler(instance: DagsterInstance, links: DagsterLinks) -> type[BaseHTTPReq
 
 
 def _missing(text: str) -> str:
-    return page("awp serve", "<h1>AWP Attempt pages</h1>", f"<p>{text}</p>", False)
+    return page("awp serve", "<h1>AWP Attempt pages</h1><nav class=nav><a rel=up href='/'>↑ all packets</a></nav>",
+                f"<p>{text}</p>")
 
 
 @click.command("serve")

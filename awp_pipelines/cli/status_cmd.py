@@ -22,6 +22,7 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.core.engine.status_report import AttemptSummary, StatusReport
+from awp_pipelines.core.records.plural import counted
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
           "planned": "dim", "not_started": "dim", "not_selected": "dim", "interrupted": "yellow",
@@ -69,7 +70,8 @@ def print_status(report: StatusReport, packet: Path) -> None:
     style = _STYLE[report.state]
     why = f" ({escape(report.reason)})" if report.reason else ""
     out.print(f"[bold]{report.packet}[/bold] · packet run {report.packet_run} · [{style}]{report.state}[/{style}]{why} "
-              f"· {t.completed}/{t.prompts} prompts completed · {t.attempts} Attempts in {t.runs} runs")
+              f"· {t.completed}/{t.prompts} prompts completed · {counted(t.attempts, 'Attempt')} in "
+              f"{counted(t.runs, 'Dagster run')}")
     resume = f"awp resume {shlex.quote(str(packet.resolve()))} --packet-run {report.packet_run}"
     if report.stop is not None:
         out.print(f"  {escape(report.stop.reason or report.stop.by)} ({report.stop.by}, {report.stop.at}); "
@@ -109,7 +111,7 @@ def _attempt_line(a: AttemptSummary) -> str:
     facts = [f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
              f"{a.tokens_in:,}/{a.tokens_out:,} tokens" if a.tokens_in or a.tokens_out else "",
              f"${a.cost_usd:.4f}" if a.cost_usd is not None else "",
-             f"run {a.dagster_run[:8]}" if a.dagster_run else "",
+             f"Dagster run {a.dagster_run[:8]}" if a.dagster_run else "",
              f"progress: {escape(a.progress)}" if a.progress else ""]
     reason = f" — {escape(a.reason)}" if a.reason else ""
     return (f"#{a.number} {a.mode} on {escape(target)}: [{style}]{result}[/{style}] · "

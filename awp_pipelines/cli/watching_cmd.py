@@ -102,7 +102,7 @@ def render(r: WatchReading) -> Group:
     for c in r.current:
         quiet = f" · quiet {c.minutes_quiet:.1f} min" if c.minutes_quiet is not None else ""
         parts.append(Text(f"▶ {c.prompt} {c.name}: {c.attempt} ({c.mode}) on {c.target} · "
-                          f"run {(c.dagster_run or '')[:8]}{quiet}"))
+                          f"Dagster run {(c.dagster_run or '')[:8]}{quiet}"))
         if c.progress:
             parts.append(Text(f"  progress: {c.progress}"))
     if r.pending:
@@ -110,7 +110,8 @@ def render(r: WatchReading) -> Group:
     for repo in r.repos:
         dirty = "?" if repo.dirty_files is None else repo.dirty_files
         commits = "?" if repo.new_commits is None else repo.new_commits
-        parts.append(Text(f"  {repo.repo}: {dirty} dirty files · {commits} new commits"))
+        parts.append(Text(f"  {repo.repo}: {dirty} dirty file{'' if dirty == 1 else 's'} · "
+                          f"{commits} new commit{'' if commits == 1 else 's'}"))
     for violation, detail in zip(r.violations, r.details, strict=False):
         parts.append(Text.from_markup(f"[red]{violation}[/red]: {escape(detail)}"))
     return Group(*parts)

@@ -1,9 +1,11 @@
-"""The Attempt page as HTML (`awp serve`): it reads like a chat. The prompt as sent, the agent's messages, each
-tool call as one line that opens to its input and output, the files changed with their diffs, the verifier's
-items, the commit with its trailers, tokens and cost, and links to Dagster. Pure: it renders what it is given.
+"""The Attempt page as HTML (`awp serve`): it reads like a chat. The prompt as sent (Markdown), the agent's
+messages, each tool call as one line that opens to its input and output, each with its time, the files changed
+with their diffs, the verifier's items, the commit with its trailers, tokens and cost, links to Dagster and to
+the Attempts before and after it. Pure: it renders what it is given.
 
 Every text is HTML-escaped and passes the secret patterns once more (events and diffs were redacted when they
-were written; a page is one more place a secret must never reach).
+were written; a page is one more place a secret must never reach). Markdown goes through markdown-it with raw
+HTML off: a `<script>` in a prompt is text, and links keep markdown-it's scheme check (no `javascript:`).
 """
 
 from __future__ import annotations
@@ -15,20 +17,58 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from markdown_it import MarkdownIt
+
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import AttemptDiff, FileDiff
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.redact import redact
 from awp_pipelines.core.records.transcript import Counters, one_line
 
 DIFF_LINES_SHOWN = 80  # per file; the rest one click away
 TOOL_TEXT_CHARS = 20_000  # a tool's input or output on the page
 EVENTS_SHOWN = 5_000  # a page renders this many events; the JSONL holds them all
-POLL_MS = 2000
+STREAM_MS = 1000  # how often `awp serve` looks for new events of a running Attempt (the page streams them)
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 
 
 def esc(value: Any) -> str:
     return html.escape(redact(str(value)), quote=True)
+
+
+def markdown_html(text: str) -> str:
+    """Markdown as HTML, redacted first; raw HTML in it stays text (markdown-it's `html: False`)."""
+    return _MARKDOWN.render(redact(text))
+
+
+def clock(ts: Any) -> str:
+    """`<time>` of an event's ISO-8601 UTC stamp, shown as HH:MM:SS (the full stamp on hover)."""
+    text = str(ts or "")
+    if len(text) < 19:
+        return ""
+    return f"<time datetime='{esc(text)}' title='{esc(text)}'>{esc(text[11:19])}</time>"
+
+
+@dataclass(frozen=True)
+class AttemptChip:
+    """One Attempt as a link with its state: for the index, a packet run's page and an Attempt's neighbours."""
+
+    attempt_id: str
+    number: int
+    prompt: str
+    prompt_name: str
+    mode: str
+    result: str
+
+    def html(self) -> str:
+        kind = {"completed": "ok", "running": "run"}.get(self.result, "bad")
+        mark = {"ok": "✓", "run": "…"}.get(kind, "✗")
+        label = f"{self.prompt}·a{self.number} {mark}"
+        return (f"<a class='chip {kind}' href='/attempts/{esc(quote(self.attempt_id))}' "
+                f"title='{esc(self.prompt_name)}: Attempt {self.number}, {esc(self.mode)}, "
+                f"{esc(self.result.replace('_', ' '))}' data-result='{esc(self.result)}'>{esc(label)}</a>")
 
 
 @dataclass(frozen=True)
@@ -62,6 +102,8 @@ class AttemptView:
     commit_messages: dict[str, str] = field(default_factory=dict)  # repo → the commit's message
     running: bool = False
     more_events: int = 0  # past EVENTS_SHOWN
+    neighbours: Sequence[AttemptChip] = ()  # the packet run's Attempts in the order they started, this one too
+    packet: str = ""
 
 
 # -- the page ---------------------------------------------------------------------------------------------
@@ -108,22 +150,44 @@ table{border-collapse:collapse;width:100%;font-size:14px}td,th{border-bottom:1px
 padding:5px 8px;text-align:left;vertical-align:top}th{color:var(--muted);font-weight:600}
 td pre{max-height:160px}
 .stats span{margin-right:18px}
+.msg.md{white-space:normal}.msg.md p{margin:4px 0}.msg.md pre{margin:6px 0}.msg.md h1,.msg.md h2{font-size:16px;
+border:0;margin:8px 0 4px}.msg.md h3{font-size:15px;margin:6px 0 2px}.msg.md code{font-size:13px}
+time{color:var(--muted);font:12px ui-monospace,Menlo,monospace;margin-left:8px;font-weight:400}
+details.tool>summary time{float:right}
+.chip{display:inline-block;border-radius:10px;padding:0 8px;margin:2px 4px 2px 0;font:12.5px/1.6 ui-monospace,
+Menlo,monospace;border:1px solid var(--line)}.chip.ok{background:#dafbe1;color:var(--ok)}
+.chip.bad{background:#ffebe9;color:var(--bad)}.chip.run{background:#ddf4ff;color:var(--run)}
+a:focus-visible,input:focus-visible,summary:focus-visible{outline:2px solid var(--run);outline-offset:2px}
+.nav{display:flex;gap:18px;font-size:13px;margin:4px 0}.nav .here{color:var(--muted)}
+.followed{margin:10px 0;padding:6px 12px;border-left:4px solid var(--run);background:#ddf4ff;font-size:14px}
+.prun td{vertical-align:middle}.prun .when{color:var(--muted);font-size:13px;white-space:nowrap}
+input#filter{font:14px sans-serif;padding:4px 8px;width:320px;border:1px solid var(--line);border-radius:6px}
+kbd{font:12px ui-monospace,Menlo,monospace;border:1px solid var(--line);border-radius:3px;padding:0 4px}
 """
 
+# A running Attempt's page streams (server-sent events from `?part=stream`): each message is the page's main part
+# again, sent when it changed; `end` when the Attempt ended, and the page reloads whole. Keys: `[` and `]` walk
+# to the previous and next Attempt, `u` goes up to the packet run, `/` focuses the filter.
 _JS = """
-(function(){var main=document.getElementById('main');if(!main||main.dataset.running!=='1')return;
-function poll(){fetch(location.pathname+'?part=main',{cache:'no-store'}).then(function(r){return r.text()})
-.then(function(t){var open=[].map.call(document.querySelectorAll('details[open]'),function(d){return d.id});
-var y=window.scrollY;var atEnd=window.innerHeight+y>=document.body.scrollHeight-40;main.innerHTML=t;
-var inner=main.querySelector('[data-running]');var running=inner&&inner.dataset.running==='1';
+(function(){var main=document.getElementById('main');
+document.addEventListener('keydown',function(e){var t=e.target;if(t&&(t.tagName==='INPUT'||t.isContentEditable))
+return;if(e.ctrlKey||e.metaKey||e.altKey)return;var rel={'[':'prev',']':'next','u':'up'}[e.key];
+if(rel){var a=document.querySelector("a[rel='"+rel+"']");if(a){e.preventDefault();location.href=a.href}}
+else if(e.key==='/'){var f=document.getElementById('filter');if(f){e.preventDefault();f.focus()}}});
+var f=document.getElementById('filter');if(f){var apply=function(){var q=f.value.toLowerCase();
+[].forEach.call(document.querySelectorAll('[data-filter]'),function(r){
+r.hidden=q&&r.dataset.filter.toLowerCase().indexOf(q)<0})};f.addEventListener('input',apply);apply()}
+if(!main||main.dataset.running!=='1'||!window.EventSource)return;
+var es=new EventSource(location.pathname+'?part=stream');
+es.onmessage=function(m){var open=[].map.call(document.querySelectorAll('details[open]'),function(d){return d.id});
+var y=window.scrollY;var atEnd=window.innerHeight+y>=document.body.scrollHeight-40;main.innerHTML=m.data;
 open.forEach(function(id){var d=id&&document.getElementById(id);if(d)d.open=true});
-if(atEnd)window.scrollTo(0,document.body.scrollHeight);else window.scrollTo(0,y);
-if(running)setTimeout(poll,POLL);else location.reload()}).catch(function(){setTimeout(poll,2*POLL)})}
-setTimeout(poll,POLL)})();
-""".replace("POLL", str(POLL_MS))
+if(atEnd)window.scrollTo(0,document.body.scrollHeight);else window.scrollTo(0,y)};
+es.addEventListener('end',function(){es.close();location.reload()})})();
+"""
 
 
-def page(title: str, header: str, body: str, running: bool) -> str:
+def page(title: str, header: str, body: str, running: bool = False) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>"
             f"<header><div class=bar>{header}</div></header>"
@@ -156,8 +220,44 @@ def attempt_header(view: AttemptView, links: DagsterLinks, own: str = "") -> str
            ("all Attempts of this AgentRun", f"/agent-runs/{quote(agent_run)}")]
     link_html = "".join(f"<a href='{esc(url)}'>{esc(label)}</a>" for label, url in nav if label and url)
     target = " / ".join(esc(p) for p in (provider, account, model) if p)
+    packet = f"packet {esc(view.packet)} · " if view.packet else ""
     return (f"<h1>Attempt {view.number} · {esc(mode)} · {esc(prompt)}{result_badge(_result(view))}</h1>"
-            f"<div class=meta>{esc(view.attempt_id)} · {target}{own}</div><div class=links>{link_html}</div>")
+            f"<div class=meta>{packet}{esc(view.attempt_id)} · {target}{own}</div>{walk_nav(view)}"
+            f"<div class=links>{link_html}</div>")
+
+
+def walk_nav(view: AttemptView) -> str:
+    """Up to the packet run, and the packet run's Attempts before and after this one (in the order they
+    started), as links with `rel` (the keys `[`, `]` and `u` follow them)."""
+    packet_run = view.attempt_id.partition(".")[0]
+    ids = [c.attempt_id for c in view.neighbours]
+    at = ids.index(view.attempt_id) if view.attempt_id in ids else -1
+    prev = view.neighbours[at - 1] if at > 0 else None
+    nxt = view.neighbours[at + 1] if 0 <= at < len(ids) - 1 else None
+
+    def link(chip: AttemptChip | None, rel: str, arrow: str) -> str:
+        if chip is None:
+            return f"<span class=here>{arrow} none</span>"
+        text = f"{chip.prompt} Attempt {chip.number} ({chip.mode}, {chip.result.replace('_', ' ')})"
+        return f"<a rel={rel} href='/attempts/{esc(quote(chip.attempt_id))}'>{arrow} {esc(text)}</a>"
+
+    return (f"<nav class=nav aria-label='walk the packet run'><a rel=up href='/packet-runs/{esc(quote(packet_run))}'>"
+            f"↑ packet run {esc(packet_run)}</a>{link(prev, 'prev', '←')}{link(nxt, 'next', '→')}"
+            "<span class=here><kbd>[</kbd> <kbd>]</kbd> <kbd>u</kbd></span></nav>")
+
+
+def followed_by(view: AttemptView) -> str:
+    """The Attempt of the same AgentRun that came after this one (its repair, retry…), said first."""
+    after = [c for c in view.neighbours if c.prompt == _prompt_of(view.attempt_id) and c.number == view.number + 1]
+    if not after:
+        return ""
+    chip = after[0]
+    return (f"<div class=followed>followed by <a href='/attempts/{esc(quote(chip.attempt_id))}'>Attempt "
+            f"{chip.number}</a>: {esc(chip.mode)}, {esc(chip.result.replace('_', ' '))}</div>")
+
+
+def _prompt_of(attempt_id: str) -> str:
+    return attempt_id.rpartition(".a")[0].partition(".")[2]
 
 
 def attempt_html(view: AttemptView, links: DagsterLinks, fragment: bool = False) -> str:
@@ -169,7 +269,7 @@ def attempt_html(view: AttemptView, links: DagsterLinks, fragment: bool = False)
 
 def attempt_body(view: AttemptView) -> str:
     rec = view.record
-    parts = [_summary(view)]
+    parts = [_summary(view), followed_by(view)]
     if rec is not None and rec.target.reason:
         parts.append(f"<div class=meta>why this target: {esc(rec.target.reason)}</div>")
     parts.append("<h2>Conversation</h2>")
@@ -235,7 +335,7 @@ def tool_line(name: str, value: Any) -> str:
 def conversation(events: Iterable[Mapping[str, Any]], cwd: str | None = None) -> str:
     """`cwd`: the agent's folder; the files its tools name are shown relative to it."""
     out: list[str] = []
-    calls: dict[str, tuple[int, str, Any]] = {}  # call id → (index of its block in `out`, name, input)
+    calls: dict[str, tuple[int, str, Any, Any]] = {}  # call id → (its block's index in `out`, name, input, time)
     stream: list[str] = []
 
     def flush() -> None:
@@ -249,32 +349,33 @@ def conversation(events: Iterable[Mapping[str, Any]], cwd: str | None = None) ->
             stream.append(str(event.get("delta") or ""))
             continue
         flush()
+        ts = event.get("ts")
         if kind == "prompt_sent":
-            out.append(_message("user", str(event.get("text") or ""), "Prompt as sent"))
+            out.append(_message("user", str(event.get("text") or ""), "Prompt as sent", ts))
         elif kind == "resume_started":
-            out.append(_message("user", str(event.get("prompt") or "Continue"), "Resumed the session with"))
+            out.append(_message("user", str(event.get("prompt") or "Continue"), "Resumed the session with", ts))
         elif kind == "steer_received":  # a person's message into the running session (awp control steer)
             refused = "" if event.get("delivered", True) else f" (refused: {event.get('refused') or ''})"
             out.append(_message("user", str(event.get("text") or ""), f"Steer from {event.get('author') or '?'}"
-                                + refused))
+                                + refused, ts))
         elif kind == "message_received" and str(event.get("text") or "").strip():
-            out.append(_message("agent", str(event["text"])))
+            out.append(_message("agent", str(event["text"]), ts=ts))
         elif kind == "thinking" and event.get("text"):
             out.append(f"<div class=thinking>thinking: {esc(one_line(event['text'], 400))}</div>")
         elif kind == "tool_call_started":
             call = str(event.get("call_id") or f"n{n}")
             name = str(event.get("name") or "tool")
-            calls[call] = (len(out), name, event.get("input"))
-            out.append(_tool(call, name, event.get("input"), None, None, cwd))
+            calls[call] = (len(out), name, event.get("input"), ts)
+            out.append(_tool(call, name, event.get("input"), None, None, cwd, ts))
         elif kind in ("tool_call_completed", "tool_call_failed"):
             call = str(event.get("call_id") or "")
             failed = kind == "tool_call_failed"
             result = event.get("error") if failed else event.get("output")
             if call in calls:
-                index, name, value = calls[call]
-                out[index] = _tool(call, name, value, result, failed, cwd)
+                index, name, value, at = calls[call]
+                out[index] = _tool(call, name, value, result, failed, cwd, at)
             else:
-                out.append(_tool(call or f"n{n}", str(event.get("name") or "tool"), None, result, failed))
+                out.append(_tool(call or f"n{n}", str(event.get("name") or "tool"), None, result, failed, ts=ts))
         elif kind == "rate_limit_notice":
             info = ", ".join(f"{k}: {event[k]}" for k in ("status", "resets_at", "retry_in_ms") if event.get(k))
             out.append(f"<div class=note>rate limit{(' (' + esc(info) + ')') if info else ''}</div>")
@@ -292,12 +393,15 @@ def conversation(events: Iterable[Mapping[str, Any]], cwd: str | None = None) ->
     return "".join(out) or "<div class=meta>no events yet</div>"
 
 
-def _message(who: str, text: str, label: str | None = None) -> str:
+def _message(who: str, text: str, label: str | None = None, ts: Any = None) -> str:
+    """A turn of the chat, its text rendered as Markdown (prompts and agents both write it)."""
     title = label or ("Prompt" if who == "user" else "Agent")
-    return f"<div class='msg {who}'><div class=who>{esc(title)}</div>{esc(text.strip())}</div>"
+    return (f"<div class='msg md {who}'><div class=who>{esc(title)}{clock(ts)}</div>"
+            f"{markdown_html(text.strip())}</div>")
 
 
-def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None, cwd: str | None = None) -> str:
+def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None, cwd: str | None = None,
+          ts: Any = None) -> str:
     mark = ("<span class=run-t>…</span>" if failed is None else
             "<span class=bad-t>✗</span>" if failed else "<span class=ok-t>✓</span>")
     ident = "tool-" + "".join(c if c.isalnum() else "-" for c in call)
@@ -310,7 +414,7 @@ def _tool(call: str, name: str, value: Any, result: Any, failed: bool | None, cw
     if cwd and line.startswith(cwd.rstrip("/") + "/"):
         line = line[len(cwd.rstrip("/")) + 1:]
     return (f"<details class=tool id='{esc(ident)}' data-tool='{esc(name)}'><summary>{mark} <span class=name>"
-            f"{esc(name)}</span>{esc(line)}</summary><div class=io>{''.join(io)}</div></details>")
+            f"{esc(name)}</span>{esc(line)}{clock(ts)}</summary><div class=io>{''.join(io)}</div></details>")
 
 
 # -- files, verifier, commit --------------------------------------------------------------------------------
@@ -339,7 +443,7 @@ def file_diff(file: FileDiff) -> str:
     shown, rest = lines[:DIFF_LINES_SHOWN], lines[DIFF_LINES_SHOWN:]
     body = "".join(_diff_line(line) for line in shown)
     if rest:
-        body += (f"<details><summary>{len(rest)} more lines</summary>"
+        body += (f"<details><summary>{counted(len(rest), 'more line', 'more lines')}</summary>"
                  + "".join(_diff_line(line) for line in rest) + "</details>")
     cut = f"<div class=note>{esc(file.cut)}</div>" if file.cut else ""
     return (f"<div class=file data-path='{esc(file.path)}'><div class=head>{esc(file.repo)}: <b>{esc(file.path)}</b>"
@@ -401,8 +505,13 @@ def agent_run_html(agent_run: str, views: Sequence[AttemptView], links: DagsterL
                     f"<td>{esc(unmet)}</td><td><a href='{esc(links.run(view.run_id))}'>{esc(view.run_id[:8])}</a>"
                     "</td></tr>")
     running = any(v.running for v in views)
-    header = (f"<h1>AgentRun {esc(agent_run)}</h1><div class=links><a href='"
-              f"{esc(links.runs_tagged(tags.PACKET_RUN, agent_run.partition('.')[0]))}'>packet run</a></div>")
+    packet_run, _, prompt = agent_run.partition(".")
+    named = next((v.record.prompt_name for v in views if v.record is not None), "")
+    packet = next((v.packet for v in views if v.packet), "")
+    header = (f"<h1>AgentRun of prompt {esc(prompt)} {esc(named)}</h1><div class=meta>packet {esc(packet or '?')} · "
+              f"packet run {esc(packet_run)} · {esc(agent_run)}</div><nav class=nav><a rel=up href='/packet-runs/"
+              f"{esc(quote(packet_run))}'>↑ packet run {esc(packet_run)}</a><a href='"
+              f"{esc(links.runs_tagged(tags.PACKET_RUN, packet_run))}'>its runs in Dagster</a></nav>")
     body = (f"<div data-running={'1' if running else '0'}><table><tr><th>Attempt</th><th>mode</th><th>result</th>"
             "<th>target</th><th>duration</th><th>cost</th><th>unmet</th><th>run</th></tr>" + "".join(rows)
             + "</table></div>")

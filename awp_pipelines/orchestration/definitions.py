@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dagster import Definitions, ScheduleDefinition
+from dagster import Definitions, LoggerDefinition, ScheduleDefinition, colored_console_logger
 
 from awp_pipelines.core.packet.automation import load_automation
 from awp_pipelines.core.packet.errors import PacketError
@@ -60,6 +60,19 @@ def deferred_full_collections() -> Iterator[None]:
         gc.set_threshold(*thresholds)
 
 
+CONSOLE_LEVEL_ENV = "AWP_CONSOLE_LOG_LEVEL"
+
+
+def console_loggers() -> dict[str, LoggerDefinition]:
+    """The runs' console logger at $AWP_CONSOLE_LOG_LEVEL (`make ui` sets WARNING): a terminal running
+    `dagster dev` shows warnings and errors, not every DEBUG event of every run. The event log keeps them all
+    (the console is one of the run's loggers, the instance's storage another). Unset: Dagster's default."""
+    level = os.environ.get(CONSOLE_LEVEL_ENV, "").strip().upper()
+    if not level:
+        return {}
+    return {"console": colored_console_logger.configured({"log_level": level, "name": "dagster"})}
+
+
 def build_definitions(root: Path | None = None) -> Definitions:
     with deferred_full_collections():
         return _build(root or project_root())
@@ -87,7 +100,7 @@ def _build(root: Path) -> Definitions:
     # steps in process, as each packet's job does; Dagster's default executor died there starting children.
     defs = Definitions.merge(location_definitions(compiled),
                              Definitions(schedules=schedules, sensors=[HOUSEKEEPING],
-                                         executor=parallel_executor()))
+                                         executor=parallel_executor(), loggers=console_loggers()))
     defs.get_repository_def()  # resolved and validated here, as a code server does first (Dagster caches it)
     return defs
 

@@ -140,7 +140,7 @@ def test_remaining_skips_prompts_completed_in_stored_history(compat_packet) -> N
     assert awp("run", packet, "01").exit_code == 0
     result = awp("run", packet, "--remaining")
     assert result.exit_code == 0, result.output
-    assert "[1/1] 02" in result.output and "01 " not in result.output.split("[1/1]")[1]
+    assert "[0/1 done] 02" in result.output and "01 " not in result.output.split("[0/1 done]")[1]
 
 
 @pytest.mark.postgres

@@ -2,7 +2,8 @@
 document and run as written, so the document and this test cannot drift. Two prefork Celery workers with
 their own HOME, DAGSTER_HOME folder and work root, the webserver and the daemon, on a new PostgreSQL database
 and a private Redis; then "Materialize all" from the lineage page (the UI's launch of `__ASSET_JOB`), and the
-demo packet completes: 02 by its repair, 03 by its retry, launched by the recovery sensor."""
+demo packet completes: 02 by its repair, 03 by its retry, launched by the recovery sensor; the repair's
+`awp/page` link, read from its asset, opens its page on the runbook's `awp serve`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import DagsterInstance
+from dagster import AssetKey, DagsterInstance
 from e2e_support import decided_launch
 
 from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
@@ -36,7 +39,8 @@ def runbook_blocks(text: str) -> dict[str, str]:
 
 def test_the_runbook_blocks_are_found() -> None:
     """The parser sees every block the deployment below runs (a renamed marker fails here, not in a timeout)."""
-    assert set(runbook_blocks(RUNBOOK.read_text())) >= {"database", "home", "worker", "webserver", "daemon"}
+    assert set(runbook_blocks(RUNBOOK.read_text())) >= {"database", "home", "worker", "webserver", "daemon",
+                                                         "pages"}
 
 
 def _demo_project(root: Path) -> Path:
@@ -68,6 +72,19 @@ def _run(block: str, env: dict[str, str]) -> None:
     assert done.returncode == 0, f"runbook block failed:\n{block}\n{done.stdout}\n{done.stderr}"
 
 
+def _get(url: str, server: subprocess.Popen[bytes], log: Path, timeout_s: float = 60) -> str:
+    """The page's HTML once `awp serve` answers (it may still be starting)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                return str(answer.read().decode())
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"awp serve did not answer {url}:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
 def _commits(repo: Path) -> str:
     return subprocess.run(["git", "-C", str(repo), "log", "--format=%B"], check=True, capture_output=True,
                           text=True).stdout
@@ -86,7 +103,9 @@ def test_the_celery_runbook_runs_and_materialize_all_completes_the_demo_with_its
                "AWP_PG_USER": server.username or "postgres", "AWP_PG_PASSWORD": server.password or "",
                "AWP_PG_DB": db_name, "AWP_CELERY_BROKER": broker, "AWP_CELERY_BACKEND": broker,
                "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project), "AWP_DEPLOY": str(REPO_ROOT / "deploy"),
-               "AWP_UI_PORT": str(free_port())}
+               "AWP_UI_PORT": str(free_port()), "AWP_PAGE_PORT": str(free_port())}
+        env.update(AWP_PAGE_URL=f"http://127.0.0.1:{env['AWP_PAGE_PORT']}",
+                   AWP_DAGSTER_URL=f"http://127.0.0.1:{env['AWP_UI_PORT']}")
         env.pop("PYTHONPATH", None)  # the runbook's own, nothing of the test's
         for name in [k for k in env if k.startswith(("AWP_PG_", "AWP_CELERY_"))]:
             monkeypatch.setenv(name, env[name])  # this test reads the instance through the same dagster.yaml
@@ -98,7 +117,7 @@ def test_the_celery_runbook_runs_and_materialize_all_completes_the_demo_with_its
                               "HOME": str(tmp_path / host / "home"), "AWP_WORK_ROOT": str(tmp_path / host / "work")}
                 _run(blocks["home"], worker_env)
                 procs.append(_start(blocks["worker"], worker_env, tmp_path / host / "worker.log"))
-            for name in ("webserver", "daemon"):
+            for name in ("webserver", "daemon", "pages"):
                 procs.append(_start(blocks[name], env, tmp_path / f"{name}.log"))
             dep = Deployment(home, project, int(env["AWP_UI_PORT"]))
             wait_for_webserver(dep.port, procs, tmp_path)
@@ -114,6 +133,12 @@ def test_the_celery_runbook_runs_and_materialize_all_completes_the_demo_with_its
             with dep.instance() as instance:
                 launched = instance.get_run_by_id(first)
                 runs = runs_of_packet(instance, "demo")
+                repaired = instance.get_latest_materialization_event(AssetKey(["demo", "02_write_changelog"]))
+            # The asset's first metadata entry, as a user clicks it: the Attempt page, from the runbook's server.
+            assert repaired is not None and repaired.asset_materialization is not None
+            link = str(repaired.asset_materialization.metadata["awp/page"].value)
+            assert link.startswith(env["AWP_PAGE_URL"] + "/attempts/"), link
+            page = _get(link, procs[-1], tmp_path / "pages.log")
         finally:
             stop_groups(procs)
     assert launched is not None and launched.job_name == "__ASSET_JOB"
@@ -122,6 +147,8 @@ def test_the_celery_runbook_runs_and_materialize_all_completes_the_demo_with_its
     assert {r.tags.get("awp/packet_run") for r in runs} == {packet_run}
     modes = sorted((*decided_launch(r)[:2], r.status.value) for r in runs if r.run_id != first)
     assert ("02", "repair", "SUCCESS") in modes and ("03", "retry", "SUCCESS") in modes, modes
+    assert "Attempt 2 · repair · Write the changelog" in page and "data-result='completed'" in page, page[:2000]
+    assert "packet demo" in page and "rel=prev" in page
     log = _commits(project / "assets" / "demo" / "workspace")
     for attempt in (f"{packet_run}.01.a1", f"{packet_run}.02.a2", f"{packet_run}.03.a2"):
         assert f"AWP-Attempt: {attempt}" in log, log

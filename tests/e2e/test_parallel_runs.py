@@ -3,6 +3,7 @@ on one work tree never do. Proved from the step start and end times Dagster stor
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from dag_packets import write_dag_packet
@@ -43,7 +44,7 @@ def test_independent_prompts_on_disjoint_repos_overlap_and_prompts_on_one_repo_n
     assert result.exit_code == 0, result.output
     assert "3/3 prompts done" in result.output
     # Each step's Attempt line reached the terminal, though the steps ran in other processes.
-    assert all(f"[{n}/3] {pid} Prompt {pid}: Attempt" in result.output for n, pid in ((1, "01"), (2, "02"), (3, "03")))
+    assert all(re.search(rf"\[\d/3 done\] {pid} Prompt {pid}: Attempt", result.output) for pid in ("01", "02", "03"))
     runs, spans = _step_spans(instance_dir)
     assert runs == 1  # the selection is one run, as "Materialize all" launches it
     assert set(spans) == {"01", "02", "03"}

@@ -48,6 +48,8 @@ def _assert_demo_status(status: dict, instance_runs: set[str]) -> None:
     rate_limited = prompts["03"]["attempts"][0]
     assert (rate_limited["result"], rate_limited["failure_class"]) == ("provider_failed", "provider_rate_limit")
     assert prompts["02"]["verifier"]["passed"] is True  # the last report: the repair's
+    # Each Attempt names its page (`awp serve`), by its id.
+    assert all(a["page"].endswith(f"/attempts/{a['attempt']}") for p in status["prompts"] for a in p["attempts"])
     assert {a["dagster_run"] for p in status["prompts"] for a in p["attempts"]} <= instance_runs
     totals = status["totals"]
     assert (totals["prompts"], totals["completed"], totals["attempts"], totals["runs"]) == (3, 3, 5, 3)
@@ -73,6 +75,7 @@ def test_status_json_on_sqlite_validates_and_tells_the_demo_story(demo_copy: Pat
     text = awp("status", demo).output
     assert "#2 repair on simulated/simulated-demo: completed" in text
     assert "provider_failed (provider_rate_limit)" in text
+    assert "5 Attempts in 3 Dagster runs" in text and " · Dagster run " in text  # a run is not the mode `run`
     assert awp("status", demo, "--packet-run", "pr-none").exit_code == 2
 
 
@@ -101,10 +104,10 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     """What the asset page of 02 shows: the Attempt history, a visibly failed first Attempt, no noise."""
     materialized = instance.get_latest_materialization_event(CHANGELOG).asset_materialization.metadata
     history = materialized["awp/attempts"].value
-    # Seven narrow columns (#, mode, result, target, duration, cost, run); the reason is the Attempt's own.
-    # Each Attempt's number links to its page (`awp serve`).
-    assert ".02.a1) | run | **✗\u00a0verification failed** | simulated/simulated-demo |" in history
-    assert ".02.a2) | repair | ✓\u00a0completed | simulated/simulated-demo |" in history
+    # Four narrow columns (#, mode, result, run); target, duration, cost and reason are on the Attempt's page,
+    # which each number links to (`awp serve`).
+    assert ".02.a1) | run | **✗\u00a0verification failed** | [" in history
+    assert ".02.a2) | repair | ✓\u00a0completed | [" in history  # four columns: target and cost are on the page
     assert list(materialized)[0] == "awp/page" and materialized["awp/page"].value.endswith(".02.a2")
     assert materialized["awp/reason"].value == "repair 1/2: unmet verifier items"
     assert "](/runs/" in history  # each run links to its page
@@ -115,7 +118,11 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     assert marker.description.startswith("Attempt 2 started (repair)")
     assert "awp/account" not in marker.metadata and "awp/record" not in marker.metadata
     failed = next(o for o in observed if "awp/result" in o.metadata)
-    assert failed.description.startswith("Attempt ") and "did not complete: verification failed" in failed.description
+    # What comes next first, and who launches it: here the `awp run` that drives the packet run.
+    assert failed.description.startswith("repair next: Attempt ") and "did not complete: verification failed" \
+        in failed.description
+    assert failed.metadata["awp/next"].value.startswith("repair next — Attempt 2 (repair 1/2")
+    assert failed.metadata["awp/next"].value.endswith("`awp run`, which drives this packet run, launches it")
     assert failed.metadata["awp/page"].value.endswith(".02.a1")  # its verifier items are on its page
     assert failed.metadata["awp/agent_run_state"].value.startswith(("waiting", "queued", "active"))
     # The failed step says why in one line (its description), with the unmet item in its metadata.

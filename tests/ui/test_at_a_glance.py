@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import urllib.request
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from first_run import demo_run_without_daemon
 from ui_pages import open_asset_events, open_asset_graph, open_runs, screenshot
 from ui_server import free_port, stop_group, wait_for_server
 
@@ -42,26 +42,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _demo_run_without_daemon(base: Path, home: Path) -> tuple[Path, str]:
-    """The demo's project (a copy, its workspace made by its setup.sh) and one in-process run of its job."""
-    project = base / "project"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", project / "assets" / "demo",
-                    ignore=shutil.ignore_patterns("workspace", ".awp"))
-    shutil.copytree(REPO_ROOT / "resources", project / "resources")
-    subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
-    packet = project / "assets" / "demo"
-    compiled = packet_assets(load_packet(packet), load_catalog(project / "resources" / "providers.yaml"))
-    instance = open_instance_folder(home)
-    try:
-        job = compiled.definitions().resolve_job_def(job_name(compiled.packet))
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
-    finally:
-        instance.dispose()
-    assert not result.success  # 02 and 03 did not complete: the run is red, as in the UI
+    """The demo's first run, then a queued-run instance: launched runs wait, as in a deployment with no daemon."""
+    project, run_id = demo_run_without_daemon(base, home)
     # From here on, launched runs wait in the queue, as in a deployment (the repo's dagster.yaml); no daemon
     # starts them.
     config = home / "dagster.yaml"
     config.write_text(config.read_text().replace("class: DefaultRunCoordinator", "class: QueuedRunCoordinator"))
-    return project, result.run_id
+    return project, run_id
 
 
 _LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
@@ -107,8 +94,6 @@ def test_the_ui_tells_a_failed_attempt_and_a_queued_repair_from_a_success(
     shots = tmp_path / "screenshots"
     home = tmp_path / "home"
     project, run_id = _demo_run_without_daemon(tmp_path, home)
-    (home / ".nux").mkdir()
-    (home / ".nux" / "nux.yaml").write_text("seen: 1\n")  # no "Join the Dagster community" modal
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "DAGSTER_HOME": str(home), "AWP_PROJECT_ROOT": str(project)}

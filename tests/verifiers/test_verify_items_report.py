@@ -18,6 +18,7 @@ from awp_pipelines.core.isolation import verifier_sandbox as verifier_sandbox_mo
 from awp_pipelines.core.packet.model import contract as contract_module
 from awp_pipelines.core.packet.model import pathtext as pathtext_module
 from awp_pipelines.core.records import git_links as git_links_module
+from awp_pipelines.core.records import plural as plural_module
 from awp_pipelines.core.records import redact as redact_module
 from awp_pipelines.core.records import regular_files as regular_files_module
 from awp_pipelines.core.records import secret_scan as secret_scan_module
@@ -235,12 +236,13 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
     (the packet model's `verify:` block), which itself needs nothing but pydantic, the redactor (check names
     must hold no secret), which needs nothing but pydantic either, the git runner with its lstat checks, its
-    reader of files that never follows a link and its secret scan (the stdlib alone), and the verifier's sandbox
-    (bubblewrap, the way the agent's sandbox builds it) with the `network` it may ask for."""
+    reader of files that never follows a link, its secret scan and the counted nouns of its reports ("1 line";
+    all the stdlib alone), and the verifier's sandbox (bubblewrap, the way the agent's sandbox builds it) with the
+    `network` it may ask for."""
     package = Path(engine_module.__file__).parent
     contract_files = [Path(m.__file__ or "") for m in (contract_module, pathtext_module, redact_module,
                                                        workspace_module, regular_files_module, git_links_module,
-                                                       secret_scan_module)]
+                                                       secret_scan_module, plural_module)]
     outside: set[str] = set()
     ours: set[str] = set()
     for source in [*package.rglob("*.py"), *contract_files]:
@@ -256,4 +258,4 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
     assert {m.__name__ for m in (contract_module, workspace_module, verifier_sandbox_module)} <= ours <= {
         m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module,
                              verifier_sandbox_module, network_setting_module, regular_files_module,
-                             git_links_module, secret_scan_module)}
+                             git_links_module, secret_scan_module, plural_module)}

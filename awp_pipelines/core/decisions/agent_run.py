@@ -24,6 +24,7 @@ from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
 from awp_pipelines.core.records.attempt_lifecycle import Cause, cause_of
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.run_tags import Mode
 
 AgentRunState = Literal["planned", "queued", "active", "waiting", "interrupted", "stopped", "completed",
@@ -80,6 +81,7 @@ class AgentRunStatus:
     cause: Cause | None = None
     held_by: tuple[str, ...] = ()  # planned: the upstream prompts not completed in this packet run
     finished_by: str | None = None  # the prompt whose agent finished the packet run (`finish`)
+    next_mode: str | None = None  # waiting: the mode of the Attempt the decision planned (repair, retry…)
 
     @property
     def ended(self) -> bool:
@@ -147,7 +149,20 @@ def agent_run_status(state: DecisionInput, upstream: Mapping[str, AgentRunStatus
     if last.failure_class == "interrupted":
         return AgentRunStatus("interrupted", f"attempt {last.number} was interrupted; resumable: {verdict.reason}",
                               "cancellation")
-    return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class))
+    return AgentRunStatus("waiting", verdict.reason, cause_of(last.failure_class), next_mode=verdict.action)
+
+
+AWP_RUN_LAUNCHES = "`awp run`, which drives this packet run, launches it"
+SENSOR_LAUNCHES = ("the daemon's recovery sensor (awp_recovery) launches it; with no daemon, "
+                   "`awp resume <packet folder> --packet-run {packet_run}` does")
+
+
+def next_step(status: AgentRunStatus, number: int, launcher: str) -> str | None:
+    """The one line a failed Attempt ends with when its AgentRun goes on: what comes next and who launches it
+    (`launcher`: AWP_RUN_LAUNCHES or SENSOR_LAUNCHES). None when nothing follows (done, failed, stopped…)."""
+    if status.state != "waiting" or not status.next_mode:
+        return None
+    return f"{status.next_mode} next — Attempt {number + 1} ({status.reason}); {launcher}"
 
 
 def _not_started(state: DecisionInput, upstream: Mapping[str, AgentRunStatus], stopped: StopMarker | None,
@@ -193,9 +208,9 @@ def packet_run_state(statuses: Mapping[str, AgentRunStatus]) -> tuple[PacketRunS
     if {"active", "queued", "waiting"} & set(states):
         return "running", ""
     if "stopped" in states:
-        return "stopped", f"resumable: {len(resumable)} prompts"
+        return "stopped", f"resumable: {counted(len(resumable), 'prompt')}"
     if "interrupted" in states:
-        return "interrupted", f"resumable: {len(resumable)} prompts"
+        return "interrupted", f"resumable: {counted(len(resumable), 'prompt')}"
     if any(s.startable for s in statuses.values()):
         return "running", f"due: {', '.join(p for p, s in statuses.items() if s.startable)}"
     if all(s.done for s in statuses.values()):

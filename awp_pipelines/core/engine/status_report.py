@@ -63,6 +63,8 @@ class AttemptSummary(_Out):
     progress: str = Field("", description="The agent's latest `awp agent-control progress` report: live while "
                           "the Attempt runs, else its iteration's last; '(stale: …)' when written for another "
                           "iteration.")
+    page: str | None = Field(None, description="URL of the Attempt's page (`awp serve`, base from AWP_PAGE_URL): "
+                             "its conversation, tool calls, diffs, verifier items and commit.")
 
     @classmethod
     def of(cls, record: AttemptRecord) -> AttemptSummary:

@@ -155,9 +155,40 @@ def find_manifest(root: Path) -> Path:
     for name in (NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST):
         if (root / name).is_file():
             return root / name
+    below = packets_below(root)
+    if below:
+        shown = ", ".join(str(p.relative_to(root)) for p in below[:8]) + (" …" if len(below) > 8 else "")
+        raise PacketError(root, "this folder is not a packet",
+                          hint=f"packets below it: {shown}; name one, e.g. `{below[0].relative_to(root)}`")
     raise PacketError(root, "no packet manifest found",
                       hint=f"create {NATIVE_MANIFEST} (or Prompt Runner's {PROMPT_RUNNER_MANIFEST}); "
                       "`awp packet new` writes one")
+
+
+_NOT_SEARCHED = {"node_modules", "__pycache__", "workspace", "site-packages"}
+
+
+def packets_below(root: Path, depth: int = 3) -> list[Path]:
+    """The packet folders under `root` (a manifest in them), up to `depth` levels down, sorted; hidden folders,
+    virtual environments and the demo's work trees are not searched (a mistyped path must not walk a disk)."""
+    found: list[Path] = []
+    level = [root]
+    for _ in range(depth):
+        nxt: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(c for c in folder.iterdir() if c.is_dir())
+            except OSError:
+                continue
+            for child in children:
+                if child.name.startswith(".") or child.name in _NOT_SEARCHED or (child / "pyvenv.cfg").exists():
+                    continue
+                if any((child / m).is_file() for m in (NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST)):
+                    found.append(child)
+                else:
+                    nxt.append(child)
+        level = nxt
+    return sorted(found)
 
 
 def load_packet(path: Path | str) -> Packet:

@@ -1,7 +1,8 @@
 """Prompt Runner's built-in simulated provider: plays a prompt's `simulate:` script, deterministically.
 
 `attempts[n-1]` drives Attempt n (run, retry, fallback or repair alike); `resume` drives a session resume.
-A step emits its messages, applies its file writes, then ends ok or with its error as a FailureEnvelope.
+A step emits its messages, makes its tool calls, applies its file writes (each a Write or Edit tool call, as a
+real agent's), then ends ok or with its error as a FailureEnvelope.
 It only produces events and file side effects; the verifier still decides completion.
 
 Agent control: a step's `control:` makes the request `awp agent-control` would, from the session's
@@ -74,14 +75,21 @@ class SimulatedProvider:
         # Deterministic stand-in telemetry: words in, words out, and the step's scripted cost (none: free).
         sink.usage(input_tokens=_words(prompt), output_tokens=sum(_words(t) for t in step.messages),
                    cost_usd=step.cost_usd or 0.0, cost_reported=True)  # a simulation says what it cost
+        for n, tool in enumerate(step.tools, 1):
+            sink.tool_call_started(tool.name, dict(tool.input), call_id=f"sim-{n}")
+            sink.tool_call_completed(tool.name, tool.output, call_id=f"sim-{n}")
         changed: list[str] = []
         failure: FailureEnvelope | None = None
-        for write in step.writes:
+        for n, write in enumerate(step.writes, len(step.tools) + 1):
+            name = "Edit" if write.append or _exists(write, request) else "Write"
+            sink.tool_call_started(name, {"file_path": write.path, "content": write.text}, call_id=f"sim-{n}")
             try:
                 repo, path = _apply_write(write, request)
             except WriteRefused as err:
+                sink.tool_call_failed(name, str(err), call_id=f"sim-{n}")
                 failure = FailureEnvelope.for_class("guardrail_blocked", str(err), provider_code="write_refused")
                 break
+            sink.tool_call_completed(name, f"wrote {write.path}", call_id=f"sim-{n}")
             sink.file_written(path, repo=repo)
             label = f"{repo}:{path}" if repo else path
             if label not in changed:
@@ -107,6 +115,14 @@ def _wait(delay_ms: int, request: ProviderRequest) -> bool:
             return True
         time.sleep(min(left, 0.05))
     return False
+
+
+def _exists(write: SimulatedWrite, request: ProviderRequest) -> bool:
+    """The file is there already (an edit, not a new file); False where its repo is unknown (refused below)."""
+    try:
+        return (request.repo_root(write.repo) / write.path).is_file()
+    except (KeyError, OSError, ValueError):
+        return False
 
 
 def _apply_write(write: SimulatedWrite, request: ProviderRequest) -> tuple[str | None, str]:

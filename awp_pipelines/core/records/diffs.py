@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.workspace import EMPTY_TREE, git
 
 FILE_MAX_LINES = 2_000
@@ -96,7 +97,8 @@ def _capped(patch: str) -> tuple[str, str | None]:
     shown = text.count("\n") + 1 if text else 0
     if shown >= len(lines):
         return text, None
-    return text, (f"{len(lines) - shown} of {len(lines)} lines not stored (a file keeps {FILE_MAX_LINES} lines, "
+    return text, (f"{len(lines) - shown} of {counted(len(lines), 'line')} not stored "
+                  f"(a file keeps {FILE_MAX_LINES} lines, "
                   f"{FILE_MAX_CHARS // 1000} KB)")
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.transcript import files_summary, one_line
 
 LiveListener = Callable[[list[str]], None]
@@ -160,7 +161,8 @@ class LiveFeed:
         with self._lock:
             self._end_stream()
             if self._dropped:
-                self._pending.append(f"[{self._dropped} more lines not shown live; the transcript has them]")
+                self._pending.append(f"[{counted(self._dropped, 'more line', 'more lines')} not shown live; "
+                                     "the transcript has them]")
                 self._dropped = 0
             while self._pending and self.listener is not None:
                 self._send(self._clock())

@@ -65,6 +65,7 @@ PACKET_RUN_SPEND = f"{PREFIX}packet_run_spend"
 LIFECYCLE = f"{PREFIX}lifecycle"
 CONTROL = f"{PREFIX}control"
 ISOLATION = f"{PREFIX}isolation"  # the sandbox the agent ran in, one line (isolation/record.py)
+NEXT = f"{PREFIX}next"  # a failed Attempt's next step: "repair next — …, launched by …" (agent_run.py next_step)
 AGENT_RUN_STATE = f"{PREFIX}agent_run_state"  # the AgentRun's state once this Attempt ended (agent_run.py)
 AGENT_RUN_CAUSE = f"{PREFIX}agent_run_cause"  # its cause category (attempt_lifecycle.Cause), when one applies
 # Asset definitions: the prompt's agent role (an asset tag) and its file (asset metadata).

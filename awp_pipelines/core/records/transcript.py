@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.usage import TOKEN_FIELDS
 
 TRANSCRIPT_MAX_CHARS = 200_000
@@ -103,7 +104,7 @@ def one_line(value: Any, limit: int = _SUMMARY_CHARS) -> str:
 def _quote(text: str, indent: str = "", max_lines: int = 20) -> str:
     lines = str(text).strip().splitlines() or [""]
     if len(lines) > max_lines:
-        lines = [*lines[:max_lines], f"[... {len(lines) - max_lines} more lines]"]
+        lines = [*lines[:max_lines], f"[... {counted(len(lines) - max_lines, 'more line', 'more lines')}]"]
     return "\n".join(f"{indent}> {line}".rstrip() for line in lines)
 
 

@@ -171,7 +171,9 @@ def entry_description(clause: str, entry: Any) -> str:
         return f"{what} parses as JSON of the declared shape"
     if isinstance(entry, GlobCheck):
         most = f" and at most {entry.max_matches}" if entry.max_matches is not None else ""
-        return f"{what} matches at least {entry.min_matches}{most} files" + (", none empty" if entry.non_empty else "")
+        files = "file" if entry.min_matches == 1 and not most else "files"
+        empty = ", none empty" if entry.non_empty else ""
+        return f"{what} matches at least {entry.min_matches}{most} {files}{empty}"
     if isinstance(entry, SourceAbsentCheck):
         return f"No source under {what} matches {', '.join(f'/{p}/' for p in entry.patterns)}"
     return f"{what} exists" if clause == "files_exist" else f"{what} does not exist"

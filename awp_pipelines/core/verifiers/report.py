@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from awp_pipelines.core.records.plural import counted
+
 Fault = Literal["verifier_fault", "verifier_timeout"]
 
 
@@ -14,9 +16,9 @@ def cap_lines(lines: list[str], max_lines: int, *, keep: Literal["head", "tail"]
     if len(lines) <= max_lines:
         return list(lines)
     if max_lines <= 1:
-        return [f"... {len(lines)} lines omitted"][:max_lines]
+        return [f"... {counted(len(lines), 'line')} omitted"][:max_lines]
     shown = max_lines - 1
-    note = f"... {len(lines) - shown} lines omitted"
+    note = f"... {counted(len(lines) - shown, 'line')} omitted"
     return [note, *lines[-shown:]] if keep == "tail" else [*lines[:shown], note]
 
 

@@ -21,9 +21,11 @@ from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),
-                    packet_root: Path | None = None, state: str | None = None) -> dict[str, Any]:
+                    packet_root: Path | None = None, state: str | None = None,
+                    coming: str | None = None) -> dict[str, Any]:
     """`history`: the AgentRun's Attempts before this one (this one is added as the last row). `state`: the
-    AgentRun's state once this Attempt ended (what comes next: a repair queued, done), shown after the result."""
+    AgentRun's state once this Attempt ended, shown after the result. `coming`: the next Attempt and who
+    launches it (`repair next — …`), when one follows."""
     ident, target = record.identity, record.target
     failure = None if record.completed else record.failure or record.provider_failure
     meta: dict[str, Any] = {
@@ -32,6 +34,7 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         # trailers, tokens, session, provenance. Only what code reads back or people filter on stays here.
         tags.PAGE: MetadataValue.url(attempt_page_url(ident.attempt_id)),
         tags.RESULT: record.result,
+        tags.NEXT: redact(coming) if coming else None,
         tags.AGENT_RUN_STATE: redact(state) if state else None,
         tags.REASON: target.reason,
         tags.ROLE: record.role,
@@ -40,7 +43,7 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.COMMIT: " ".join(f"{c.repo}@{c.sha[:12]}" for c in record.commits if c.sha) or None,
         tags.FAILURE_CLASS: failure.failure_class if failure else None,
         tags.FAILURE: redact(failure.message) if failure else None,
-        tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)])),
+        tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)], coming)),
         tags.ATTEMPT: ident.attempt_id,
         tags.AGENT_RUN: ident.agent_run,
         tags.MODE: ident.mode,
@@ -73,23 +76,23 @@ def packet_relative(path: str, packet_root: Path | None) -> str:
         return path
 
 
-# Seven narrow columns so the table fits a 1400 px asset page without a scroll (issue 15 item 7): the result
-# comes right after the mode, the target is one cell, and the reason, tokens and failure message are one click
-# away on the Attempt's run (its record metadata), not columns that wrap one word a line.
-_HISTORY_HEAD = ("| # | mode | result | target | duration | cost | run |\n"
-                 "|---|---|---|---|---|---|---|")
+# Four narrow columns, so the table fits the asset's Overview at 1400 px (its metadata column is about 600 px
+# wide; seven columns were cut at the duration): the number links to the Attempt's page, where its target,
+# duration, cost, tokens, reason and failure are; the run links to Dagster's run page.
+_HISTORY_HEAD = ("| # | mode | result | run |\n"
+                 "|---|---|---|---|")
 
 
 MAX_HISTORY_ROWS = 20  # each record stores the table: bounded, so long AgentRuns do not grow every record
 
 
-def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
-    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each run links to its page, where
-    the Attempt's reason, tokens and failure are."""
+def history_markdown(attempts: Sequence[AttemptSummary], coming: str | None = None) -> str:
+    """The AgentRun's Attempts, oldest first (the latest MAX_HISTORY_ROWS); each number links to its page. When
+    another Attempt follows, `coming` (`repair next — …`) is its row and the line under the table."""
     rows = [_HISTORY_HEAD]
     if len(attempts) > MAX_HISTORY_ROWS:
         rows.append(f"| … | {len(attempts) - MAX_HISTORY_ROWS} earlier Attempts: `awp status` lists them all |"
-                    + " |" * 5)
+                    + " |" * 2)
     for a in attempts[-MAX_HISTORY_ROWS:]:
         # A mark that reads without colour, and words that wrap (`verification failed`, not one long token): the
         # column stays narrow enough for the run column to show at 1400 px; the mark stays with its first word.
@@ -98,16 +101,12 @@ def history_markdown(attempts: Sequence[AttemptSummary]) -> str:
         if a.failure_class and a.failure_class != a.result:
             result += f" ({a.failure_class.replace('_', ' ')})"
         run = f"[{a.dagster_run[:8]}](/runs/{a.dagster_run})" if a.dagster_run else ""
-        cells = [f"[{a.number}]({attempt_page_url(a.attempt)})", a.mode, result, _target(a),
-                 f"{a.duration_s:.1f} s" if a.duration_s is not None else "",
-                 f"${a.cost_usd:.4f}" if a.cost_usd is not None else "", run]
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append("| " + " | ".join([f"[{a.number}]({attempt_page_url(a.attempt)})", a.mode, result, run]) + " |")
+    if coming and attempts:
+        mode = coming.split(" next", 1)[0]
+        rows.append(f"| {attempts[-1].number + 1} | {_cell(mode)} | **{_cell(mode)} next** | |")
+        rows.append(f"\n{_cell(coming)}")
     return "\n".join(rows)
-
-
-def _target(a: AttemptSummary) -> str:
-    """`provider/model` (the account only when the provider has one): one cell instead of three."""
-    return _cell("/".join(part for part in (a.provider, a.account, a.model) if part))
 
 
 def _cell(text: str) -> str:

@@ -15,7 +15,7 @@ from dagster import (
     MaterializeResult,
 )
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES, SENSOR_LAUNCHES, AgentRunStatus, next_step
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.packet import Prompt
@@ -27,6 +27,7 @@ from awp_pipelines.orchestration.compile.metadata import check_results, record_m
 from awp_pipelines.orchestration.compute.attempt_compute import run_attempt
 from awp_pipelines.orchestration.compute.attempt_stops import signal_stop
 from awp_pipelines.orchestration.ledger.heartbeat import beating
+from awp_pipelines.orchestration.ledger.reaper import runners_of
 
 
 def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
@@ -47,14 +48,17 @@ def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prom
 def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,
             transcript: str, earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
     root, key = binding.packet.root, binding.key(prompt.id)
+    coming = next_step(after, record.identity.number, _launcher(context, record.identity.packet_run))
     # The state's reason may quote the agent (a blocked reason): record_metadata redacts it.
-    metadata = {**record_metadata(record, transcript, earlier, root, after.text),
+    metadata = {**record_metadata(record, transcript, earlier, root, after.text, coming),
                 **({tags.AGENT_RUN_CAUSE: after.cause} if after.cause else {})}
     if record.result == "completed" and record.fact().done:
         # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
         context.add_asset_metadata(metadata)
         return MaterializeResult(check_results=check_results(record, root))
-    failure = attempt_failure(record)
+    failure = attempt_failure(record, coming)
+    if coming:  # the step's last line says what comes next, so an expected failure reads as expected
+        context.log.info(f"{prompt.id}: {coming}")
     if record.result == "completed":
         # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
         # on, so the step fails and no downstream prompt starts in this run.
@@ -71,16 +75,25 @@ def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prom
     raise failure
 
 
-def attempt_failure(record: AttemptRecord) -> Failure:
+def _launcher(context: AssetExecutionContext, packet_run: str) -> str:
+    """Who launches the next Attempt: the `awp run` that drives this run (it noted itself), else the daemon."""
+    if runners_of(context.instance, [context.run.run_id]):
+        return AWP_RUN_LAUNCHES
+    return SENSOR_LAUNCHES.format(packet_run=packet_run)
+
+
+def attempt_failure(record: AttemptRecord, coming: str | None = None) -> Failure:
     """An Attempt that did not complete ends its step failed, with a one-line reason and its facts (not
-    retried by Dagster: what comes next is the decision function's). Dagster still attaches the traceback
-    of the raise under them; the description and metadata come first in the run's log."""
+    retried by Dagster: what comes next is the decision function's, and `coming` says it first). Dagster still
+    attaches the traceback of the raise under them (docs/upstream.md §4); the description and metadata come
+    first in the run's log."""
     failure = record.failure
     reason = redact(failure.message) if failure else unmet_summary(record)
     what = record.result.replace("_", " ")
     meta = {tags.RESULT: record.result, tags.ATTEMPT: record.identity.attempt_id,
             tags.FAILURE_CLASS: failure.failure_class if failure else None,
             tags.UNMET: unmet_summary(record).removeprefix("unmet: ") or None}
-    return Failure(description=f"Attempt {record.identity.attempt_id} did not complete: {what}"
-                   + (f" — {reason}" if reason else ""),
+    ended = f"Attempt {record.identity.attempt_id} did not complete: {what}" + (f" — {reason}" if reason else "")
+    meta[tags.NEXT] = coming
+    return Failure(description=f"{coming.split(' — ', 1)[0]}: {ended}" if coming else ended,
                    metadata={k: v for k, v in meta.items() if v}, allow_retries=False)

@@ -11,6 +11,7 @@ from dagster import DagsterInstance, RunsFilter
 
 from awp_pipelines.core.engine.attempts import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.dagster_compat.kvs import kv_prefixed
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_asset_events
 from awp_pipelines.orchestration.ledger.liveness import gone_runs
 
@@ -29,6 +30,30 @@ class FoundAttempt:
     driver_gone: bool = False  # its run has not ended, but what drove it is gone (liveness.py): interrupted
 
     @property
+    def prompt(self) -> str:
+        parts = split_attempt_id(self.attempt_id)
+        return parts[1] if parts else ""
+
+    @property
+    def mode(self) -> str:
+        return self.record.identity.mode if self.record else str(self.started.get(tags.MODE) or "run")
+
+    @property
+    def packet(self) -> str:
+        return self.record.identity.packet if self.record else ""
+
+    @property
+    def prompt_name(self) -> str:
+        return self.record.prompt_name if self.record else (self.asset_key[-1] if self.asset_key else "")
+
+    @property
+    def result(self) -> str:
+        """The record's result; `running` while its run goes on; `interrupted` when the run ended without one."""
+        if self.record is not None:
+            return self.record.result
+        return "running" if self.running else "interrupted"
+
+    @property
     def running(self) -> bool:
         """No record yet and its run still going: the page keeps following it."""
         return (self.record is None and not self.driver_gone
@@ -44,17 +69,44 @@ def split_attempt_id(attempt: str) -> tuple[str, str, int] | None:
     return packet_run, prompt, int(number)
 
 
+@dataclass(frozen=True)
+class PacketRunEntry:
+    """A packet run as the packet index notes it: its packet and when a run last joined it (ms since epoch)."""
+
+    packet: str
+    packet_run: str
+    at_ms: int
+
+
+def packet_run_entries(instance: DagsterInstance, limit: int = 50) -> list[PacketRunEntry]:
+    """Every packet's packet runs in the instance, newest first (one prefix read of the packet index)."""
+    entries = []
+    for key, value in kv_prefixed(instance, tags.PACKET_RUNS_KEY).items():
+        packet, _, packet_run = key.removeprefix(tags.PACKET_RUNS_KEY).rpartition("/")
+        if packet and packet_run and not packet_run.startswith("."):  # `.indexed` marks a packet, not a run
+            entries.append(PacketRunEntry(packet, packet_run, int(value) if value.isdigit() else 0))
+    return sorted(entries, key=lambda e: e.at_ms, reverse=True)[:limit]
+
+
+def packet_run_attempts(instance: DagsterInstance, packet_run: str) -> list[FoundAttempt]:
+    """Every Attempt of the packet run, in the order they started (runs oldest first, events in log order)."""
+    return _attempts(instance, packet_run, f"{packet_run}.")
+
+
 def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundAttempt]:
     """Every Attempt of the AgentRun the instance holds, oldest first."""
-    packet_run = agent_run.partition(".")[0]
+    return sorted(_attempts(instance, agent_run.partition(".")[0], f"{agent_run}.a"), key=lambda a: a.number)
+
+
+def _attempts(instance: DagsterInstance, packet_run: str, prefix: str) -> list[FoundAttempt]:
     found: dict[str, FoundAttempt] = {}
     runs = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
     gone = gone_runs(instance, [run.dagster_run for run in runs])
-    for run in runs:
+    for run in sorted(runs, key=lambda r: r.create_timestamp):
         run_id, status = run.dagster_run.run_id, run.dagster_run.status.value
         for key, meta in run_asset_events(instance, run_id):
             attempt = str(meta.get(tags.ATTEMPT) or "")
-            if not attempt.startswith(f"{agent_run}.a"):
+            if not attempt.startswith(prefix):
                 continue
             record = AttemptRecord.model_validate(meta[tags.RECORD]) if isinstance(meta.get(tags.RECORD), dict) \
                 else None
@@ -67,7 +119,7 @@ def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundA
                 entry.record = record
             entry.run_status = status
             entry.driver_gone = run_id in gone
-    return sorted(found.values(), key=lambda a: a.number)
+    return list(found.values())
 
 
 def find_attempt(instance: DagsterInstance, attempt: str) -> FoundAttempt | None:

@@ -12,6 +12,7 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
@@ -74,8 +75,8 @@ def _prompt_status(history: PacketRunHistory, finished: set[str], status: AgentR
     agent_run_id = tags.agent_run_id(history.packet_run, prompt, generation)  # its current AgentRun
     agent_run = history.agent_runs.get(prompt, AgentRunHistory())
     first = tags.agent_run_id(history.packet_run, prompt)
-    attempts = with_live_progress(agent_run.summaries(first, finished, committed=completed), state_root,
-                                  history.packet_run, prompt)
+    attempts = [a.model_copy(update={"page": attempt_page_url(a.attempt)}) for a in with_live_progress(
+        agent_run.summaries(first, finished, committed=completed), state_root, history.packet_run, prompt)]
     verifier = next((r.verifier for r in reversed(agent_run.records) if r.verifier is not None), None)
     return PromptStatus(prompt=prompt, name=name, state=status.state if status else "not_selected",
                         reason=status.reason if status else "not part of this packet run",

@@ -18,6 +18,14 @@ class SimulatedWrite(StrictModel):
     repo: str | None = Field(None, description="Repo name; default the prompt's first target.")
 
 
+class SimulatedTool(StrictModel):
+    """AWP: a tool call the simulated agent makes (started, then completed with `output`), before its writes."""
+
+    name: str = Field(min_length=1, description="The tool's name, e.g. Bash or Read.")
+    input: dict[str, str] = Field(default_factory=dict, description="Its input, e.g. {command: git log}.")
+    output: str = Field("", description="What the tool answers.")
+
+
 class SimulatedError(StrictModel):
     kind: SimulatedErrorKind = Field(description="Failure class the simulated provider reports.")
     message: str = Field("", description="Provider message.")
@@ -35,6 +43,8 @@ class SimulatedControl(StrictModel):
 
 class SimulatedStep(StrictModel):
     messages: list[str] = Field(default_factory=list, description="Assistant messages emitted.")
+    tools: list[SimulatedTool] = Field(default_factory=list, description="AWP: tool calls made after the messages "
+                                       "(each write is a Write or Edit tool call of its own).")
     writes: list[SimulatedWrite] = Field(default_factory=list, description="File side effects, in order.")
     error: SimulatedError | None = Field(None, description="Ends the step with this provider failure.")
     delay_ms: int = Field(0, ge=0, le=3_600_000, description="AWP: a slow agent. Pause after the messages, "

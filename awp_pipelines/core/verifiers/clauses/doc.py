@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from awp_pipelines.core.packet.model.contract import DocCheck
+from awp_pipelines.core.records.plural import counted
 
 from ..context import VerifyContext
 from .outcome import Outcome, at, open_text
@@ -41,7 +42,7 @@ def doc(entry: str | DocCheck, ctx: VerifyContext) -> Outcome:
         problems.append(f"missing sections: {', '.join(missing)}")
     if hits:
         problems.append(f"forbidden markers: {', '.join(hits)}")
-    size = f"{non_blank} non-blank lines"
+    size = counted(non_blank, "non-blank line")
     if non_blank < spec.min_lines:
         size += f" (advisory: min_lines is {spec.min_lines})"
     return at(where, not problems, *problems, size)
