@@ -198,14 +198,12 @@ def credential_like(value: str) -> bool:
 
 
 # A variable whose name says it holds a secret: `AWP_PG_PASSWORD`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`.
-_SECRET_NAME = re.compile(r"(?i)(?:^|_)(?:api_?key|key|token|secret|password|passwd|credentials?|pat)$")
-
-
 def secret_named_values(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The values of the runner's secret-named variables that could be credentials (`credential_like`): what
-    an agent outside the sandbox could read from AWP's environment and write into its work."""
+    """The values of the runner's secret-named variables (`secret_named`) that could be credentials
+    (`credential_like`): what a check, or an agent outside the sandbox, could read from AWP's environment and
+    print or write into its work."""
     env = os.environ if environ is None else environ
-    return tuple(value for name, value in env.items() if _SECRET_NAME.search(name) and credential_like(value))
+    return tuple(value for name, value in env.items() if secret_named(name) and credential_like(value))
 
 
 class _Spec(Protocol):
@@ -260,10 +258,9 @@ class Redactor:
         return cls(tuple(value for value in env.values() if credential_like(value)))
 
     def with_runner_secrets(self, environ: Mapping[str, str] | None = None) -> Redactor:
-        """Also every value of the runner's secret-named variables (`secret_named`: a database password, a
-        cloud key): what a check or an agent run beside the runner could print."""
-        env = os.environ if environ is None else environ
-        return self.with_values(value for name, value in env.items() if secret_named(name))
+        """Also every value of the runner's secret-named variables (`secret_named_values`: a database password,
+        a cloud key): what a check or an agent run beside the runner could print."""
+        return self.with_values(secret_named_values(environ))
 
     def holds_secret(self, text: str) -> bool:
         """Whether redaction would change `text`: it holds a pattern secret or one of the literals."""
