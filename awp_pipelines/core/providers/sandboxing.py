@@ -27,21 +27,58 @@ def _system(path: str) -> bool:
     return any(path == root or path.startswith(root + "/") for root in SYSTEM_RO)
 
 
+def _shebang(path: str) -> str | None:
+    """The interpreter a script names on its first line (`#!/usr/bin/env python3` → python3's path)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        named = next((w for w in words[1:] if not w.startswith("-")), None)
+        return shutil.which(named) if named else None
+    return words[0]
+
+
+def _install_of(path: str) -> str:
+    """What of a program file must be visible for it to run: the outermost `node_modules` holding it (an npm
+    install needs its dependencies), the virtual environment it sits in (`pyvenv.cfg` beside its `bin/`), else
+    the file itself. Never its folder: a script at a packet's root or in HOME would bring its neighbours."""
+    parts = Path(path).parts
+    if "node_modules" in parts:
+        return str(Path(*parts[:parts.index("node_modules") + 1]))
+    folder = Path(path).parent
+    if folder.name == "bin" and (folder.parent / "pyvenv.cfg").is_file():
+        return str(folder.parent)
+    return path
+
+
 def install_grants(words: Iterable[str], path_env: str | None) -> list[PathGrant]:
-    """The CLI's install, read-only: the outermost `node_modules` holding it (an npm install needs its
-    dependencies), else the folder of the executable; and the same for an absolute path among its
-    arguments (`python3 /opt/agent/run.py`). The system's folders are already there."""
-    grants: list[PathGrant] = []
+    """The agent's program, read-only, as narrow as it runs: the executable (found on PATH) and each absolute
+    file among its arguments (`/bin/sh ~/agent.sh`, `python3 /opt/agent/run.py`), each as the path written and
+    as its real path, with the interpreter its first line names; for each, its install (_install_of). The
+    system's folders are already there; a folder argument is never granted (it is not a program)."""
     words = list(words)
     found = shutil.which(words[0], path=path_env) if words else None
-    candidates = [found, *(w for w in words[1:] if os.path.isabs(w) and os.path.exists(w))]
+    candidates = [found, *words[1:]]
+    files: list[str] = []
     for word in filter(None, candidates):
+        if not (os.path.isabs(word) and os.path.isfile(word)):
+            continue
         for path in dict.fromkeys((os.path.abspath(word), os.path.realpath(word))):
-            parts = Path(path).parts
-            folder = (str(Path(*parts[:parts.index("node_modules") + 1])) if "node_modules" in parts
-                      else path if os.path.isdir(path) else os.path.dirname(path))
-            if not _system(folder):
-                grants.append(PathGrant(path=folder, mode="ro", why="the agent's install"))
+            files.append(path)
+            interpreter = _shebang(path)
+            if interpreter and os.path.isabs(interpreter) and os.path.isfile(interpreter):
+                files += [interpreter, os.path.realpath(interpreter)]
+    grants = []
+    for place in dict.fromkeys(_install_of(path) for path in files):
+        if not _system(place):
+            grants.append(PathGrant(path=place, mode="ro", why="the agent's install"))
     return grants
 
 
