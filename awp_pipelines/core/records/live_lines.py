@@ -67,7 +67,10 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
     elif kind == "tree_set_aside":
         text = f"set aside the changes found in {event.get('repo')} as git stash {event.get('sha')}"
     elif kind == "network_denied":
-        text = f"network: refused {event.get('method')} {event.get('host')}:{event.get('port')} ({event.get('reason')})"
+        count = event.get("count") or 1
+        times = f" {count} times" if count > 1 else ""
+        text = (f"network: refused {event.get('method')} {event.get('host')}:{event.get('port')}{times} "
+                f"({event.get('reason')})")
     elif kind == "commit_created":
         text = f"commit {event.get('repo')}: {event.get('status')} {event.get('sha') or ''}".rstrip()
     else:
