@@ -6,12 +6,15 @@ request; the adapter runs `command(argv)` with `environment(env)` instead of its
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from awp_pipelines.core.isolation import limiter
 from awp_pipelines.core.isolation.bwrap import bwrap_argv
 from awp_pipelines.core.isolation.grants import Grants
+from awp_pipelines.core.isolation.limits import DEFAULT_LIMITS, ResourceLimits, rlimits
 
 
 @dataclass(frozen=True)
@@ -21,10 +24,16 @@ class Sandbox:
     network_args: Sequence[str] = ()
     network_env: Mapping[str, str] = field(default_factory=dict)
     inner: Callable[[list[str]], list[str]] | None = None
+    limits: ResourceLimits = DEFAULT_LIMITS
+    cgroup: Path | None = None  # a pids cgroup the launcher joins (cgroup.py); None: rlimits only
 
     def command(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        """The launcher (limits, cgroup), then bwrap, then (inside) the network's forwarder and `argv`."""
         inside = self.inner(list(argv)) if self.inner is not None else list(argv)
-        return bwrap_argv(self.grants, inside, cwd=cwd, network_args=self.network_args)
+        joins = ["--cgroup", str(self.cgroup / "cgroup.procs")] if self.cgroup is not None else []
+        launcher = [sys.executable, "-I", "-S", "-c", Path(limiter.__file__).read_text(encoding="utf-8"),
+                    *joins, *rlimits(self.limits), "--"]
+        return [*launcher, *bwrap_argv(self.grants, inside, cwd=cwd, network_args=self.network_args)]
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The agent's environment inside: its /tmp is private, the network's settings over the rest."""

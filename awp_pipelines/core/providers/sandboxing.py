@@ -1,9 +1,9 @@
 """What an agent's sandbox grants, from its request: the provider side of the grants (isolation/grants.py).
 
 The Attempt hands over its own places (work trees, the control folder, what to mask); this adds what the
-CLI needs: its private HOME, its account's config folder (or the CLI's own login folder when no account is
-set), its install read-only, and the `awp` shim with the Python that runs it read-only, so `awp
-agent-control` works from inside. Nothing else of the operator's HOME is granted.
+CLI needs: its private HOME, a scoped copy of its account's config folder (or of the CLI's own login folder
+when no account is set), its program and install read-only, and the `awp` shim with the Python that runs it
+read-only, so `awp agent-control` works from inside. Nothing else of the operator's HOME is granted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import awp_pipelines
 from awp_pipelines.core.isolation.bwrap import SYSTEM_RO
-from awp_pipelines.core.isolation.grants import Grants, PathGrant
+from awp_pipelines.core.isolation.grants import GrantMode, Grants, PathGrant
+from awp_pipelines.core.isolation.scoped_config import scoped_config
 from awp_pipelines.core.providers.base import ProviderRequest
 from awp_pipelines.core.providers.cli import CliAdapter
 from awp_pipelines.core.providers.environment import LOGIN_DIRS
@@ -90,28 +91,40 @@ def runtime_grants(tools: Path | None) -> list[PathGrant]:
     return [PathGrant(path=p, mode="ro", why="awp agent-control") for p in dict.fromkeys(places) if not _system(p)]
 
 
-def config_grants(adapter: CliAdapter, request: ProviderRequest, env: Mapping[str, str]) -> list[PathGrant]:
-    """The account's own config folder; without an account, the CLI's own login folder (never HOME itself)."""
+def config_grants(adapter: CliAdapter, request: ProviderRequest, env: Mapping[str, str],
+                  scratch: Path) -> list[PathGrant]:
+    """The account's own config folder; without an account, the CLI's own login folder (never HOME itself):
+    each as a scoped copy under `scratch` (isolation/scoped_config.py), discarded after the session, so nothing
+    the agent writes there (a hook in settings.json) reaches a later session. The credential files are the
+    original's: read-write for a named account, read-only for the operator's own login."""
     operator_home = os.path.expanduser("~")
+    folders: list[tuple[str, GrantMode, str]] = []
     if request.account is not None:
-        folder = request.account.config_dir
-        return [PathGrant(path=folder, mode="rw", why=f"account {request.account.name}'s config")] if folder else []
-    grants = []
-    variable = adapter.spec.config_dir_env
-    if variable and env.get(variable) and os.path.realpath(env[variable]) != os.path.realpath(operator_home):
-        grants.append(PathGrant(path=env[variable], mode="rw", why="the CLI's config folder"))
-    if adapter.kind in LOGIN_DIRS and LOGIN_DIRS[adapter.kind][0] in env:
-        marker = LOGIN_DIRS[adapter.kind][2].replace("~", operator_home, 1)
-        grants.append(PathGrant(path=marker, mode="rw", why="the CLI's own login"))
+        if request.account.config_dir:
+            folders.append((request.account.config_dir, "rw", f"account {request.account.name}'s config"))
+    else:
+        variable = adapter.spec.config_dir_env
+        if variable and env.get(variable) and os.path.realpath(env[variable]) != os.path.realpath(operator_home):
+            folders.append((env[variable], "ro", "the CLI's config folder"))
+        if adapter.kind in LOGIN_DIRS and LOGIN_DIRS[adapter.kind][0] in env:
+            marker = LOGIN_DIRS[adapter.kind][2].replace("~", operator_home, 1)
+            folders.append((marker, "ro", "the CLI's own login"))
+    grants: list[PathGrant] = []
+    for n, (folder, credential_mode, why) in enumerate(dict.fromkeys(folders)):
+        grants += scoped_config(Path(os.path.abspath(folder)), scratch / f"config-{n}", kind=adapter.kind,
+                                credential_mode=credential_mode, why=why)
     return grants
 
 
-def agent_grants(adapter: CliAdapter, request: ProviderRequest, attempt: Iterable[PathGrant]) -> Grants:
-    """Every grant of the agent's sandbox: its HOME, config, install and runtime, then the Attempt's own."""
+def agent_grants(adapter: CliAdapter, request: ProviderRequest, attempt: Iterable[PathGrant], *,
+                 scratch: Path) -> Grants:
+    """Every grant of the agent's sandbox: its HOME, config, install and runtime, then the Attempt's own.
+    `scratch`: the Attempt's own folder outside the sandbox, where the config folders' scoped copies go."""
     env = adapter.env(request)
     home = env.get("HOME") or os.path.expanduser("~")
     # A scoped HOME is the agent's own; the operator's (no scoped one) is replaced by an empty private one.
     paths = [PathGrant(path=home, mode="rw" if request.home is not None else "tmpfs", why="private HOME"),
-             *config_grants(adapter, request, env), *install_grants(shlex.split(adapter.command), env.get("PATH")),
+             *config_grants(adapter, request, env, scratch),
+             *install_grants(shlex.split(adapter.command), env.get("PATH")),
              *runtime_grants(request.tools), *attempt]
     return Grants(paths=paths, env_names=sorted(env))
