@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import sys
 
 
@@ -27,7 +28,11 @@ def main(args: list[str]) -> None:
     for option in options:
         name, value = option.split("=", 1)
         limit = int(value)
-        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (limit, limit))
+        # CPU: SIGXCPU at the limit (the shell says "CPU time limit exceeded"), SIGKILL 5 s of CPU later.
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (limit, limit + 5 if name == "CPU" else limit))
+    for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores both; an exec'd program expects the defaults
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:
         os.execvp(command[0], command)
     except OSError as error:
