@@ -111,3 +111,14 @@ def test_a_dead_runners_sockets_and_copies_are_swept_a_live_ones_kept(tmp_path: 
         leftovers.release(fd)
     assert not (sandboxes / "dead" / "egress" / "sockets").exists() and not (sandboxes / "dead" / "config-0").exists()
     assert (sandboxes / "live" / "egress" / "sockets").is_dir()
+
+
+@needs_bwrap
+def test_without_prlimit_the_python_launcher_sets_the_same_limits(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.core.isolation import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
+    done = _run([PathGrant(path=str(tmp_path), mode="rw")], "ulimit -f; ulimit -t; head -c 4000000 /dev/zero > big",
+                tmp_path, resolved(ResourceLimits(file_size_mb=1, cpu_seconds=7)), timeout=30)
+    assert done.stdout.split() == ["2048", "7"] and "File size limit exceeded" in done.stderr, done

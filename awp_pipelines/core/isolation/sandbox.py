@@ -6,6 +6,8 @@ request; the adapter runs `command(argv)` with `environment(env)` instead of its
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +32,26 @@ class Sandbox:
     def command(self, argv: Sequence[str], cwd: Path) -> list[str]:
         """The launcher (limits, cgroup), then bwrap, then (inside) the network's forwarder and `argv`."""
         inside = self.inner(list(argv)) if self.inner is not None else list(argv)
-        joins = ["--cgroup", str(self.cgroup / "cgroup.procs")] if self.cgroup is not None else []
-        launcher = [sys.executable, "-I", "-S", "-c", Path(limiter.__file__).read_text(encoding="utf-8"),
-                    *joins, *rlimits(self.limits), "--"]
-        return [*launcher, *bwrap_argv(self.grants, inside, cwd=cwd, network_args=self.network_args)]
+        return [*launcher(self.limits, self.cgroup),
+                *bwrap_argv(self.grants, inside, cwd=cwd, network_args=self.network_args)]
+
+
+def launcher(limits: ResourceLimits, cgroup: Path | None) -> list[str]:
+    """What goes before bwrap: util-linux's `prlimit` where it is installed (a C program: about a millisecond),
+    behind a shell that first joins the cgroup; else the Python launcher (limiter.py), which does both."""
+    prlimit = shutil.which("prlimit", path=os.defpath)
+    if prlimit is None:
+        joins = ["--cgroup", str(cgroup / "cgroup.procs")] if cgroup is not None else []
+        return [sys.executable, "-I", "-S", "-c", Path(limiter.__file__).read_text(encoding="utf-8"), *joins,
+                *rlimits(limits), "--"]
+    options = [f"--{name.lower()}={value}" for name, value in (part.split("=", 1) for part in rlimits(limits))]
+    options = [f"{o}:{int(o.split('=')[1]) + 5}" if o.startswith("--cpu=") else o for o in options]
+    limited = [prlimit, *options, "--"]
+    if cgroup is None:
+        return limited
+    # The shell joins the cgroup (its pid, which prlimit and then bwrap keep by exec) before anything forks.
+    return ["/bin/sh", "-c", 'echo $$ > "$0" 2>/dev/null || echo "awp sandbox: cannot join its cgroup $0" >&2; '
+            'exec "$@"', str(cgroup / "cgroup.procs"), *limited]
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """The agent's environment inside: its /tmp is private, the network's settings over the rest."""
