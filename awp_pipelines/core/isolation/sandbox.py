@@ -35,6 +35,10 @@ class Sandbox:
         return [*launcher(self.limits, self.cgroup),
                 *bwrap_argv(self.grants, inside, cwd=cwd, network_args=self.network_args)]
 
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The agent's environment inside: its /tmp is private, the network's settings over the rest."""
+        return {**env, "TMPDIR": "/tmp", **self.network_env}
+
 
 def launcher(limits: ResourceLimits, cgroup: Path | None) -> list[str]:
     """What goes before bwrap: util-linux's `prlimit` where it is installed (a C program: about a millisecond),
@@ -52,7 +56,3 @@ def launcher(limits: ResourceLimits, cgroup: Path | None) -> list[str]:
     # The shell joins the cgroup (its pid, which prlimit and then bwrap keep by exec) before anything forks.
     return ["/bin/sh", "-c", 'echo $$ > "$0" 2>/dev/null || echo "awp sandbox: cannot join its cgroup $0" >&2; '
             'exec "$@"', str(cgroup / "cgroup.procs"), *limited]
-
-    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The agent's environment inside: its /tmp is private, the network's settings over the rest."""
-        return {**env, "TMPDIR": "/tmp", **self.network_env}
