@@ -29,41 +29,47 @@ def _system(path: str) -> bool:
 
 
 def _shebang(path: str) -> str | None:
-    """The interpreter a script names on its first line (`#!/usr/bin/env python3` → python3's path)."""
+    """The interpreter a script names by its path on its first line (`#!/opt/venv/bin/python`). One found on
+    PATH (`#!/usr/bin/env python3`) is looked up inside, where PATH finds the system's: nothing to grant."""
     try:
         with open(path, "rb") as fh:
             first = fh.readline(512)
     except OSError:
         return None
-    if not first.startswith(b"#!"):
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if not words or os.path.basename(words[0]) == "env":
         return None
-    words = first[2:].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env":
-        named = next((w for w in words[1:] if not w.startswith("-")), None)
-        return shutil.which(named) if named else None
     return words[0]
+
+
+# What marks a folder as more than a program's install: a packet, an instance, AWP's state.
+_NOT_AN_INSTALL = ("packet.yaml", ".awp", "prompts", "resources")
 
 
 def _install_of(path: str) -> str:
     """What of a program file must be visible for it to run: the outermost `node_modules` holding it (an npm
     install needs its dependencies), the virtual environment it sits in (`pyvenv.cfg` beside its `bin/`), else
-    the file itself. Never its folder: a script at a packet's root or in HOME would bring its neighbours."""
+    its folder (a script may import its neighbours) unless that folder is more than an install: the operator's
+    HOME or a folder above it, or one holding a packet or AWP's state (`/bin/sh ~/agent.sh`, a script at a
+    packet's root): then the file alone."""
     parts = Path(path).parts
     if "node_modules" in parts:
         return str(Path(*parts[:parts.index("node_modules") + 1]))
     folder = Path(path).parent
     if folder.name == "bin" and (folder.parent / "pyvenv.cfg").is_file():
         return str(folder.parent)
-    return path
+    home = Path(os.path.expanduser("~")).resolve()
+    if home == folder.resolve() or home.is_relative_to(folder.resolve()) or \
+            any((folder / name).exists() for name in _NOT_AN_INSTALL):
+        return path
+    return str(folder)
 
 
 def install_grants(words: Iterable[str], path_env: str | None) -> list[PathGrant]:
     """The agent's program, read-only, as narrow as it runs: the executable (found on PATH) and each absolute
     file among its arguments (`/bin/sh ~/agent.sh`, `python3 /opt/agent/run.py`), each as the path written and
-    as its real path, with the interpreter its first line names; for each, its install (_install_of). The
-    system's folders are already there; a folder argument is never granted (it is not a program)."""
+    as its real path, with the interpreter its first line names by path; for each, its install (_install_of).
+    The system's folders are already there; a folder argument is never granted (it is not a program)."""
     words = list(words)
     found = shutil.which(words[0], path=path_env) if words else None
     candidates = [found, *words[1:]]
