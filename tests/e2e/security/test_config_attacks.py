@@ -80,6 +80,19 @@ def _awp(tmp: Path, home: Path, *args: str, extra: dict[str, str] | None = None,
                           cwd=tmp, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def _scripted(tmp: Path, make_git_repo, script: str, **provider: object) -> tuple[Path, Path, Path, Path]:  # type: ignore[no-untyped-def]
+    """(HOME, agent, packet, providers.yaml): a `command` agent `script` on a packet whose tree is ./ws."""
+    home = _home(tmp)
+    agent = tmp / "agent.sh"
+    agent.write_text(script)
+    agent.chmod(0o755)
+    packet = _packet(tmp / "p", make_git_repo, {}, "Do it.\n", tree="ws")
+    providers = tmp / "providers.yaml"
+    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
+                                                                 "models": ["m"], **provider}}}))
+    return home, agent, packet, providers
+
+
 def _rows(tree: Path) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in (tree / "attacks.txt").read_text().splitlines())
 
@@ -201,14 +214,7 @@ echo "agent ran"
 
 def test_isolation_none_written_into_the_packet_is_said_out_loud(tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
     """What an agent could not do in the sandbox, an operator's edit can: the next run says so on one line."""
-    home = _home(tmp_path)
-    agent = tmp_path / "agent.sh"
-    agent.write_text("#!/bin/sh\necho work > work.txt\n")
-    agent.chmod(0o755)
-    packet = _packet(tmp_path / "p", make_git_repo, {}, "Do it.\n", tree="ws")
-    providers = tmp_path / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {"kind": "command", "command": str(agent),
-                                                                 "models": ["m"]}}}))
+    home, _, packet, providers = _scripted(tmp_path, make_git_repo, "#!/bin/sh\necho work > work.txt\n")
     first = _awp(tmp_path, home, "run", str(packet), "--providers", str(providers), "--json")
     assert first.returncode == 0 and "isolation" not in first.stderr, first.stderr
     with (packet / "packet.yaml").open("a") as fh:
@@ -222,9 +228,8 @@ def test_isolation_none_written_into_the_packet_is_said_out_loud(tmp_path: Path,
 
 def test_a_fork_bomb_a_memory_hog_and_a_huge_file_meet_the_limits_in_bounded_time(
         tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
-    home = _home(tmp_path)
-    agent = tmp_path / "agent.sh"
-    agent.write_text("#!/bin/sh\n" + PREAMBLE + """
+    home, _, packet, providers = _scripted(
+        tmp_path, make_git_repo, "#!/bin/sh\n" + PREAMBLE + """
 ( i=0; while [ $i -lt 400 ]; do sleep 20 & i=$((i+1)); done ) 2> fork.err
 grep -q "fork" fork.err; echo "fork_bomb: $?" >> attacks.txt
 python3 -c 'b = bytearray(1 << 30)' 2> mem.err; grep -q MemoryError mem.err; echo "memory_hog: $?" >> attacks.txt
@@ -232,13 +237,8 @@ head -c 50000000 /dev/zero > big.bin; echo "huge_file: $(wc -c < big.bin)" >> at
 python3 -c 'while True: pass'; echo "cpu_burn: $?" >> attacks.txt
 rm -f fork.err mem.err
 echo "agent ran"
-""")
-    agent.chmod(0o755)
-    packet = _packet(tmp_path / "p", make_git_repo, {}, "Do it.\n", tree="ws")
-    providers = tmp_path / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {
-        "kind": "command", "command": str(agent), "models": ["m"],
-        "limits": {"processes": 64, "memory_mb": 256, "file_size_mb": 8, "cpu_seconds": 3}}}}))
+""",
+        limits={"processes": 64, "memory_mb": 256, "file_size_mb": 8, "cpu_seconds": 3})
     started = time.monotonic()
     done = _awp(tmp_path, home, "run", str(packet), "--providers", str(providers), "--json")
     took = time.monotonic() - started
@@ -256,14 +256,9 @@ echo "agent ran"
 
 def test_awp_run_stops_on_sigterm_within_10_s_during_a_fork_bomb_and_leaves_nothing(
         tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
-    home = _home(tmp_path)
-    agent = tmp_path / "agent.sh"
-    agent.write_text("#!/bin/sh\n: > started\nwhile true; do sleep 300 & done 2>/dev/null\n")
-    agent.chmod(0o755)
-    packet = _packet(tmp_path / "p", make_git_repo, {}, "Do it.\n", tree="ws")
-    providers = tmp_path / "providers.yaml"
-    providers.write_text(yaml.safe_dump({"providers": {"agent": {
-        "kind": "command", "command": str(agent), "models": ["m"], "limits": {"processes": 64}}}}))
+    home, agent, packet, providers = _scripted(
+        tmp_path, make_git_repo, "#!/bin/sh\n: > started\nwhile true; do sleep 300 & done 2>/dev/null\n",
+        limits={"processes": 64})
     (tmp_path / "tmpdir").mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(tmp_path / "tmpdir")}
     runner = subprocess.Popen([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run", str(packet),
