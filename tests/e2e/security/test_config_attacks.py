@@ -133,7 +133,7 @@ cat "$(val HOME_CANARY)" > /dev/null 2>&1; row home_read $?
 ls -a "$(val HOME_DIR)" 2>/dev/null | grep -q canary.txt; row home_listed $?
 curl -s -m 5 -x "$http_proxy" "http://$(val LOCAL_ADDR)/" | grep -q canary-http; row local_address $?
 echo "agent ran"
-""".replace("$HOOK", f"'{HOOK}'"))
+""".replace('"$HOOK"', f"'{HOOK}'"))
     packet = tmp_path / "p"
     other = packet / "sub" / "other"
     (other / ".awp" / "dagster").mkdir(parents=True)
@@ -189,7 +189,7 @@ printf '%s\\n' "$HOOK" > "$AGENT_CONFIG_DIR/settings.json"; echo "account_hook_w
 ls "$(val INSTANCE)/dagster" > /dev/null 2>&1; row instance_read $?
 cat "$(val OTHER_ACCOUNT)" > /dev/null 2>&1; row other_account $?
 echo "agent ran"
-""".replace("$HOOK", f"'{HOOK}'"))
+""".replace('"$HOOK"', f"'{HOOK}'"))
     agent.chmod(0o755)
     accounts = packet / "accounts"
     (accounts / "a").mkdir(parents=True)
