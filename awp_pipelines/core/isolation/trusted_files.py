@@ -4,8 +4,8 @@ A packet can live inside its own target tree (`path: .`), and a tree can hold an
 Whatever AWP or Dagster later reads as instructions there must not be the agent's to write: every `.awp/`
 (an instance: its databases, its `dagster.yaml`) is hidden, and a packet's own files (`packet.yaml`, `prompts/`,
 `resources/`: manifest, prompts, providers) and every instance config (`dagster.yaml`, `workspace.yaml`) are
-read-only. Found by one walk of the tree at provisioning (no link followed, `.git` and `node_modules` not
-entered), bounded by MAX_ENTRIES so a huge tree costs a bounded time.
+read-only. Found by one walk of the tree at provisioning (no link followed, `.git`, `node_modules`, virtual
+environments and caches not entered), bounded by MAX_ENTRIES so a huge tree costs a bounded time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from awp_pipelines.core.isolation.grants import PathGrant
 
 INSTANCE_CONFIG = frozenset({"dagster.yaml", "dagster.yml", "workspace.yaml"})
 PACKET_FILES = ("packet.yaml", "prompts", "resources")
-NOT_ENTERED = frozenset({".git", "node_modules"})
+# Folders of tools and caches, never a packet's or an instance's place: not entered, for speed.
+NOT_ENTERED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
+                         ".ruff_cache"})
 MAX_ENTRIES = 200_000
 
 
