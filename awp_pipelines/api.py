@@ -164,6 +164,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     One runner per packet (a second raises PacketError naming the holder). SIGINT/SIGTERM stop it in order:
     `RunStopped` (its `packet_run` goes on with `packet_run=`). A failed database raises StorageUnavailable."""
     from awp_pipelines.core.engine.interrupts import stopping
+    from awp_pipelines.core.isolation.notice import isolation_notices
     from awp_pipelines.core.packet.providers_config import default_catalog_file
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compile.translator import load_translator, translator_path
@@ -183,6 +184,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
         return RunResult(loaded.name, chosen.packet_run or "", [], explanation=chosen.nothing_left)
     runtime = AwpResource(state_dir=str(state_dir) if state_dir else None, commit=commit, verify_first=verify_first,
                           simulate_overlay=str(Path(simulate_overlay).resolve()) if simulate_overlay else None)
+    chosen.warnings[:0] = isolation_notices({p.id: p.isolation for p in planned.prompts},
+                                            runtime.state_root(loaded.root))
     width = parallel or DEFAULT_PARALLEL
     compiled = packet_assets(loaded, found, runtime, translator, plan_context=context, parallel=width,
                              plan=chosen.whole)

@@ -365,6 +365,14 @@ def test_a_remote_repos_missing_reference_cache_is_a_warning(tmp_path: Path) -> 
     assert lint(root).findings == []
 
 
+def test_a_packet_whose_own_files_lie_in_a_target_tree_is_a_warning_naming_the_fix(tmp_path: Path) -> None:
+    root = write_packet(tmp_path / "p", {"repos": {"app": {"path": ".", "default": True}}})
+    [finding] = only(lint(root), "packet_in_target_tree")
+    assert (finding.severity, finding.key, Path(finding.file).name) == ("warning", "repos", "packet.yaml")
+    assert "move the packet out of the tree" in (finding.hint or "")
+    assert lint(write_packet(tmp_path / "q")).findings == []  # ./app beside the packet's files: fine
+
+
 def test_every_kind_has_a_severity_and_a_meaning() -> None:
     assert all(severity in ("error", "warning") and meaning for severity, meaning in KINDS.values())
     assert "unknown_verify_clause" not in KINDS  # the strict model makes it an invalid_packet

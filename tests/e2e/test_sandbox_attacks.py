@@ -94,7 +94,8 @@ def test_every_row_is_denied_while_the_work_is_verified_committed_and_agent_cont
     packet, rows = run_attacked(tmp_path, make_git_repo, "sandbox", agent)
     assert {r: rows[r] for r in ROWS} == dict.fromkeys(ROWS, "denied"), rows
     assert (rows["own_config"], rows["agent_control"]) == ("0", "0"), rows
-    assert (tmp_path / "accounts" / "a" / "own.txt").read_text() == "mine\n"  # its own config folder is rw
+    # Its own config folder is writable inside (a scoped copy), and what it wrote there is discarded.
+    assert not (tmp_path / "accounts" / "a" / "own.txt").exists()
     assert not (packet / ".git" / "hooks" / "post-commit").exists()
     [outcome] = json.loads(rows["_out"])["prompts"]
     assert (outcome["result"], outcome["state"]) == ("completed", "completed")

@@ -53,6 +53,7 @@ def test_an_absolute_uri_is_carried_to_a_granted_host_only_without_proxy_credent
                   f"Authorization: {secret}\r\n\r\n")
         assert through_proxy(proxy, denied.encode()).startswith(b"HTTP/1.1 403")
         assert other.seen == []
+        egress.denial_log.flush()
         log = egress.denial_log.path.read_text()
         assert json.loads(log)["host"] == "127.0.0.1" and "sk-" not in log and "Authorization" not in log
 

@@ -13,19 +13,25 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from awp_pipelines.core.isolation import cgroup
 from awp_pipelines.core.isolation.bwrap import bwrap_version, unavailable
 from awp_pipelines.core.isolation.egress import EgressHandle, start_egress
 from awp_pipelines.core.isolation.grants import GrantMode, PathGrant, git_metadata_grants
+from awp_pipelines.core.isolation.leftovers import hold, release, sweep
+from awp_pipelines.core.isolation.limits import DEFAULT_LIMITS, resolved
 from awp_pipelines.core.isolation.network_policy import NetworkPolicy
 from awp_pipelines.core.isolation.network_setting import policy
 from awp_pipelines.core.isolation.profile import ExecutionProfile, resolve_profile
 from awp_pipelines.core.isolation.record import IsolationRecord
 from awp_pipelines.core.isolation.sandbox import Sandbox
+from awp_pipelines.core.isolation.scoped_config import changed_names, discard
+from awp_pipelines.core.isolation.trusted_files import packet_file_grants, trusted_in
 from awp_pipelines.core.packet.providers_config import AccountBinding, ProviderSpec
 from awp_pipelines.core.providers.base import ProviderAdapter, ProviderRequest
 from awp_pipelines.core.providers.cli import CliAdapter
@@ -41,16 +47,33 @@ class Provisioned:
     record: IsolationRecord
     sandbox: Sandbox | None
     egress: EgressHandle | None = None
+    kind: str = ""
+    folder: Path | None = None  # the Attempt's sandbox folder outside (sockets, scoped copies)
+    temporary: bool = False  # a temporary folder (no state folder): removed whole at close
+    lock: int | None = None  # held while the Attempt lives (leftovers.py)
 
     def close(self, sink: EventSink | None = None) -> None:
         """The agent's session is over: its way out closes, and each connection it refused becomes an event of
-        the Attempt (`network_denied`: method, host, port, why; never a header or path)."""
-        if self.egress is None:
-            return
-        self.egress.close()
-        if sink is not None:
-            for denial in self.egress.denials():
-                sink.emit("network_denied", asdict(denial))
+        the Attempt (`network_denied`: method, host, port, why, count; never a header or path); each scoped copy
+        of a config folder is removed, what the agent wrote in it reported (`config_discarded`)."""
+        if self.egress is not None:
+            self.egress.close()
+            if sink is not None:
+                for denial in self.egress.denials():
+                    sink.emit("network_denied", asdict(denial))
+        for grant in self.record.grants.paths if self.record.grants else ():
+            if grant.source is None:
+                continue
+            changed = changed_names(Path(grant.path), Path(grant.source), kind=self.kind)
+            if changed and sink is not None:
+                sink.emit("config_discarded", {"folder": grant.path, "changed": changed[:50]})
+            discard(Path(grant.source))
+        if self.sandbox is not None and self.sandbox.cgroup is not None:
+            cgroup.remove(self.sandbox.cgroup)  # whatever the sandbox left running goes with it
+        if self.lock is not None:
+            release(self.lock)
+        if self.folder is not None and self.temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def network_policy(packet: list[str] | None, account: AccountBinding | None, spec: ProviderSpec) -> NetworkPolicy:
@@ -76,7 +99,8 @@ def execution_profile(kind: str, adapter: ProviderAdapter, packet_isolation: str
 
 
 def _masks(trees: Mapping[str, Path], state_root: Path | None, packet_root: Path) -> list[PathGrant]:
-    """What of AWP's state and git's hooks sits inside a granted tree: masked, or read-only."""
+    """What of AWP's state, the packets' files, the instances' config and git's hooks sits inside a granted
+    tree: masked, or read-only (isolation/trusted_files.py)."""
     state = [p for p in (state_root, packet_root / ".awp", os.environ.get("DAGSTER_HOME")) if p]
     grants = []
     for tree in trees.values():
@@ -84,6 +108,9 @@ def _masks(trees: Mapping[str, Path], state_root: Path | None, packet_root: Path
             path = Path(os.path.abspath(place))
             if path.is_relative_to(tree) and path != tree:
                 grants.append(PathGrant(path=str(path), mode="hidden", why="AWP's state"))
+        if Path(os.path.abspath(packet_root)).is_relative_to(tree):
+            grants += packet_file_grants(Path(os.path.abspath(packet_root)))
+        grants += trusted_in(tree)
         grants += git_metadata_grants(tree)
     return grants
 
@@ -113,15 +140,23 @@ def provision(profile: ExecutionProfile, adapter: ProviderAdapter, request: Prov
         own.insert(0, PathGrant(path=str(cwd), mode="ro", why="working directory"))
     if control is not None:
         own.append(PathGrant(path=str(control), mode="rw", why="agent control"))
-    grants = agent_grants(adapter, request, [*own, *_masks({**trees, "": cwd}, state_root, packet_root)])
+    if state_root is not None:
+        sweep(state_root / "sandbox")  # what a killed runner's Attempts left
+    folder = sandbox_folder(state_root, attempt_id)
+    lock = hold(folder)
+    grants = agent_grants(adapter, request, [*own, *_masks({**trees, "": cwd}, state_root, packet_root)],
+                          scratch=folder)
     policy = network_policy(network, request.account, adapter.spec)
     base_url = endpoint(adapter, request, adapter.env(request))
-    egress = start_egress(policy, sandbox_folder(state_root, attempt_id), kind=kind, base_url=base_url)
+    egress = start_egress(policy, folder, kind=kind, base_url=base_url)
     grants = grants.model_copy(update={"hosts": egress.granted_hosts})
+    limits = resolved(adapter.spec.limits)
+    group = cgroup.make(f"{os.getpid()}-{attempt_id}", limits.processes or DEFAULT_LIMITS.processes or 4096)
     sandbox = Sandbox(grants=grants, network_args=tuple(egress.bwrap_args()), network_env=egress.env(),
-                      inner=egress.wrap_command)
-    return Provisioned(IsolationRecord(profile=profile, grants=grants, node=node,
-                                       sandbox=f"bubblewrap {bwrap_version()}"), sandbox, egress)
+                      inner=egress.wrap_command, limits=limits, cgroup=group)
+    record = IsolationRecord(profile=profile, grants=grants, node=node, sandbox=f"bubblewrap {bwrap_version()}",
+                             limits=limits, process_cap=f"pids cgroup {group}" if group else "rlimit only")
+    return Provisioned(record, sandbox, egress, kind, folder, state_root is None, lock)
 
 
 def sandbox_folder(state_root: Path | None, attempt_id: str) -> Path:

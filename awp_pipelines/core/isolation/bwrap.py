@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,16 +97,13 @@ def _system_binds() -> list[str]:
     return args
 
 
-@functools.cache
+IDENTITY = Path(__file__).resolve().parent / "etc"
+
+
 def _identity_files() -> tuple[str, str]:
     """An /etc/passwd and /etc/group naming only the sandbox's user (tools ask who they are; the operator's
-    accounts are none of their business). Written once per process, outside the sandbox."""
-    folder = Path(tempfile.mkdtemp(prefix="awp-sandbox-etc-"))
-    passwd, group = folder / "passwd", folder / "group"
-    passwd.write_text(f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nagent:x:{SANDBOX_UID}:{SANDBOX_UID}:AWP agent:"
-                      f"/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", encoding="utf-8")
-    group.write_text(f"root:x:0:\nagent:x:{SANDBOX_UID}:\nnogroup:x:65534:\n", encoding="utf-8")
-    return str(passwd), str(group)
+    accounts are none of their business): files of this package, so no sandbox leaves a temporary folder."""
+    return str(IDENTITY / "passwd"), str(IDENTITY / "group")
 
 
 def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_args: Sequence[str] = ()) -> list[str]:
@@ -122,10 +118,11 @@ def bwrap_argv(grants: Grants, command: Sequence[str], *, cwd: Path, network_arg
     args += ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group",
              "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for grant in grants.ordered():
+        source = grant.source or grant.path
         if grant.mode == "ro":
-            args += ["--ro-bind-try", grant.path, grant.path]
+            args += ["--ro-bind-try", source, grant.path]
         elif grant.mode == "rw":
-            args += ["--bind-try", grant.path, grant.path]
+            args += ["--bind-try", source, grant.path]
         elif grant.mode == "tmpfs" or os.path.isdir(grant.path):
             args += ["--tmpfs", grant.path]
         elif os.path.exists(grant.path):  # a hidden file: an empty one over it

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from awp_pipelines.core.isolation import forwarder
-from awp_pipelines.core.isolation.egress_proxy import Denial, DenialLog, connect, serve_client
+from awp_pipelines.core.isolation.egress_proxy import Denial, DenialLog, Refused, connect, refuse, serve_client
 from awp_pipelines.core.isolation.network_policy import NetworkGrant, NetworkPolicy
 
 INSIDE_DIR = "/run/awp-egress"  # where the socket folder appears inside the sandbox
@@ -34,6 +34,8 @@ PROXY_PORT = 3128  # the proxy's port on the sandbox's loopback (the next free o
 LOOPBACK_NAMES = "localhost,127.0.0.1,::1"
 _SUN_PATH_MAX = 100  # a unix socket's path must fit in 108 bytes; a longer one is bound through its folder
 _JOIN_S = 2.0
+MAX_CONNECTIONS = 256  # open at once per Attempt (each is a thread of the runner); past it, refused
+IDLE_S = 600.0  # a connection on which nothing moved either way for this long is cut
 
 
 def _interpreter() -> tuple[str, list[str]]:
@@ -64,8 +66,11 @@ def _bind(sock: socket.socket, path: Path) -> None:
 class EgressHandle:
     """The running egress of one Attempt: what to add to the sandbox's command, and close() to end it."""
 
-    def __init__(self, grant: NetworkGrant, run_dir: Path) -> None:
+    def __init__(self, grant: NetworkGrant, run_dir: Path, *, max_connections: int = MAX_CONNECTIONS,
+                 idle_s: float = IDLE_S) -> None:
         self.grant = grant
+        self.max_connections, self.idle_s = max_connections, idle_s
+        self._slots = threading.BoundedSemaphore(max_connections)
         self.folder = run_dir / "egress"
         self.socket_dir = self.folder / "sockets"
         self.denial_log = DenialLog(self.folder / "denied.jsonl")
@@ -115,7 +120,7 @@ class EgressHandle:
         return [python, "-I", "-S", "-c", source, INSIDE_DIR, *specs, "--", *argv]
 
     def denials(self) -> list[Denial]:
-        """The connections refused so far (also in `denial_log.path`, one JSON line each)."""
+        """The connections refused so far, counted per key and interval (also in `denial_log.path`)."""
         return self.denial_log.read()
 
     # -- the listeners outside ---------------------------------------------------------------------------
@@ -124,7 +129,8 @@ class EgressHandle:
             return self
         self.socket_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            self._listen("proxy", lambda conn: serve_client(conn, self.grant, self.denial_log, self._track))
+            self._listen("proxy", lambda conn: serve_client(conn, self.grant, self.denial_log, self._track,
+                                                            idle_s=self.idle_s))
             for port in self.grant.forwarded_ports:
                 self._listen(f"port-{port}", self._forward_to(self.grant.loopback_target(port), port))
         except BaseException:
@@ -141,7 +147,7 @@ class EgressHandle:
                 conn.close()
                 return
             self._track(upstream)
-            forwarder.relay(conn, upstream)
+            forwarder.relay(conn, upstream, self.idle_s)
         return carry
 
     def _listen(self, name: str, serve: Callable[[socket.socket], None]) -> None:
@@ -158,9 +164,20 @@ class EgressHandle:
                 conn, _ = listener.accept()
             except OSError:
                 return  # close() shut the listener
+            if not self._slots.acquire(blocking=False):  # a thread each: past the cap, answered here
+                refuse(conn, self.denial_log, Refused(503, f"more than {self.max_connections} connections open "
+                                                           "at once"))
+                continue
             self._track(conn)
-            if not self._spawn(serve, conn, name="awp-egress-client"):
+            if not self._spawn(self._served, serve, conn, name="awp-egress-client"):
+                self._slots.release()
                 conn.close()
+
+    def _served(self, serve: Callable[[socket.socket], None], conn: socket.socket) -> None:
+        try:
+            serve(conn)
+        finally:
+            self._slots.release()
 
     def _spawn(self, target: Callable[..., None], *args: object, name: str) -> bool:
         with self._lock:
@@ -194,6 +211,7 @@ class EgressHandle:
                 sock.shutdown(socket.SHUT_RDWR)
         for thread in threads:
             thread.join(_JOIN_S)
+        self.denial_log.flush()
         with contextlib.suppress(OSError):
             self.socket_dir.rmdir()
 

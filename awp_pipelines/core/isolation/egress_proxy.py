@@ -2,9 +2,12 @@
 
 Deny by default. A host is compared as written (hosts.py), then resolved once here, and the connection goes to
 the address that was checked, so a name cannot be re-resolved to somewhere else in between. A granted name
-that resolves to the runner's own machine (loopback, link-local such as a cloud's metadata address, or
-unspecified) is refused unless its rule names the machine on purpose. Each refusal is one JSON line in the
-Attempt's denial log: method, host, port and why; never a header, path or body (they may carry secrets).
+that resolves to the runner's own machine (loopback, link-local such as a cloud's metadata address,
+unspecified, or any address of one of this machine's interfaces) is refused unless its rule names the machine
+on purpose. Refusals are counted per method, host, port and reason, and written to the Attempt's denial log
+as one JSON line per key per interval with its count (an agent that retries in a loop writes a few lines, not
+thousands); never a header, path or body (they may carry secrets). A client that sends no request head within
+HEAD_TIMEOUT_S is dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -27,6 +30,9 @@ from awp_pipelines.core.isolation.network_policy import NetworkGrant
 _MAX_HEAD = 65536
 _DROPPED_HEADERS = (b"proxy-authorization:", b"proxy-connection:", b"connection:", b"keep-alive:")
 _CONNECT_TIMEOUT_S = 30
+HEAD_TIMEOUT_S = 30.0  # a client that opens a connection and sends no request: dropped
+DENIAL_INTERVAL_S = 10.0  # refusals of one key within this interval are one line with a count
+DENIAL_KEYS = 100  # distinct keys per interval; past them, one line counts the rest
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,7 @@ class Denial:
     host: str
     port: int | None
     reason: str
+    count: int = 1  # refusals of this method, host, port and reason in the interval that begins at `at`
 
 
 class Refused(Exception):
@@ -91,7 +98,20 @@ def _is_machine(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
+    return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast or is_local_address(str(ip))
+
+
+def is_local_address(address: str) -> bool:
+    """Whether `address` belongs to one of this machine's interfaces (eth0's 192.0.2.2 as much as 127.0.0.1):
+    the kernel lets a socket bind only to its own addresses, so the question is asked of it, for every
+    interface there is now, with no list to keep up to date."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError:
+            return False
+    return True
 
 
 def destination(grant: NetworkGrant, host: str, port: int) -> list[tuple]:
@@ -130,8 +150,12 @@ def connect(addresses: list[tuple]) -> socket.socket:
 
 def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
     data = b""
+    conn.settimeout(HEAD_TIMEOUT_S)
     while b"\r\n\r\n" not in data:
-        chunk = conn.recv(8192)
+        try:
+            chunk = conn.recv(8192)
+        except TimeoutError:
+            raise Refused(408, f"no request within {HEAD_TIMEOUT_S:.0f} s") from None
         if not chunk or len(data) > _MAX_HEAD:
             raise Refused(400, "incomplete or oversized request head")
         data += chunk
@@ -140,7 +164,8 @@ def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
 
 
 def _answer(conn: socket.socket, status: int, text: str) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}.get(status, "Error")
+    reason = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 502: "Bad Gateway",
+              503: "Service Unavailable"}.get(status, "Error")
     body = f"awp egress: {text}\n".encode()
     with contextlib.suppress(OSError):
         conn.sendall(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nX-Awp-Egress: refused\r\n"
@@ -148,24 +173,59 @@ def _answer(conn: socket.socket, status: int, text: str) -> None:
 
 
 class DenialLog:
-    """The Attempt's denial log: JSON lines, appended by every connection's thread."""
+    """The Attempt's denial log: refusals counted per key (method, host, port, reason), written as one JSON line
+    per key per interval, with its count. Written by every connection's thread; `flush` writes what is counted
+    (reading and closing flush)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, interval_s: float = DENIAL_INTERVAL_S, max_keys: int = DENIAL_KEYS,
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        self.interval_s, self.max_keys, self._clock = interval_s, max_keys, clock
         self._lock = threading.Lock()
+        self._counted: dict[tuple[str, str, int | None, str], Denial] = {}
+        self._since: float | None = None
 
     def write(self, denial: Denial) -> None:
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(asdict(denial)) + "\n")
+        with self._lock:
+            now = self._clock()
+            if self._since is not None and now - self._since >= self.interval_s:
+                self._flush()
+            self._since = now if self._since is None else self._since
+            key = (denial.method, denial.host, denial.port, denial.reason)
+            if key not in self._counted and len(self._counted) >= self.max_keys:
+                key = ("*", "*", None, f"refusals past the first {self.max_keys} hosts of this interval")
+                denial = Denial(denial.at, *key)
+            seen = self._counted.get(key)
+            self._counted[key] = denial if seen is None else replace(seen, count=seen.count + denial.count)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        counted, self._counted, self._since = list(self._counted.values()), {}, None
+        if counted:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(asdict(denial)) + "\n" for denial in counted)
 
     def read(self) -> list[Denial]:
+        self.flush()
         if not self.path.is_file():
             return []
         return [Denial(**json.loads(line)) for line in self.path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def refuse(conn: socket.socket, log: DenialLog, refused: Refused, method: str = "?") -> None:
+    """Answer `refused` on `conn`, count it in `log`, close the connection."""
+    log.write(Denial(time.time(), method, refused.host, refused.port, refused.reason))
+    conn.settimeout(5)  # the answer is small; a client that does not read it is not waited for
+    where = f"{refused.host}:{refused.port} " if refused.port is not None else ""
+    _answer(conn, refused.status, f"{where}refused: {refused.reason}")
+    conn.close()
+
+
 def serve_client(conn: socket.socket, grant: NetworkGrant, log: DenialLog,
-                 track: Callable[[socket.socket], None] | None = None) -> None:
+                 track: Callable[[socket.socket], None] | None = None, *, idle_s: float | None = None) -> None:
     """Answer one client of the proxy: refuse it, or connect it to its granted destination and relay."""
     method = "?"
     try:
@@ -174,10 +234,7 @@ def serve_client(conn: socket.socket, grant: NetworkGrant, log: DenialLog,
         request = ProxyRequest.parse(head, rest)
         upstream = connect(destination(grant, request.host, request.port))
     except Refused as refused:
-        log.write(Denial(time.time(), method, refused.host, refused.port, refused.reason))
-        where = f"{refused.host}:{refused.port} " if refused.port is not None else ""
-        _answer(conn, refused.status, f"{where}refused: {refused.reason}")
-        conn.close()
+        refuse(conn, log, refused, method)
         return
     except OSError as error:
         _answer(conn, 502, f"cannot connect: {error.strerror or error}")
@@ -185,8 +242,9 @@ def serve_client(conn: socket.socket, grant: NetworkGrant, log: DenialLog,
         return
     if track is not None:
         track(upstream)
+    conn.settimeout(None)  # the head's timeout is over; the relay's idle bound (if any) follows
     if request.method == "CONNECT":
         conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
     if request.first_bytes:
         upstream.sendall(request.first_bytes)
-    relay(conn, upstream)
+    relay(conn, upstream, idle_s)

@@ -21,32 +21,48 @@ import os
 import signal
 import sys
 import threading
+import time
 
 _CHUNK = 65536
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    """Copy one direction until end of file; then close sink's writing half (or both, on an error)."""
+def _pump(source: socket.socket, sink: socket.socket, idle_s: float | None = None,
+          last: list[float] | None = None) -> None:
+    """Copy one direction until end of file; then close sink's writing half (or both, on an error). With
+    `idle_s`, a read that waits that long while the other direction is quiet too (`last`: the time of the last
+    byte either way) ends the connection."""
     how = socket.SHUT_WR
     try:
         while True:
-            data = source.recv(_CHUNK)
+            try:
+                data = source.recv(_CHUNK)
+            except TimeoutError:
+                if idle_s is None or last is None or time.monotonic() - last[0] >= idle_s:
+                    raise
+                continue  # the other direction is busy: this one may wait
             if not data:
                 break
+            if last is not None:
+                last[0] = time.monotonic()
             sink.sendall(data)
     except OSError:
-        how = socket.SHUT_RDWR  # a reset: wake the other direction too
+        how = socket.SHUT_RDWR  # a reset or an idle connection: wake the other direction too
     for sock, side in ((sink, how), (source, socket.SHUT_RD if how == socket.SHUT_WR else how)):
         with contextlib.suppress(OSError):
             sock.shutdown(side)
 
 
-def relay(a: socket.socket, b: socket.socket) -> None:
-    """Carry bytes both ways between two connected sockets until both directions end; then close both."""
-    back = threading.Thread(target=_pump, args=(b, a), daemon=True)
+def relay(a: socket.socket, b: socket.socket, idle_s: float | None = None) -> None:
+    """Carry bytes both ways between two connected sockets until both directions end; then close both. With
+    `idle_s`, a connection on which no byte moved either way for that long is cut."""
+    last = [time.monotonic()]
+    if idle_s is not None:
+        for sock in (a, b):
+            sock.settimeout(idle_s)
+    back = threading.Thread(target=_pump, args=(b, a, idle_s, last), daemon=True)
     back.start()
     try:
-        _pump(a, b)
+        _pump(a, b, idle_s, last)
         back.join()
     finally:
         a.close()

@@ -23,6 +23,8 @@ class PathGrant(BaseModel):
     path: str = Field(description="Absolute path, the same inside the sandbox as outside.")
     mode: GrantMode = Field(description="ro, rw, tmpfs (empty, private) or hidden (masked inside a granted tree).")
     why: str = Field("", description="What the grant is for (work tree, account config, the CLI's install, …).")
+    source: str | None = Field(None, description="Bound from this path instead of `path` itself (a scoped copy "
+                               "shown at the original's place).")
 
 
 class Grants(BaseModel):

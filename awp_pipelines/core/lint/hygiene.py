@@ -25,6 +25,21 @@ def lint_manifest(ctx: LintContext) -> None:
         _template_missing(ctx, ctx.packet.manifest.prompt_template, manifest.at("prompt_template"))
     _secrets_written(ctx, ctx.packet.manifest_file)
     _references_missing(ctx, manifest)
+    _packet_in_target_tree(ctx, manifest)
+
+
+def _packet_in_target_tree(ctx: LintContext, manifest: Where) -> None:
+    """The packet's own files inside a tree its agents write: the sandbox keeps them read-only and hides `.awp/`,
+    but what an Attempt commits there (a moved folder, a new prompt) is read by the next run as the packet."""
+    root = ctx.packet.root.resolve()
+    for name, repo in ctx.packet.repos.items():
+        tree = Path(repo.path).resolve()
+        if root == tree or root.is_relative_to(tree):
+            ctx.add("packet_in_target_tree", manifest.at("repos"),
+                    f"repo '{name}' ({tree}) holds this packet's own files (packet.yaml, prompts/, resources/): "
+                    "its agents work in the tree that defines what AWP runs next",
+                    hint="move the packet out of the tree (e.g. beside it) and point `repos: {name: {path: ...}}` at "
+                         "the tree")
 
 
 def _references_missing(ctx: LintContext, manifest: Where) -> None:

@@ -43,6 +43,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "permission_not_enforced": ("error", "a permission_mode neither the provider nor AWP's sandbox enforces"),
     "tools_not_enforced": ("error", "allowed_tools on a provider without a tool allow-list"),
     "isolation_none": ("warning", "an agent that runs unsandboxed (`isolation: none`)"),
+    "packet_in_target_tree": ("warning", "the packet's own files lie inside a work tree its agents write"),
     "missing_template": ("warning", "a template found neither in the packet nor in the home templates"),
     "profile_missing": ("warning", "the manifest's profile is not on this machine"),
     "reference_missing": ("warning", "a remote repo's reference cache is not on this machine"),

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, StringConstraints, model_validator
 
+from awp_pipelines.core.isolation.limits import LIMITS_HELP, ResourceLimits
 from awp_pipelines.core.isolation.network_policy import NETWORK_HELP
 from awp_pipelines.core.isolation.network_setting import NetworkSetting
 from awp_pipelines.core.isolation.profile import ISOLATION_HELP, Isolation
@@ -41,6 +42,7 @@ class ProviderSpec(StrictModel):
                               "(used to infer the provider from a model).")
     env: dict[SettingName, str] = Field(default_factory=dict, description=SETTINGS_HELP)
     isolation: Isolation | None = Field(None, description=ISOLATION_HELP)
+    limits: ResourceLimits | None = Field(None, description=LIMITS_HELP)
     network: NetworkSetting | None = Field(None, description=NETWORK_HELP + " In the sandbox only.")
 
 

@@ -55,6 +55,7 @@ EventType = Literal[
     "files_changed",
     "rate_limit_notice",
     "network_denied",
+    "config_discarded",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _KNOWN_TYPES = frozenset(EVENT_TYPES)

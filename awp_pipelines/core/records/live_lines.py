@@ -28,7 +28,8 @@ LiveListener = Callable[[list[str]], None]
 LINE_TYPES = frozenset({"prompt_sent", "run_started", "message_received", "tool_call_started",
                         "tool_call_completed", "tool_call_failed", "file_written", "files_changed",
                         "resume_started", "steer_received", "run_completed", "run_failed", "error_occurred",
-                        "run_cancelled", "verifier_completed", "tree_set_aside", "commit_created", "network_denied"})
+                        "run_cancelled", "verifier_completed", "tree_set_aside", "commit_created", "network_denied",
+                        "config_discarded"})
 
 
 def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
@@ -70,7 +71,13 @@ def live_line(event: Mapping[str, Any], limit: int = 300) -> str | None:
     elif kind == "tree_set_aside":
         text = f"set aside the changes found in {event.get('repo')} as git stash {event.get('sha')}"
     elif kind == "network_denied":
-        text = f"network: refused {event.get('method')} {event.get('host')}:{event.get('port')} ({event.get('reason')})"
+        count = event.get("count") or 1
+        times = f" {count} times" if count > 1 else ""
+        text = (f"network: refused {event.get('method')} {event.get('host')}:{event.get('port')}{times} "
+                f"({event.get('reason')})")
+    elif kind == "config_discarded":
+        changed = ", ".join(event.get("changed") or [])
+        text = f"config: discarded what the agent wrote in {event.get('folder')}: {changed}"
     elif kind == "commit_created":
         text = f"commit {event.get('repo')}: {event.get('status')} {event.get('sha') or ''}".rstrip()
     else:

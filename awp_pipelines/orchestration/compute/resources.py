@@ -48,6 +48,8 @@ def _plain(annotation: Any) -> Any:
         return Union[tuple(_plain(a) for a in args)]  # noqa: UP007 - built at run time from a tuple
     if origin in (dict, list):
         return origin[tuple(_plain(a) for a in args)]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _config_of(annotation)  # a nested setting (a provider's `limits`)
     return annotation
 
 
