@@ -232,7 +232,8 @@ def test_the_attack_table_through_the_docker_launcher(
     yet the agent finds it neither in its own environment nor in /proc/1/environ, its parent's or any
     process's, cannot reach the instance's PostgreSQL, the operator's HOME or another account's folder, while
     its work is verified and committed and `awp agent-control` works from inside. With `isolation: none` the
-    same rows get through (the environment allowlist alone still keeps the password out of its environment)."""
+    same rows get through (the environment allowlist alone still keeps the password out of its environment),
+    and the hook the script then writes into `.git` ends the Attempt `tree_tampered`: nothing is committed."""
     from awp_pipelines.orchestration.ledger.history import attempt_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
@@ -251,7 +252,8 @@ def test_the_attack_table_through_the_docker_launcher(
                        "the attacked packet's run in its container")
         with dep.instance() as instance:
             run = instance.get_run_by_id(run_id)
-            assert run is not None and run.status == DagsterRunStatus.SUCCESS, _post_mortem(client, instance, run_id)
+            ended = DagsterRunStatus.SUCCESS if isolation == "sandbox" else DagsterRunStatus.FAILURE
+            assert run is not None and run.status == ended, _post_mortem(client, instance, run_id)
             [record] = attempt_records(instance, run_id)
     assert "docker/container_id" in run.tags  # it ran in a container, not beside the daemon
     rows = rows_of(tree, tmp_path, remote)
@@ -259,5 +261,9 @@ def test_the_attack_table_through_the_docker_launcher(
     assert {r: rows[r] for r in REMOTE_ROWS} == expected, rows
     assert rows["own_env"] == "denied", rows  # the allowlist, with or without the sandbox
     assert rows["agent_control"] == "0", rows
+    if isolation == "none":  # AWP's git never runs the hook it wrote: the tamper check ends the Attempt
+        assert record.result == "tree_tampered" and record.failure is not None
+        assert ".git/hooks/" in record.failure.message
+        return
     assert record.result == "completed" and record.control is not None and record.control.outcome == "finish"
     assert "the real work" in _git("-C", tree, "show", "HEAD:work.txt")
