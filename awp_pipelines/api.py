@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.decisions.amendments import Amendment
 from awp_pipelines.core.decisions.operator_control import SteerRequest
-from awp_pipelines.core.engine.attempts import AttemptRecord, Usage, total_usage
+from awp_pipelines.core.engine.attempt_record import AttemptRecord, Usage, total_usage
 from awp_pipelines.core.engine.progress import AttemptEnded, Listener, ProgressEvent, RunPlanned
 from awp_pipelines.core.engine.run_stream import EventListener, EventTail, PacketRunEnded, RunEvent
 from awp_pipelines.core.engine.runlock import packet_lock

@@ -105,14 +105,8 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     from awp_pipelines.core.decisions.agent_run import DecisionInput
     from awp_pipelines.core.decisions.next_launches import continuation, first_launch
     from awp_pipelines.core.decisions.policy import chain_of
-    from awp_pipelines.core.engine.attempts import (
-        AttemptIdentity,
-        AttemptRecord,
-        AttemptSpec,
-        AttemptTarget,
-        execute_attempt,
-        repair_instructions,
-    )
+    from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+    from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt, repair_instructions
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.core.planning.plan import PlanContext, build_plan

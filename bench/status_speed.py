@@ -75,7 +75,7 @@ def make_packet(folder: Path, prompts: int) -> Path:
 # -- the synthetic history -----------------------------------------------------------------------------------
 
 def _record(packet_run: str, prompt: str, number: int, mode: str, completed: bool, run_id: str):  # type: ignore[no-untyped-def]
-    from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+    from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
     from awp_pipelines.core.records.committer import CommitResult
     from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
     from awp_pipelines.core.verifiers.report import ItemResult, VerifierReport

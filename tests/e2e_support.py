@@ -20,7 +20,7 @@ from awp_pipelines.cli import cli
 if TYPE_CHECKING:
     from dagster import EventLogEntry
 
-    from awp_pipelines.core.engine.attempts import AttemptRecord
+    from awp_pipelines.core.engine.attempt_record import AttemptRecord
 
 
 def awp(*args: str | Path) -> Result:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan

@@ -11,13 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from awp_pipelines.core.engine.attempts import (
-    AttemptIdentity,
-    AttemptRecord,
-    AttemptSpec,
-    AttemptTarget,
-    execute_attempt,
-)
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt
 from awp_pipelines.core.engine.cleantree import DirtyTree, ensure_clean
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.simulate import SimulateSpec

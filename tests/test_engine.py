@@ -11,14 +11,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from awp_pipelines.core.engine.attempts import (
-    AttemptIdentity,
-    AttemptRecord,
-    AttemptSpec,
-    AttemptTarget,
-    completion,
-    execute_attempt,
-)
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, completion, execute_attempt
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan

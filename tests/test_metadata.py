@@ -14,7 +14,7 @@ from dagster import (
 )
 
 from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES, SENSOR_LAUNCHES, AgentRunStatus, next_step
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.failures import FailureEnvelope

@@ -15,13 +15,8 @@ from click.testing import CliRunner, Result
 
 from awp_pipelines.cli import cli
 from awp_pipelines.core.decisions.operator_control import operator_folder, read_log, running_sessions
-from awp_pipelines.core.engine.attempts import (
-    AttemptIdentity,
-    AttemptRecord,
-    AttemptSpec,
-    AttemptTarget,
-    execute_attempt,
-)
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.planning.plan import PlanContext, build_plan

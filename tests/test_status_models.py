@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget, Usage
 from awp_pipelines.core.engine.status_report import AttemptSummary, PromptStatus, totals_of
 from awp_pipelines.core.packet.model.manifest import Manifest
 from awp_pipelines.core.records.failures import FailureEnvelope

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.orchestration.driver.in_process import stop_message
 

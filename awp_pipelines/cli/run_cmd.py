@@ -24,7 +24,7 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.cli.plan_cmd import print_plan
-from awp_pipelines.core.engine.attempts import Usage
+from awp_pipelines.core.engine.attempt_record import Usage
 from awp_pipelines.core.engine.outage import quiet_outages
 from awp_pipelines.core.engine.progress import AttemptEnded, LaunchDecided, ProgressEvent, RunPlanned
 from awp_pipelines.core.planning.plan import Overrides

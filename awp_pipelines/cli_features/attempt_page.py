@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 from markdown_it import MarkdownIt
 
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import AttemptDiff, FileDiff
 from awp_pipelines.core.records.plural import counted

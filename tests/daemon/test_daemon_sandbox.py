@@ -17,7 +17,7 @@ import yaml
 from deployment import all_finished, deployment, embedded_home, init_workspaces, make_project
 from local_servers import serving
 
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.isolation.bwrap import unavailable
 from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.records.failures import FailureEnvelope

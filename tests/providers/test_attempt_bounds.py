@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from provider_helpers import fake_claude_catalog
 
 from awp_pipelines.cli import cli
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptSpec, AttemptTarget, execute_attempt
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt
 from awp_pipelines.core.packet.bounds import derive_bounds
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog

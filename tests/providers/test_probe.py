@@ -15,7 +15,7 @@ import yaml
 from provider_helpers import FAKES
 
 from awp_pipelines.core.decisions.policy import Target, chain_of, past_unavailable
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.packet.providers_config import AccountSpec, Catalog, ProviderSpec
 from awp_pipelines.core.planning.target_probe import probe
 

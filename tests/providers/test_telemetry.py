@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from awp_pipelines.core.engine.attempts import attempt_usage
+from awp_pipelines.core.engine.attempt_record import attempt_usage
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.prices import SHIPPED_PRICES, ModelPrice, PriceTable, load_prices
 from awp_pipelines.core.providers.base import ProviderUsage
@@ -47,7 +47,7 @@ def test_the_shipped_price_table_loads_and_a_bad_key_is_refused(tmp_path: Path) 
 
 
 def test_totals_sum_tokens_and_known_costs_and_keep_the_weakest_source() -> None:
-    from awp_pipelines.core.engine.attempts import Usage, total_usage
+    from awp_pipelines.core.engine.attempt_record import Usage, total_usage
 
     known = Usage(input_tokens=10, output_tokens=2, cached_input_tokens=5, cost_usd=0.5, cost_source="provider")
     table = Usage(input_tokens=1, output_tokens=1, cost_usd=0.25, cost_source="price_table")

@@ -12,13 +12,8 @@ from pathlib import Path
 import pytest
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS, SECRETS
 
-from awp_pipelines.core.engine.attempts import (
-    AttemptIdentity,
-    AttemptRecord,
-    AttemptSpec,
-    AttemptTarget,
-    execute_attempt,
-)
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, execute_attempt
 from awp_pipelines.core.lint import lint_packet, refuse_secrets
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import load_packet

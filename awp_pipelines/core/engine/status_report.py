@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awp_pipelines.core.decisions.agent_control import iteration_of, read_progress
 from awp_pipelines.core.decisions.agent_run import AgentRunState, PacketRunState
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records.agent_files import control_folder
 from awp_pipelines.core.records.attempt_lifecycle import Cause
 from awp_pipelines.core.records.handoff_record import HandoffResult

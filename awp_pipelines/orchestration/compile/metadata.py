@@ -11,7 +11,7 @@ from typing import Any
 
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.attempt_lifecycle import trail_text

@@ -22,15 +22,8 @@ from awp_pipelines.core.decisions.agent_run import AgentRunStatus, agent_run_sta
 from awp_pipelines.core.decisions.operator_control import operator_folder
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, progress
-from awp_pipelines.core.engine.attempts import (
-    AttemptIdentity,
-    AttemptRecord,
-    AttemptSpec,
-    AttemptTarget,
-    control_setup,
-    fault_pause,
-    repair_instructions,
-)
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempts import AttemptSpec, control_setup, fault_pause, repair_instructions
 from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted
 from awp_pipelines.core.engine.remote import trees_of
 from awp_pipelines.core.engine.status_report import AttemptSummary

@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext, AssetObservation, Failure, MetadataVa
 from awp_pipelines.core.decisions.intent import superseded_status
 from awp_pipelines.core.decisions.next_launches import Launch
 from awp_pipelines.core.engine import progress
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.engine.progress import ProgressEvent
 from awp_pipelines.core.packet.providers_config import AccountSpec
 from awp_pipelines.core.records import run_tags as tags

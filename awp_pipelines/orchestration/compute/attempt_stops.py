@@ -10,7 +10,7 @@ from dagster import AssetExecutionContext, Failure
 
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
 from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 

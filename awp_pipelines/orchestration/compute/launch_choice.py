@@ -10,7 +10,7 @@ from dagster import AssetExecutionContext, DagsterInstance, DagsterRun, Failure
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.next_launches import Launch, manual_launch, repair_launch
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.ids import check_id
 from awp_pipelines.core.packet.packet import Prompt

@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES, SENSOR_LAUNCHES, AgentRunStatus, next_step
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.packet import Prompt
 from awp_pipelines.core.records import run_tags as tags

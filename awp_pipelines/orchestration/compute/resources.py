@@ -27,7 +27,8 @@ from awp_pipelines.core.packet.yamlsrc import parse_yaml
 from awp_pipelines.orchestration.compile.naming import dagster_name
 
 if TYPE_CHECKING:
-    from awp_pipelines.core.engine.attempts import AttemptRecord, AttemptSpec
+    from awp_pipelines.core.engine.attempt_record import AttemptRecord
+    from awp_pipelines.core.engine.attempts import AttemptSpec
     from awp_pipelines.core.engine.interrupts import Stop
     from awp_pipelines.core.records.events import EventSink
 

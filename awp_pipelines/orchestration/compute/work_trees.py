@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, Failure
 
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.orphans import end_orphans
 from awp_pipelines.core.engine.remote import RemoteTrees
 from awp_pipelines.core.planning.plan import PromptPlan, WorkRepo

@@ -29,7 +29,7 @@ from dagster import (
 from awp_pipelines.core.decisions.next_launches import Launch, Outlook, next_launches
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, outage
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.interrupts import Interrupted
 from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable

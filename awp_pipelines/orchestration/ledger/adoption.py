@@ -13,7 +13,7 @@ from pathlib import Path
 from dagster import AssetMaterialization, DagsterEventType, DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
-from awp_pipelines.core.engine.attempts import AttemptIdentity, AttemptRecord, AttemptTarget
+from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
 from awp_pipelines.dagster_compat.events import report_materialization

@@ -9,7 +9,7 @@ from typing import Any
 
 from dagster import DagsterInstance, RunsFilter
 
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_asset_events

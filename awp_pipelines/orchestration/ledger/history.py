@@ -20,7 +20,7 @@ from awp_pipelines.core.decisions.intent import change_line, superseded_status
 from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Target, adopted_fact, interrupted_fact
 from awp_pipelines.core.decisions.rotation import Availability
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.status_report import AttemptSummary
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags

@@ -17,7 +17,7 @@ from dagster import AssetKey, AssetMaterialization, AssetObservation, DagsterIns
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import report_materialization, report_observation
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set

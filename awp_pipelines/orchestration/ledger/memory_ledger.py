@@ -19,7 +19,7 @@ from dagster import AssetKey, DagsterRun, DagsterRunStatus
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.ledger.claims import this_process
 from awp_pipelines.orchestration.ledger.heartbeat import Beat

@@ -7,7 +7,7 @@ from pathlib import Path
 from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
-from awp_pipelines.core.engine.attempts import AttemptRecord
+from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.translator import PacketTranslator
