@@ -64,7 +64,8 @@ def test_every_row_is_denied_under_the_daemon(tmp_path: Path, agent: str) -> Non
     rows = attack.rows_of(tree, tmp_path, remote)
     assert {r: rows[r] for r in attack.ROWS} == dict.fromkeys(attack.ROWS, "denied"), rows
     assert (rows["own_config"], rows["agent_control"]) == ("0", "0"), rows
-    assert (tmp_path / "accounts" / "a" / "own.txt").read_text() == "mine\n"  # its own config folder is rw
+    # its own config folder is a scoped copy, read-write in the session and discarded after it (docs/security.md)
+    assert not (tmp_path / "accounts" / "a" / "own.txt").exists()
     [record] = records
     assert record.completed and record.commits and record.control and record.control.outcome == "finish"
     assert "the real work" in subprocess.run(["git", "show", f"{record.commits[0].sha}:work.txt"], cwd=tree,
