@@ -110,8 +110,16 @@ def awp_run(tmp: Path, packet: Path, providers: Path) -> subprocess.CompletedPro
                           text=True, timeout=240)
 
 
-@pytest.mark.parametrize("isolation", ["sandbox", "none"])
-@pytest.mark.parametrize("row", ROWS)
+# The git metadata rows run in both modes: the sandbox's read-only `.git` stops them inside, and without it AWP's
+# hardened git and the tamper check must. The digest, honest and secret rows meet the same code either way (the
+# digest and the push protection run outside the sandbox), so they run once, sandboxed, as an Attempt runs by
+# default (tests/test_git_hardening.py tests the digest's reads, tests/test_untrusted_work.py the push protection
+# on the engine).
+TABLE = [(row, isolation) for row in GIT_ROWS for isolation in ("sandbox", "none")] + [
+    (row, "sandbox") for row in ("honest", *DIGEST_ROWS, "secret")]
+
+
+@pytest.mark.parametrize(("row", "isolation"), TABLE, ids=[f"{r}-{i}" for r, i in TABLE])
 def test_git_attack_rows(tmp_path: Path, make_git_repo: Any, row: str, isolation: str) -> None:
     if isolation == "sandbox" and unavailable() is not None:
         pytest.skip(f"no sandbox here: {unavailable()}")
