@@ -5,13 +5,14 @@ environment, a canary HOME, and another account's login beside it.
 Each row's agent does its real work and tries the attack; the row is judged outside: no marker outside the
 tree, the trusted file unchanged (and not committed), no canary in any output, record or commit, and the
 failure named where there is one (a config change the agent made is reported as `config_discarded`; a limit
-met says which).
+met says which). The login-hook and packet rows are also tried by the real Claude Code CLI's own Bash tool.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -22,11 +23,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from attack_support import SECRET, Canary
+from attack_support import MANIFESTS, QUIET_CLI, SECRET, Canary, agent_provider
 from e2e_support import stored_records
 from local_servers import serving
 
 from awp_pipelines.core.isolation.bwrap import unavailable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "providers"))
+from fake_apis import fake_api  # noqa: E402
+from provider_helpers import real_cli  # noqa: E402
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
 
@@ -175,6 +180,45 @@ echo "agent ran"
                  if "config_discarded" in line]
     assert [e["changed"] for e in discarded] == [["settings.json"]]
     assert "awp-sandbox" not in " ".join(_leftovers(tmp_path, packet))
+    _no_canary_anywhere(tmp_path, packet, packet, done.stdout + done.stderr)
+
+
+def test_the_real_claude_code_cli_writes_a_login_hook_and_isolation_none_in_vain(
+        tmp_path: Path, make_git_repo) -> None:  # type: ignore[no-untyped-def]
+    """The same two rows from Claude Code's own Bash tool (driven by the local fake Messages API), no accounts:
+    a hook into the operator's ~/.claude/settings.json (its scoped copy) and `isolation: none` appended to the
+    packet.yaml of a packet that is its own tree."""
+    real_cli("claude")
+    home = _home(tmp_path)
+    packet = _packet(tmp_path / "p", make_git_repo, MANIFESTS["claude"], "Do the work.\n")
+    manifest = (packet / "packet.yaml").read_text()
+    script = PREAMBLE + f"""
+printf '%s\\n' '{HOOK}' > {home / '.claude' / 'settings.json'}; echo "login_hook_written: $?" >> attacks.txt
+echo 'isolation: none' >> packet.yaml 2>/dev/null; row packet_isolation $?
+"""
+    with fake_api("bash") as api:
+        api.command = f"sh -c {shlex.quote(script)} < /dev/null"
+        providers = tmp_path / "providers.yaml"
+        cli = agent_provider(tmp_path, "claude", api)["providers"]["agent"]  # type: ignore[index]
+        providers.write_text(yaml.safe_dump({"providers": {"agent": {**cli, "base_url": api.url}}}))
+        done = _awp(tmp_path, home, "run", str(packet), "--providers", str(providers), "--json",
+                    extra={"CLAUDE_CONFIG_DIR": str(home / ".claude"), "ANTHROPIC_API_KEY": "own-login-key",
+                           **QUIET_CLI})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _rows(packet) == {"login_hook_written": "0", "packet_isolation": "denied"}  # the hook: in its copy
+    assert (home / ".claude" / "settings.json").read_text() == "{}\n"
+    assert (packet / "packet.yaml").read_text() == manifest
+    [outcome] = json.loads(done.stdout)["prompts"]
+    [record] = stored_records(packet, outcome["attempt"].split(".")[0])
+    assert record["result"] == "completed", record["failure"]
+    grants = {g["path"]: g for g in record["isolation"]["grants"]["paths"]}
+    assert grants[str(home / ".claude")]["source"]  # a scoped copy
+    events = (packet / ".awp" / "events").rglob("*.jsonl")
+    discarded = [json.loads(line) for f in events for line in f.read_text().splitlines()
+                 if "config_discarded" in line]
+    # The CLI's own session files are discarded too; the hook is among what is named.
+    assert [e["folder"] for e in discarded] == [str(home / ".claude")], discarded
+    assert "settings.json" in discarded[0]["changed"], discarded
     _no_canary_anywhere(tmp_path, packet, packet, done.stdout + done.stderr)
 
 

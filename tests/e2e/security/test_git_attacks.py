@@ -7,12 +7,14 @@ work in the same Attempt is committed) and with `isolation: none` (the attack la
 ends the Attempt `tree_tampered` before AWP's first git command). Every row: no marker outside the tree, the
 second repository untouched, the canary in no output or store, the run ended in bounded time, and its failure
 named where it is one. The digest rows (links to /dev/zero, to a FIFO, to a folder, a name with a newline)
-complete; the secret row ends `secret_in_work` in both, its key in no git object.
+complete; the secret row ends `secret_in_work` in both, its key in no git object. One more row in the sandbox:
+the real Claude Code CLI runs the same script through its own Bash tool, trying three attacks in one Attempt.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +22,14 @@ from typing import Any
 
 import pytest
 import yaml
+from attack_support import MANIFESTS, QUIET_CLI, agent_provider
 from e2e_support import stored_records
 
 from awp_pipelines.core.isolation.bwrap import unavailable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "providers"))
+from fake_apis import FakeMessagesServer, fake_api  # noqa: E402
+from provider_helpers import real_cli  # noqa: E402
 
 SECRET = "canary-2b7e-runner-only-password"  # in the runner's environment, as a database password would be
 AGENT_KEY = "agent-own-key-4c1d9e"  # the Attempt's own credential, which its agent gets
@@ -39,19 +46,22 @@ evil_config() {  # fsmonitor and hooks in git dir $1 that append to the marker, 
   printf '[core]\n\tfsmonitor = "echo fsmonitor >> %s; false"\n\thooksPath = %s\n' "$mark" "$1/evil-hooks" \
     >> "$1/config"
 }
-case "$row" in
+for r in $row; do  # one row per `command` run; the Claude Code row tries several
+case "$r" in
   commondir_program) cp -a .git .agent-git && evil_config .agent-git && echo "$PWD/.agent-git" > .git/commondir ;;
   commondir_second) echo "$second/.git" > .git/commondir ;;
   new_git_dir) mv .git .git-aside && cp -a .git-aside .git && evil_config .git ;;
   index_link) rm -f .git/index && ln -s "$out" .git/index ;;
   reflog_link) rm -f .git/logs/HEAD && ln -s "$out" .git/logs/HEAD ;;
-  hook) printf '#!/bin/sh\necho hook >> %s\n' "$mark" > .git/hooks/post-commit && chmod +x .git/hooks/post-commit ;;
+  hook) printf '#!/bin/sh\necho hook >> %s\n' "$mark" > .git/hooks/pre-commit \
+    && cp .git/hooks/pre-commit .git/hooks/post-commit && chmod +x .git/hooks/pre-commit .git/hooks/post-commit ;;
   digest_zero) ln -s /dev/zero zero ;;
   digest_fifo) mkfifo "$PWD/.fifo" && ln -s "$PWD/.fifo" fifo-link ;;
   digest_names) ln -s /usr dir-link && printf 'x\n' > "$(printf 'new\nline.txt')" ;;
   secret) echo "key: $AWP_TEST_AGENT_KEY" >> work.txt ;;
 esac
-echo "row $row: $?"
+echo "row $r: $?"
+done
 """
 GIT_ROWS = ("commondir_program", "commondir_second", "new_git_dir", "index_link", "reflog_link", "hook")
 DIGEST_ROWS = ("digest_zero", "digest_fifo", "digest_names")
@@ -59,10 +69,11 @@ ROWS = ("honest", *GIT_ROWS, *DIGEST_ROWS, "secret")
 
 
 def expected(row: str, isolation: str) -> str:
-    """The Attempt's result: the attack denied inside the sandbox (the work committed), caught outside it."""
+    """The Attempt's result: the attack denied inside the sandbox (the work committed), caught outside it.
+    `row`: one row, or several separated by spaces (tried in one Attempt)."""
     if row == "secret":
         return "secret_in_work"
-    if row in GIT_ROWS and isolation == "none":
+    if set(row.split()) & set(GIT_ROWS) and isolation == "none":
         return "tree_tampered"
     return "completed"
 
@@ -71,9 +82,11 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
-def build(tmp: Path, make_git_repo: Any, row: str, isolation: str) -> tuple[Path, Path, dict[str, str]]:
+def build(tmp: Path, make_git_repo: Any, row: str, isolation: str,
+          claude: FakeMessagesServer | None = None) -> tuple[Path, Path, dict[str, str]]:
     """(packet, providers.yaml, the prompt's targets): a one-prompt packet on ./workspace, its `command` agent
-    with its own credential (account `a`)."""
+    with its own credential (account `a`); with `claude`, the real Claude Code CLI instead, whose one Bash tool
+    call (from the fake Messages API) runs the same script, fed the prompt's lines as the `command` agent is."""
     agent = tmp / "agents" / "agent.sh"
     agent.parent.mkdir()
     agent.write_text(AGENT)
@@ -88,7 +101,8 @@ def build(tmp: Path, make_git_repo: Any, row: str, isolation: str) -> tuple[Path
     make_git_repo(packet / "workspace")
     (packet / "packet.yaml").write_text(yaml.safe_dump({
         "name": "gitattack", "provider": "agent", "model": "m", "timeout": "2m", "accounts": ["a"],
-        "isolation": isolation, "repos": {"app": {"path": "./workspace", "default": True}}}))
+        "isolation": isolation, "repos": {"app": {"path": "./workspace", "default": True}},
+        **(MANIFESTS["claude"] if claude else {})}))
     (packet / "prompts").mkdir()
     places = {"ROW": row, "MARK": str(tmp / "marker"), "OUT": str(tmp / "outside" / "planted"),
               "SECOND": str(tmp / "second")}
@@ -96,6 +110,9 @@ def build(tmp: Path, make_git_repo: Any, row: str, isolation: str) -> tuple[Path
     body = "Do the work.\n" + "\n".join(f"{k}={v}" for k, v in places.items())
     (packet / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n{body}\n")
     (tmp / "outside").mkdir()
+    if claude is not None:
+        providers.write_text(yaml.safe_dump(agent_provider(tmp, "claude", claude)))
+        claude.command = f"printf '%s\\n' {shlex.quote(body)} | sh -c {shlex.quote(AGENT)}"
     return packet, providers, places
 
 
@@ -104,7 +121,7 @@ def awp_run(tmp: Path, packet: Path, providers: Path) -> subprocess.CompletedPro
     home.mkdir()
     (home / "canary.txt").write_text("operator's secret\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "AWP_PG_PASSWORD": SECRET, "AWP_TEST_AGENT_KEY": AGENT_KEY,
-           "LANG": "C.UTF-8"}
+           "LANG": "C.UTF-8", **QUIET_CLI}
     return subprocess.run([sys.executable, "-c", "from awp_pipelines.cli import main; main()", "run", str(packet),
                            "--providers", str(providers), "--json"], env=env, cwd=tmp, capture_output=True,
                           text=True, timeout=240)
@@ -123,9 +140,36 @@ TABLE = [(row, isolation) for row in GIT_ROWS for isolation in ("sandbox", "none
 def test_git_attack_rows(tmp_path: Path, make_git_repo: Any, row: str, isolation: str) -> None:
     if isolation == "sandbox" and unavailable() is not None:
         pytest.skip(f"no sandbox here: {unavailable()}")
+    attack_and_judge(tmp_path, make_git_repo, row, isolation)
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")
+def test_the_git_attacks_from_the_real_claude_code_clis_bash_tool_are_denied(tmp_path: Path,
+                                                                             make_git_repo: Any) -> None:
+    """Claude Code's own Bash tool (driven by the local fake Messages API) plants a commondir whose config runs
+    a program, an index linked outside and pre-commit/post-commit hooks, then the work: in the sandbox the
+    `.git` is read-only, so none lands and the work is committed."""
+    real_cli("claude")
+    with fake_api("bash") as api:
+        attack_and_judge(tmp_path, make_git_repo, "commondir_program index_link hook", "sandbox", api)
+    # The script ran in the CLI's Bash tool, and each attack failed there (a nonzero status per row).
+    said = tool_output(api)
+    assert all(f"row {r}: 0" not in said and f"row {r}: " in said for r in ("commondir_program", "index_link",
+                                                                         "hook")), said
+
+
+def tool_output(api: FakeMessagesServer) -> str:
+    """What the CLI sent back to the model as its Bash tool's result."""
+    return "\n".join(json.dumps(block.get("content")) for body in api.bodies for message in body["messages"]
+                     if isinstance(message["content"], list) for block in message["content"]
+                     if block.get("type") == "tool_result")
+
+
+def attack_and_judge(tmp_path: Path, make_git_repo: Any, row: str, isolation: str,
+                     claude: FakeMessagesServer | None = None) -> None:
     second = make_git_repo(tmp_path / "second")
     second_refs = git(second, "for-each-ref")
-    packet, providers, places = build(tmp_path, make_git_repo, row, isolation)
+    packet, providers, places = build(tmp_path, make_git_repo, row, isolation, claude)
     tree = packet / "workspace"
     head = git(tree, "rev-parse", "HEAD")
     done = awp_run(tmp_path, packet, providers)  # bounded: a hang fails the test at the timeout
