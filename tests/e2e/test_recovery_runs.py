@@ -177,6 +177,10 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     assert first.exit_code == 0, first.output
     (root / "workspace" / "done.txt").unlink()
     subprocess.run(["git", "-C", str(root / "workspace"), "commit", "-qam", "reset"], check=True)
+    # The next packet run's agent works at once: were sim-b limited too, both accounts would rest and the AgentRun
+    # would wait for the first one back (an hour) rather than start on a resting account.
+    front["simulate"] = {"attempts": [{"writes": [{"path": "done.txt", "text": "ok"}]}]}
+    (root / "prompts" / "01_work.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\n# Work\n")
     second = awp("run", root, "--providers", providers, "--json")
     # Its first Attempt already runs on sim-b: sim-a still rests after the first packet run's limit.
     records = stored_attempts(root, json.loads(second.stdout)["packet_run"])
