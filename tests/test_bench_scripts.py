@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 # Modules the scripts import, not scripts of their own.
 HELPERS = {"emit.py", "under_daemon.py", "private_speedups_preload.py", "suite.py"}
+# Tinier than the suite's quick size where that takes minutes: the daemon's CPU over every shape and two sizes
+# (each waits for both sensors to tick twice) runs here in one shape, two sizes, a short window.
+TINY = {"daemon-cpu": ["bench/sensor_daemon_cpu.py", "--packets", "1", "2", "--seconds", "3", "--shapes", "served"]}
 # Scripts outside `make bench`'s table, each with a tiny size of its own.
 OUTSIDE_SUITE = {
     "blame_speed.py": ["--commits", "30", "--repeat", "1", "--json"],
@@ -57,7 +60,7 @@ def _run(argv: list[str], env: dict[str, str]) -> str:
 def test_each_bench_of_the_suite_runs_at_its_quick_size(name: str) -> None:
     """As `make bench ARGS=--quick` runs it (the PostgreSQL rows on make test's server when AWP_TEST_PG_URL is set)."""
     bench = BENCHES[name]
-    out = _run([*bench.quick_argv, "--json"], dict(os.environ))
+    out = _run([*TINY.get(name, bench.quick_argv), "--json"], dict(os.environ))
     rows = bench.rows(json.loads(out[out.index("{"):]))  # as suite.run_bench reads it
     assert rows, f"{name}: the quick run gave no row"
 
