@@ -17,7 +17,3 @@ def page_base() -> str:
 
 def attempt_page_url(attempt: str) -> str:
     return f"{page_base()}/attempts/{quote(attempt, safe='')}"
-
-
-def agent_run_page_url(agent_run: str) -> str:
-    return f"{page_base()}/agent-runs/{quote(agent_run, safe='')}"
