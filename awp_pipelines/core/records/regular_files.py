@@ -27,16 +27,22 @@ def read_regular(path: Path | str, cap: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, left = [], cap
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_at_most(fd, cap)
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, cap: int) -> bytes:
+    """Up to `cap` bytes from an open descriptor, in chunks of a MiB: a file that grows while it is read stops at
+    the cap."""
+    chunks, left = [], cap
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def entry_fingerprint(path: Path | str, cap: int = FINGERPRINT_CAP_BYTES) -> bytes:

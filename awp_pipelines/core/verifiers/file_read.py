@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+from awp_pipelines.core.records.regular_files import read_at_most
+
 MAX_READ_BYTES = 10 * 1024 * 1024  # 10 MiB: far above any contract's text file, far below a runaway write
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -52,16 +54,9 @@ def read_regular(path: Path, cap: int = MAX_READ_BYTES) -> bytes:
         if not stat.S_ISREG(opened.st_mode):  # replaced between lstat and open
             raise Refused(f"not a regular file ({_kind(opened.st_mode)}): {path}; a verifier reads regular files "
                           "only")
-        chunks, left = [], cap + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
+        data = read_at_most(fd, cap + 1)  # one byte past the cap tells a file that grew while it was read
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > cap:  # grew while it was read
         raise Refused(f"file too large (over the {cap}-byte cap): {path}")
     return data
