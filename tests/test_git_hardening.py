@@ -201,3 +201,17 @@ def test_a_secret_of_several_lines_is_found_by_its_lines() -> None:
     diff = "+++ b/id\n@@ -0,0 +1,3 @@\n+-----BEGIN KEY-----\n+b3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n+-----END KEY-----\n"
     assert SecretHit("id", 2) in secrets_in_diff(diff, [key])
     assert secrets_in_diff("+++ b/x\n@@ -0,0 +1 @@\n+-----END\n", [key]) == []  # short lines alone: no match
+
+
+def test_the_empty_home_of_awps_git_is_removed_when_its_process_exits(tmp_path: Path) -> None:
+    """Every process that runs AWP's git (a run worker, a step, a test worker) made an empty HOME under the temp
+    folder: they piled up by the hundred. Its maker removes it on the way out; a forked child leaves it be."""
+    import sys
+    script = ("import os\nfrom awp_pipelines.core.records.workspace import git_env\n"
+              "home = git_env()['HOME']\nprint(home, flush=True)\n"
+              "child = os.fork()\nif child == 0:\n    import sys; sys.exit(0)\n"
+              "os.waitpid(child, 0)\nprint(os.path.isdir(home), flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)}).stdout.split()
+    assert out[1] == "True"  # the forked child's exit did not remove its parent's HOME
+    assert Path(out[0]).parent == tmp_path and not Path(out[0]).exists()

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterRunStatus, RunsFilter
+from dagster import DagsterRunStatus
 from deployment import all_finished, deployment, embedded_home, init_workspaces, make_project
 from e2e_support import decided_launch
 
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.orchestration.ledger.history import packet_run_records
 
 pytestmark = pytest.mark.slow
 
@@ -56,14 +57,14 @@ def test_a_materialize_all_run_that_dies_before_its_first_compute_is_recovered_i
         packet_run = f"pr-{first[:8]}"
 
         def completed(instance) -> bool:  # noqa: ANN001
-            runs = instance.get_runs(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
+            runs = [r.dagster_run for r in packet_run_records(instance, packet_run)]
             done = {decided_launch(r)[0] for r in runs if r.status == DagsterRunStatus.SUCCESS and r.run_id != first}
             return all_finished(instance, runs) and done == {"01", "02"}
 
         dep.wait_until(completed, 300, f"the sensor to complete packet run {packet_run}")
         with dep.instance() as instance:
             claimed = instance.get_run_by_id(first)
-            recovery = instance.get_runs(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
+            recovery = [r.dagster_run for r in packet_run_records(instance, packet_run)]
     assert claimed is not None
     assert claimed.tags[tags.PACKET_RUN] == packet_run
     assert len(recovery) == 3  # the UI's run, then one launch per prompt it held

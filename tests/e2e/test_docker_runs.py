@@ -27,7 +27,7 @@ import pytest
 import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
-from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
 from e2e_support import decided_attempt
 from local_servers import serving
 
@@ -185,6 +185,7 @@ def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_
     steps run by AWP's executor rules there (in process: the run worker is the container's pid 1), the compute tags
     the run, and the recovery sensor launches 01's repair in a container of its own; both prompts end committed."""
     from awp_pipelines.dagster_compat.pools import slot_holders
+    from awp_pipelines.orchestration.ledger.history import packet_run_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     remotes = {}
@@ -203,7 +204,7 @@ def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_
             """The UI's run and the runs of the packet run its compute tagged it with."""
             run = i.get_run_by_id(first)
             packet_run = run.tags.get("awp/packet_run") if run else None
-            return i.get_runs(RunsFilter(tags={"awp/packet_run": packet_run})) if packet_run else []
+            return [r.dagster_run for r in packet_run_records(i, packet_run)] if packet_run else []
 
         def settled(i: DagsterInstance) -> bool:
             runs = family(i)

@@ -12,6 +12,7 @@ untrusted input: nothing it writes is run, or written through, by AWP's git.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -55,8 +56,12 @@ class LinkedGitFile(WorkspaceError):
 
 @functools.cache
 def _empty_home() -> str:
-    """A HOME holding nothing (no ~/.gitconfig, no XDG attributes or ignore file), made once per process."""
-    return tempfile.mkdtemp(prefix="awp-git-home-")
+    """A HOME holding nothing (no ~/.gitconfig, no XDG attributes or ignore file), made once per process and
+    removed when it exits (every run worker, step and test worker makes one: they piled up in /tmp)."""
+    home, maker = tempfile.mkdtemp(prefix="awp-git-home-"), os.getpid()
+    # By its maker only: a forked child inherits the cache and this hook, and the folder outlives the child.
+    atexit.register(lambda: os.getpid() == maker and shutil.rmtree(home, ignore_errors=True))
+    return home
 
 
 def git_env(*, read_only: bool = False, operator_config: bool = False) -> dict[str, str]:

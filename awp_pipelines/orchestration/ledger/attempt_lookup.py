@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import DagsterInstance, RunsFilter
+from dagster import DagsterInstance
 
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_asset_events
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, packet_run_records, run_asset_events
 from awp_pipelines.orchestration.ledger.liveness import gone_runs
 
 
@@ -100,7 +100,7 @@ def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundA
 
 def _attempts(instance: DagsterInstance, packet_run: str, prefix: str) -> list[FoundAttempt]:
     found: dict[str, FoundAttempt] = {}
-    runs = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))
+    runs = packet_run_records(instance, packet_run)
     gone = gone_runs(instance, [run.dagster_run for run in runs])
     for run in sorted(runs, key=lambda r: r.create_timestamp):
         run_id, status = run.dagster_run.run_id, run.dagster_run.status.value

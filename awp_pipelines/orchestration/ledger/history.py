@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunRecord, RunsFilter
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
@@ -168,10 +168,16 @@ def prompts_of_run(run: DagsterRun, keys: Mapping[AssetKey, str]) -> set[str]:
     return {keys[k] for k in selection if k in keys}
 
 
+def packet_run_records(instance: DagsterInstance, packet_run: str) -> list[RunRecord]:
+    """The run records of the packet run, each once: Dagster's `add_run_tags` reads the run, then inserts the
+    tags it lacked, so a run tagged by two writers at once gets the tag row twice and a tag filter (a join on
+    the tags table) returns it twice (seen on 1.12's SQLite and 1.13's PostgreSQL)."""
+    return list({r.dagster_run.run_id: r for r in
+                 instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
+
+
 def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
-    # Once each: a run whose tag row was stored twice (seen on dagster 1.12's SQLite) came back twice.
-    records = list({r.dagster_run.run_id: r for r in
-                    instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
+    records = packet_run_records(instance, packet_run)
     runs = [r.dagster_run for r in records]
     ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
     return history_of(packet_run, runs, ended, attempt_events(instance, [run.run_id for run in runs], keys), keys,
