@@ -9,7 +9,7 @@ import pytest
 
 from awp_pipelines.cli.plan_cmd import dirty_tree_line
 from awp_pipelines.cli.run_cmd import _Printer
-from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, LaunchDecided, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, AttemptStarted, LaunchDecided, LaunchWaiting, RunPlanned
 from awp_pipelines.core.packet.packet import PacketError, load_packet, packets_below
 from awp_pipelines.core.records.plural import counted
 
@@ -55,3 +55,17 @@ def test_the_progress_counter_never_goes_backwards(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     counts = [int(line[1]) for line in err.splitlines() if line.startswith("[")]
     assert counts == sorted(counts) and counts[-1] == 3, err
+
+
+def test_a_wait_for_a_resting_account_is_said_with_its_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every account of a chain resting: the AgentRun waits (up to an hour) for the first one back, and `awp run`
+    says so once instead of going quiet."""
+    import time
+
+    printer = _Printer(quiet=False)
+    printer.event(RunPlanned(prompts=(("01", "A"),)))
+    printer.event(LaunchWaiting("01", 2, "fallback", "every account rests: sim-a until 10:00", time.time() + 600))
+    err = capsys.readouterr().err
+    assert err.startswith("[0/1 done] 01 A → fallback waits until "), err
+    assert "(600 s)" in err or "(599 s)" in err, err
+    assert err.rstrip().endswith("every account rests: sim-a until 10:00"), err

@@ -26,7 +26,7 @@ from awp_pipelines.cli.common import (
 from awp_pipelines.cli.plan_cmd import print_plan
 from awp_pipelines.core.engine.attempt_record import Usage
 from awp_pipelines.core.engine.outage import quiet_outages
-from awp_pipelines.core.engine.progress import AttemptEnded, LaunchDecided, ProgressEvent, RunPlanned
+from awp_pipelines.core.engine.progress import AttemptEnded, LaunchDecided, LaunchWaiting, ProgressEvent, RunPlanned
 from awp_pipelines.core.planning.plan import Overrides
 
 _STYLE = {"completed": "green", "planned": "dim", "waiting": "yellow", "interrupted": "yellow", "stopped": "yellow",
@@ -155,6 +155,9 @@ class _Printer:
             return
         elif isinstance(event, LaunchDecided):
             console.print(f"{self._head(event.prompt)} → {event.mode}: {event.reason}", highlight=False, markup=False)
+        elif isinstance(event, LaunchWaiting):
+            console.print(f"{self._head(event.prompt)} → {event.line().split(' → ', 1)[1]}", highlight=False,
+                          markup=False)
         else:
             if isinstance(event, AttemptEnded) and event.result == "completed":
                 self.done.add(event.prompt)

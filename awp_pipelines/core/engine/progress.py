@@ -6,6 +6,7 @@ SDK install one around their runs, a run worker under the daemon has none.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -68,6 +69,23 @@ class LaunchDecided:
 
 
 @dataclass(frozen=True)
+class LaunchWaiting:
+    """Nothing is due: the next Attempt of a prompt waits until `due_at` (a backoff, or every account it may
+    use resting until the first is back, up to an hour): said once per wait, so a quiet terminal is explained."""
+
+    prompt: str
+    number: int
+    mode: str
+    reason: str
+    due_at: float
+
+    def line(self) -> str:
+        at = time.strftime("%H:%M:%S", time.localtime(self.due_at))
+        return f"{self.prompt} → {self.mode} waits until {at} ({max(0, round(self.due_at - time.time()))} s): " \
+               f"{self.reason}"
+
+
+@dataclass(frozen=True)
 class RunPlanned:
     """The run's plan is made: the selected prompts, in order, as (id, name), and a warning for each chosen
     prompt whose upstream is unfinished (it runs all the same). Comes before any Attempt."""
@@ -79,7 +97,7 @@ class RunPlanned:
         return "prompts " + ", ".join(pid for pid, _ in self.prompts)
 
 
-ProgressEvent = RunPlanned | AttemptStarted | AttemptEnded | AttemptNote | LaunchDecided
+ProgressEvent = RunPlanned | AttemptStarted | AttemptEnded | AttemptNote | LaunchDecided | LaunchWaiting
 Listener = Callable[[ProgressEvent], None]
 
 _listener: ContextVar[Listener | None] = ContextVar("awp_progress_listener", default=None)

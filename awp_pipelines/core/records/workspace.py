@@ -59,8 +59,11 @@ def _empty_home() -> str:
     """A HOME holding nothing (no ~/.gitconfig, no XDG attributes or ignore file), made once per process and
     removed when it exits (every run worker, step and test worker makes one: they piled up in /tmp)."""
     home, maker = tempfile.mkdtemp(prefix="awp-git-home-"), os.getpid()
-    # By its maker only: a forked child inherits the cache and this hook, and the folder outlives the child.
-    atexit.register(lambda: os.getpid() == maker and shutil.rmtree(home, ignore_errors=True))
+
+    def remove() -> None:  # by its maker only: a forked child inherits the cache and this hook
+        if os.getpid() == maker:
+            shutil.rmtree(home, ignore_errors=True)
+    atexit.register(remove)
     return home
 
 

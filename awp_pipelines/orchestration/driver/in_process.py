@@ -31,7 +31,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts, outage
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.engine.interrupts import Interrupted
-from awp_pipelines.core.engine.progress import LaunchDecided, Listener, listening
+from awp_pipelines.core.engine.progress import LaunchDecided, LaunchWaiting, Listener, listening
 from awp_pipelines.core.packet.errors import StorageUnavailable
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.execution import ended_by_interrupt
@@ -109,6 +109,10 @@ class Progress:
         self.launch(launch)
         if self.event is not None:
             self.event(LaunchDecided(launch.prompt, launch.number, launch.mode, launch.reason))
+
+    def waiting(self, launch: Launch) -> None:
+        if self.event is not None:
+            self.event(LaunchWaiting(launch.prompt, launch.number, launch.mode, launch.reason, launch.due_at))
 
 
 class RunStopped(Exception):
@@ -205,6 +209,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     # gets one round of what comes next.
     rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
     executed = 0
+    said_waiting: set[tuple[str, int, float]] = set()
     for _ in range(2 * _MAX_LAUNCHES):
         history = packet_run_history(instance, packet_run, binding.keys)
         outage.answered()  # the instance answered: an outage in progress is over
@@ -219,9 +224,13 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
             _execute(job, instance, [binding.key(past)], {**base, tags.IGNORE_DEPS: "true"}, options, progress)
             continue
         if not outlook.due:
+            first = min(outlook.waiting, key=lambda launch: launch.due_at)
+            if (first.prompt, first.number, first.due_at) not in said_waiting:  # once per wait, not per wake-up
+                said_waiting.add((first.prompt, first.number, first.due_at))
+                progress.waiting(first)
             stop = interrupts.current()
             with stop.cut_in() if stop is not None else nullcontext():  # a backoff ends at once on a signal
-                time.sleep(max(0.0, min(launch.due_at for launch in outlook.waiting) - time.time()))
+                time.sleep(max(0.0, first.due_at - time.time()))
             continue
         executed += 1
         for launch in outlook.due:
