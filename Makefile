@@ -7,7 +7,7 @@ VENV := .venv
 # Stamp newer than pyproject.toml = the venv has this version of the dependencies.
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast demo ui lint fuzz
+.PHONY: install test test-all test-extended test-fast demo ui lint fuzz
 
 install: $(STAMP)
 
@@ -19,6 +19,14 @@ $(STAMP): pyproject.toml
 
 test: install
 	bash tests/run_tests.sh
+
+# `make test` and the end-to-end variants it leaves out (tests/suite_tiers.py).
+test-all: install
+	AWP_TEST_EXTENDED=1 bash tests/run_tests.sh
+
+# Only the end-to-end variants `make test` leaves out, on the newest Dagster.
+test-extended: install
+	AWP_TEST_EXTENDED=only bash tests/run_tests.sh tests
 
 # The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), no PostgreSQL.
 test-fast: install

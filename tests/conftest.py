@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+import suite_tiers
 from packet_sources import PacketSource, packet_sources
 
 # The reliability summary table (tests/reliability/summary.py). Registered here, in the conftest every process
@@ -231,6 +232,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.oldest)
     shared_twice = [item for item in items if item.name.split("[")[0] in FIXTURE_PACKETS_ONLY
                     and item.name.endswith("[shared]")]
-    if shared_twice:
-        config.hook.pytest_deselected(items=shared_twice)
-        items[:] = [item for item in items if item not in shared_twice]
+    tier = suite_tiers.tier()  # the scenarios `make test` leaves to `make test-all` (tests/suite_tiers.py)
+    left_out = [item for item in items if tier != "all" and suite_tiers.extended(item.name) != (tier == "only")]
+    dropped = set(shared_twice) | set(left_out)
+    if dropped:
+        config.hook.pytest_deselected(items=[item for item in items if item in dropped])
+        items[:] = [item for item in items if item not in dropped]
+    # The slow tests first (a stable sort keeps each module's order): with -n 2 the last minutes are then short
+    # tests both workers share, not one worker's end-to-end run while the other idles.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

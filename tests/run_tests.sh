@@ -72,7 +72,7 @@ fi
 # 4. pytest on the newest Dagster of the supported range. Exit code 5 = no tests collected: not green.
 rc=0
 started=$SECONDS
-.venv/bin/python -m pytest -q -n 2 --durations=40 "$@" </dev/null || rc=$?
+.venv/bin/python -m pytest -q -n 2 --dist worksteal --durations=40 "$@" </dev/null || rc=$?
 echo "run_tests.sh: the newest leg took $((SECONDS - started)) s"
 if [ "$rc" -eq 5 ]; then
   echo "run_tests.sh: FAILED: pytest collected no tests (exit 5); a run with no tests is not a pass." >&2
