@@ -10,31 +10,17 @@ from pathlib import Path
 
 import yaml
 from dagster import DagsterRunStatus
-from ledger.support import a_record
+from ledger.support import a_binding, a_record
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.decisions.next_launches import next_launches
 from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog, load_catalog
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, agent_run_truth, decision_inputs
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
-
-
-def _binding(root: Path, make_git_repo, prompts: dict[str, dict], catalog: Catalog = BUILTIN,
-             **manifest: object) -> PacketBinding:
-    """Independent prompts (each `NN_slug` → front matter) on one work tree."""
-    make_git_repo(root / "workspace")
-    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "mem", "provider": "simulated", "repos": {
-        "app": {"path": "./workspace", "default": True}}, **manifest}))
-    (root / "prompts").mkdir()
-    for name, front in prompts.items():
-        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
-    return packet_assets(load_packet(root), catalog).binding
 
 
 def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prompt: str, result: str,
@@ -53,7 +39,7 @@ def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prom
 
 def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path, make_git_repo) -> None:
     contract = {"verify": {"files_exist": ["x.txt"]}}
-    binding = _binding(tmp_path / "p", make_git_repo, {"01_a": contract, "02_b": contract, "03_c": contract})
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": contract, "02_b": contract, "03_c": contract})
     ledger = MemoryLedger()
     _attempt(ledger, binding, "pr-1", "01", "completed")
     _attempt(ledger, binding, "pr-1", "02", "verification_failed")
@@ -79,7 +65,7 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     providers = tmp_path / "providers.yaml"
     providers.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated", "cooldown_s": 3600},
                                                       "sim-b": {"provider": "simulated"}}}))
-    binding = _binding(tmp_path / "p", make_git_repo, {"01_work": {"verify": {"files_exist": ["done.txt"]}}},
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_work": {"verify": {"files_exist": ["done.txt"]}}},
                        load_catalog(providers), accounts=["sim-a", "sim-b"])
     ledger = MemoryLedger()
     first = decision_inputs(binding, ledger.history("pr-1", binding.keys), ["01"])

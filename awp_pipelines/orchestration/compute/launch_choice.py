@@ -18,7 +18,6 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
 from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig, decided_by_launcher
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
@@ -27,6 +26,7 @@ from awp_pipelines.orchestration.ledger.history import (
     decision_inputs,
     prompts_of_run,
 )
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import latest_history, note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import runners_of
 
@@ -77,7 +77,7 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     Failure names them); a prompt the user chose (`chosen_by_user`) starts, a warning naming each unfinished
     upstream. A reason to skip is returned when an agent's `finish` ended the packet run: the step ends with
     nothing materialized and Dagster skips what follows. A dead Attempt that committed is adopted first."""
-    adopt_committed(context.instance, binding, history)
+    InstanceLedger(context.instance).adopt(binding, history)
     if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
         return None
     _, statuses = agent_run_truth(binding, history, [prompt.id], exclude_run=context.run.run_id)

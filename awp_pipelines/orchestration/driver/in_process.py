@@ -41,7 +41,6 @@ from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.history import (
     PacketRunHistory,
     agent_run_truth,
@@ -52,7 +51,6 @@ from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_
 from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
-from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
@@ -190,9 +188,9 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     note_packet_run(instance, binding.packet.name, packet_run)
     recover_from_dead_runners(compiled, instance)
     if options.packet_run is None:  # a new packet run: none before it is left reading `running`
-        settle_earlier_packet_runs(instance, binding, packet_run)
+        InstanceLedger(instance).settle(binding, packet_run)
     history = packet_run_history(instance, packet_run, binding.keys)
-    adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
+    InstanceLedger(instance).adopt(binding, history)  # a dead Attempt that committed is done: its record first
     fresh = _startable_fresh(binding, history, selected, options.ignore_deps)
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on

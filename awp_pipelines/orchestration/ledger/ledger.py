@@ -10,10 +10,19 @@ same promises. docs/architecture.md has them as a table.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from dagster import AssetKey, AssetMaterialization, AssetObservation, DagsterInstance, MetadataValue
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    DagsterEventType,
+    DagsterInstance,
+    MetadataValue,
+    RunsFilter,
+)
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
@@ -22,12 +31,15 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import report_materialization, report_observation
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_run_slots, free_slot, slot_holders
+from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.claims import claim_attempt
 from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of
 from awp_pipelines.orchestration.ledger.runners import note_runner, runners_of
+from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 
@@ -50,13 +62,39 @@ class Ledger(Protocol):
         counts the Attempt. Append-only; two markers of one number keep the later run's."""
         ...
 
-    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
+    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
+                       shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
         """An Attempt's record, in its run's log (an ended run's log still takes it: adoption). Append-only;
-        two records of one number read as the later one."""
+        two records of one number read as the later one. `shown`: what the asset page shows with it
+        (compile/metadata.py, the record among it), else the record alone."""
         ...
 
     def fail_run(self, run_id: str, why: str) -> None:
         """Reap: the run ended failed, for `why` (its driver is gone). Idempotent; an ended run stays ended."""
+        ...
+
+    def why_failed(self, run_id: str) -> str | None:
+        """What the run's failure was stored with (`fail_run`'s `why` among it); None when it has not failed."""
+        ...
+
+    # --- adoption and settling ----------------------------------------------------------------------------
+    def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+        """Adopt every Attempt of `history` that committed and whose run ended with no record (adoption.py):
+        its record, marked adopted with its commits as evidence, is stored in its own run and added to
+        `history`. The Attempt ids adopted. The commit (its `AWP-Attempt` trailer on HEAD) is the proof, so
+        a run still driven is never adopted. Two adopters at once (`awp run`, the sensor, a compute) may both
+        store the record: it reads once. A crash before the store leaves it to the next reader; lost commits
+        lose the adopted record, and the next reader adopts it again from the same commit."""
+        ...
+
+    def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:
+        """Before `new_packet_run` starts: adopt the committed Attempts of every earlier packet run of the
+        packet and stop each one left unfinished (settling.py). The packet runs stopped. The caller holds the
+        packet's lock (`awp run`); two settlers without it both stop a packet run, and one marker stands.
+        Each packet run is read once per change: its run count, stored last, says it was settled, so a
+        crash mid-way settles it again (adopting and stopping are idempotent). Lost commits are a suffix of
+        them: the count never survives without the stop and records stored before it; a lost count (or a
+        resume's new run) settles the packet run again."""
         ...
 
     # --- claims, runners, beats ---------------------------------------------------------------------------
@@ -143,6 +181,10 @@ class Ledger(Protocol):
         """The packet's packet runs, the one a run joined last first."""
         ...
 
+    def run_counts(self, packet_runs: Collection[str]) -> dict[str, int]:
+        """Packet run → how many runs it has, for those of `packet_runs` with any. One read."""
+        ...
+
     def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
         """Packet run → its run count when it was last settled (settling.py reads a packet run again only when
         it gained runs since)."""
@@ -167,15 +209,26 @@ class InstanceLedger:
         report_observation(self.instance, run_id, self._job(run_id), AssetObservation(asset_key=key,
                                                                                       metadata=metadata))
 
-    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
-        metadata = {tags.RECORD: MetadataValue.json(record.model_dump(mode="json"))}
+    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
+                       shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
+        metadata = dict(shown) if shown else {tags.RECORD: MetadataValue.json(record.model_dump(mode="json"))}
         report_materialization(self.instance, run_id, self._job(run_id),
-                               AssetMaterialization(asset_key=key, metadata=metadata))
+                               AssetMaterialization(asset_key=key, description=description, metadata=metadata))
 
     def fail_run(self, run_id: str, why: str) -> None:
         run = self.instance.get_run_by_id(run_id)
         if run is not None and not run.is_finished:
             self.instance.report_run_failed(run, why)
+
+    def why_failed(self, run_id: str) -> str | None:
+        failures = self.instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
+        return "\n".join(entry.message or "" for entry in failures) if failures else None
+
+    def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+        return adopt_committed(self, binding, history)
+
+    def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:
+        return settle_earlier_packet_runs(self, binding, new_packet_run)
 
     def claim_attempt(self, attempt_id: str, run_id: str) -> str | None:
         return claim_attempt(self.instance, attempt_id, run_id)
@@ -231,6 +284,15 @@ class InstanceLedger:
 
     def packet_runs(self, packet: str) -> list[str]:
         return packet_runs_of(self.instance, packet)
+
+    def run_counts(self, packet_runs: Collection[str]) -> dict[str, int]:
+        if not packet_runs:
+            return {}
+        records = self.instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: list(packet_runs)}))
+        # Once each: a run whose tag row was stored twice came back twice (packet_index.runs_of_packet).
+        counts = Counter(r.dagster_run.tags.get(tags.PACKET_RUN) for r in
+                         {r.dagster_run.run_id: r for r in records}.values())
+        return {str(p): n for p, n in counts.items() if p}
 
     def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
         stored = kv_get(self.instance, {tags.SETTLED_KEY + p for p in packet_runs}) if packet_runs else {}

@@ -43,12 +43,12 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, claimant, of_packet
 from awp_pipelines.orchestration.ledger.ended_runs import ended_since
 from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.reaper import driven_in_process
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
@@ -184,7 +184,7 @@ def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packe
     history = packet_run_history(instance, packet_run, binding.keys)
     if driven_in_process(instance, history.runs, packet.state_root):
         return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
-    adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
+    InstanceLedger(instance).adopt(binding, history)  # a dead Attempt that committed gets its record first
     inputs = decision_inputs(binding, history)
     outlook = next_launches(inputs, now, history.stopped)
     changed = {i.prompt for i in inputs if i.superseded and i.started == i.superseded}
