@@ -30,7 +30,7 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
     from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
     loaded = open_packet(packet)

@@ -29,7 +29,7 @@ from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.ledger.adoption import OUTAGE_REASON
 from awp_pipelines.orchestration.ledger.history import packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
 from awp_pipelines.orchestration.ledger.reaper import end_run
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED

@@ -23,7 +23,8 @@ from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, OUTAGE_R
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger, Ledger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
 from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
 

@@ -20,8 +20,8 @@ from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import fail_if_stopping
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:

@@ -26,7 +26,7 @@ from awp_pipelines.orchestration.ledger.history import (
     decision_inputs,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import latest_history, note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import runners_of
 

@@ -47,8 +47,8 @@ from awp_pipelines.orchestration.ledger.history import (
     packet_run_history,
 )
 from awp_pipelines.orchestration.ledger.instance import storage_failure
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
 from awp_pipelines.orchestration.sensors.recovery import launch_tags

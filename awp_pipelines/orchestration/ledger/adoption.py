@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
@@ -21,11 +20,9 @@ from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attem
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.metadata import record_metadata
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
 from awp_pipelines.orchestration.ledger.runners import runner_alive
-
-if TYPE_CHECKING:
-    from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 ADOPTED_REASON = "adopted: committed before its process died"
 # The process lived on, but the instance's database failed: its record (and its run's end) was never stored.

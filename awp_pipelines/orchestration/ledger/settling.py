@@ -14,15 +14,12 @@ when it has gained runs since (a resume of it). It runs on any ledger (`Ledger.s
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from awp_pipelines.core.decisions.agent_run import UNFINISHED_BY_HAND, packet_run_state
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import agent_run_truth
-
-if TYPE_CHECKING:
-    from awp_pipelines.orchestration.ledger.ledger import Ledger
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 _UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
 

@@ -48,7 +48,7 @@ from awp_pipelines.orchestration.ledger.ended_runs import ended_since
 from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs, packet_run_history
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.reaper import driven_in_process
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
