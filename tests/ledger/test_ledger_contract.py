@@ -178,6 +178,9 @@ def test_a_stop_stands_until_resumed_and_a_stop_older_than_the_resume_is_void(su
     assert ledger.stop("pr", StopMarker(150.0, "SIGINT", "late signal")).marker is None  # older than the resume
     assert ledger.stop("pr", StopMarker(250.0, "SIGTERM", "")).stopped
     assert ledger.stop_state("other").marker is None
+    states = ledger.stop_states(["pr", "other"])
+    assert states.keys() == {"pr", "other"} and states["pr"].stopped and not states["other"].stopped
+    assert ledger.stop_states([]) == {}
 
 
 def test_a_resting_account_is_unavailable_until_its_cooldown_ends_and_uses_are_counted(subject: Subject) -> None:
@@ -189,6 +192,9 @@ def test_a_resting_account_is_unavailable_until_its_cooldown_ends_and_uses_are_c
     used = ledger.record_use("b", 20)
     assert (used.attempts, used.last_used_ms) == (2, 20)
     assert ledger.availability(["b"], 30).usage["b"].attempts == 2
+    lifted = ledger.lift("a")  # a person fixed its login
+    assert lifted is not None and lifted.until_ms == 2_000 and not ledger.availability(["a"], 1_000).resting("a")
+    assert ledger.lift("a") is None and ledger.availability(["a"], 1_000).cooldowns == {}
 
 
 def test_a_pool_has_one_holder_its_waiters_queue_and_a_freed_run_holds_nothing(subject: Subject) -> None:

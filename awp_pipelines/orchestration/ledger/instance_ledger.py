@@ -92,6 +92,9 @@ class InstanceLedger:
     def stop_state(self, packet_run: str) -> StopState:
         return StopStore(self.instance).state(packet_run)
 
+    def stop_states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        return StopStore(self.instance).states(packet_runs)
+
     def stop(self, packet_run: str, marker: StopMarker) -> StopState:
         return StopStore(self.instance).stop(packet_run, marker)
 
@@ -100,6 +103,9 @@ class InstanceLedger:
 
     def rest(self, cooldown: Cooldown) -> None:
         AccountStore(self.instance).set_cooldown(cooldown)
+
+    def lift(self, account: str) -> Cooldown | None:
+        return AccountStore(self.instance).lift(account)
 
     def record_use(self, account: str, at_ms: int) -> AccountUsage:
         return AccountStore(self.instance).record_use(account, at_ms)

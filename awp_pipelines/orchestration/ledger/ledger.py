@@ -110,6 +110,10 @@ class Ledger(Protocol):
     def stop_state(self, packet_run: str) -> StopState:
         ...
 
+    def stop_states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        """Each packet run's stop state, in one read (a sensor tick keeps every stopped packet run in view)."""
+        ...
+
     def stop(self, packet_run: str, marker: StopMarker) -> StopState:
         """Store the user's stop, unless a resume came after it (a stop older than the last resume is void):
         returns what stands. Two stoppers at once: one marker stands, either. Lost commits: a lost stop is
@@ -123,6 +127,12 @@ class Ledger(Protocol):
     # --- accounts: cooldowns and use ----------------------------------------------------------------------
     def rest(self, cooldown: Cooldown) -> None:
         """An exhausted account rests until `cooldown.until_ms`; every process honours it. Last writer wins."""
+        ...
+
+    def lift(self, account: str) -> Cooldown | None:
+        """End the account's cooldown now (`awp accounts lift`: a person fixed its login): the one lifted, None
+        when it had none. A rest stored at once with it: last writer wins. Lost commits: a lost lift leaves the
+        account resting until its cooldown ends; `awp accounts` shows what stands."""
         ...
 
     def record_use(self, account: str, at_ms: int) -> AccountUsage:

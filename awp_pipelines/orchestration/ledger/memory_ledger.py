@@ -157,6 +157,10 @@ class MemoryLedger:
         with self._lock:
             return self.stops.get(packet_run, StopState())
 
+    def stop_states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        with self._lock:
+            return {p: self.stops.get(p, StopState()) for p in packet_runs}
+
     def stop(self, packet_run: str, marker: StopMarker) -> StopState:
         with self._lock:
             new = self.stop_state(packet_run).stop(marker)
@@ -172,6 +176,10 @@ class MemoryLedger:
     def rest(self, cooldown: Cooldown) -> None:
         with self._lock:
             self.cooldowns[cooldown.account] = cooldown
+
+    def lift(self, account: str) -> Cooldown | None:
+        with self._lock:
+            return self.cooldowns.pop(account, None)
 
     def record_use(self, account: str, at_ms: int) -> AccountUsage:
         with self._lock:
