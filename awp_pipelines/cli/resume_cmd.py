@@ -36,11 +36,11 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     loaded = open_packet(packet)
     instance = open_instance(loaded.root, instance_dir)
     try:
-        packet_run = packet_run or newest_packet_run(instance, loaded.name)
+        ledger = InstanceLedger(instance)
+        packet_run = packet_run or newest_packet_run(ledger, loaded.name)
         if packet_run is None:
             raise PacketError(loaded.manifest_file, f"packet {loaded.name} has no packet run in this instance",
                               hint="`awp run` starts one")
-        ledger = InstanceLedger(instance)
         lifted = ledger.resume(packet_run, time.time()) if lift_only else ledger.stop_state(packet_run).marker
     finally:
         instance.dispose()

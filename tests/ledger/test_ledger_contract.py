@@ -19,6 +19,7 @@ from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, OUTAGE_REASON
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
@@ -295,3 +296,16 @@ def test_a_new_packet_run_stops_an_earlier_unfinished_one_once_and_again_when_it
     assert ledger.settle(binding, "pr-new") == []  # read once per change: its lifted stop stays lifted
     subject.end_run(subject.add_run("pr-left", DagsterRunStatus.STARTED))  # the resume's run, and it ended
     assert ledger.settle(binding, "pr-new") == ["pr-left"] and ledger.settled(["pr-left"]) == {"pr-left": 2}
+
+
+def test_a_hand_off_s_results_are_kept_per_packet_run_and_the_last_stands(subject: Subject) -> None:
+    ledger = subject.ledger
+    assert ledger.handoff("p", "pr") == []
+    failed = HandoffResult(repo="app", forge="github", branch="awp/pr", action="failed", message="HTTP 502",
+                           at="2026-12-01T00:00:00+00:00")
+    opened = failed.model_copy(update={"action": "opened", "url": "https://example.invalid/pull/7", "number": 7,
+                                       "message": ""})
+    ledger.keep_handoff("p", "pr", [failed])
+    ledger.keep_handoff("p", "pr", [opened])  # tried again: the last stands
+    assert ledger.handoff("p", "pr") == [opened]
+    assert ledger.handoff("p", "pr-other") == [] and ledger.handoff("q", "pr") == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -20,6 +20,7 @@ from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Co
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.dagster_compat.events import report_materialization, report_observation
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_run_slots, free_slot, slot_holders
@@ -27,6 +28,7 @@ from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.claims import claim_attempt
+from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, keep_handoff
 from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
 from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of
@@ -147,6 +149,12 @@ class InstanceLedger:
 
     def mark_settled(self, packet_run: str, runs: int) -> None:
         kv_set(self.instance, {tags.SETTLED_KEY + packet_run: str(runs)})
+
+    def handoff(self, packet: str, packet_run: str) -> list[HandoffResult]:
+        return handoff_of(self.instance, packet, packet_run)
+
+    def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        keep_handoff(self.instance, packet, packet_run, results)
 
     def _job(self, run_id: str) -> str:
         run = self.instance.get_run_by_id(run_id)

@@ -10,7 +10,7 @@ same promises. docs/architecture.md has them as a table.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from dagster import AssetKey
@@ -18,6 +18,7 @@ from dagster import AssetKey
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
@@ -181,4 +182,16 @@ class Ledger(Protocol):
         ...
 
     def mark_settled(self, packet_run: str, runs: int) -> None:
+        ...
+
+    # --- hand-offs ----------------------------------------------------------------------------------------
+    def handoff(self, packet: str, packet_run: str) -> list[HandoffResult]:
+        """The packet run's last hand-off, one result per repo; empty when none was tried."""
+        ...
+
+    def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        """Keep a hand-off's results (handoffs.py). Last writer wins: of two hand-offs at once (the sensor and
+        `awp handoff`) one's results stand. Lost commits: a lost result reads as the one before it (or none),
+        and the next automatic hand-off of the packet run tries again (the open pull request of its branch is
+        updated, not opened twice)."""
         ...

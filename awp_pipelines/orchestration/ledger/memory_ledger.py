@@ -23,6 +23,7 @@ from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Co
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.claims import this_process
@@ -46,6 +47,7 @@ class MemoryLedger:
     events: list[tuple[str, AssetKey, dict[str, object]]] = field(default_factory=list)  # (run id, asset, meta)
     kv: dict[str, str] = field(default_factory=dict)  # claims, runners, settled counts, packet index
     failures: dict[str, str] = field(default_factory=dict)  # run id → why it failed (fail_run)
+    handoffs: dict[tuple[str, str], list[HandoffResult]] = field(default_factory=dict)  # (packet, packet run)
     stops: dict[str, StopState] = field(default_factory=dict)
     cooldowns: dict[str, Cooldown] = field(default_factory=dict)
     usage: dict[str, AccountUsage] = field(default_factory=dict)
@@ -250,3 +252,11 @@ class MemoryLedger:
     def mark_settled(self, packet_run: str, runs: int) -> None:
         with self._lock:
             self.kv[tags.SETTLED_KEY + packet_run] = str(runs)
+
+    def handoff(self, packet: str, packet_run: str) -> list[HandoffResult]:
+        with self._lock:
+            return list(self.handoffs.get((packet, packet_run), []))
+
+    def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        with self._lock:
+            self.handoffs[(packet, packet_run)] = list(results)

@@ -27,10 +27,10 @@ from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     agent_run_truth,
     current_ids,
-    packet_run_history,
     superseded_ids,
     superseded_runs,
 )
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 
@@ -41,11 +41,12 @@ def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run:
     packet = binding.packet
     state_root = state_root or packet.root / ".awp"
     at = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
-    packet_run = packet_run or newest_packet_run(instance, packet.name)
+    ledger = InstanceLedger(instance)
+    packet_run = packet_run or newest_packet_run(ledger, packet.name)
     if packet_run is None:
         return WatchReading(packet=packet.name, packet_run=None, at=at, state="not_started",
                             prompts=len(packet.prompts), completed=0)
-    history = packet_run_history(instance, packet_run, binding.keys)
+    history = ledger.history(packet_run, binding.keys)
     finished = history.finished_runs()
     states, statuses = agent_run_truth(binding, history)
     outlook = next_launches(list(states.values()), now, history.stopped)
