@@ -24,6 +24,7 @@ from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, agent_ru
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
 from awp_pipelines.orchestration.ledger.standing import standing
 from awp_pipelines.orchestration.ledger.status_read import status_report
+from awp_pipelines.orchestration.ledger.watching import watch_reading
 
 
 def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prompt: str, result: str,
@@ -83,10 +84,10 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     assert (launch.mode, launch.target.account) == ("run", "sim-b") and "sim-a is resting" in launch.reason
 
 
-def test_awp_status_says_interrupted_at_once_when_the_awp_run_driving_the_packet_run_was_killed(
+def test_status_and_watch_say_interrupted_at_once_when_the_awp_run_driving_the_packet_run_was_killed(
         tmp_path: Path, make_git_repo) -> None:
     """`kill -9` of `awp run` mid-Attempt, and no rerun: its run still reads STARTED in Dagster, but its driver
-    is gone, so `awp status` (and `--remaining`, which reads the same history) say interrupted already."""
+    is gone, so `awp status`, `awp watch` and `--remaining` (which read the same history) say so already."""
     binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}})
     ledger = MemoryLedger()
     ledger.note_packet_run("mem", "pr-1", 1_000)
@@ -99,6 +100,8 @@ def test_awp_status_says_interrupted_at_once_when_the_awp_run_driving_the_packet
     report = status_report(ledger, binding, state_root=tmp_path / "state")
     assert (report.packet_run, report.state) == ("pr-1", "running")
     assert [p.state for p in report.prompts] == ["completed", "active"]
+    reading = watch_reading(ledger, binding, None, 30, state_root=tmp_path / "state")
+    assert reading.state == "running" and reading.violations == [] and [c.prompt for c in reading.current] == ["02"]
 
     ledger.kv[tags.RUNNER_KEY + killed] = dead_runner()  # its `awp run` was killed with kill -9
     report = status_report(ledger, binding, state_root=tmp_path / "state")
@@ -106,3 +109,6 @@ def test_awp_status_says_interrupted_at_once_when_the_awp_run_driving_the_packet
     assert report.prompts[1].attempts[0].result == "interrupted"
     packet_run, statuses, _ = standing(ledger, binding)
     assert packet_run == "pr-1" and statuses["02"].state == "interrupted"
+    reading = watch_reading(ledger, binding, None, 30, state_root=tmp_path / "state")
+    assert reading.state == "interrupted" and "not_running" in reading.violations and reading.current == []
+    assert any(killed[:8] in line for line in reading.details)

@@ -113,6 +113,17 @@ def test_history_holds_the_started_attempts_and_their_records_in_order(subject: 
     assert whole.started[2][1:] == ("retry", whole.started[2][2]) and whole.started[2][2].account == "acct"
 
 
+def test_a_run_s_last_event_time_moves_with_what_is_stored_in_it(subject: Subject) -> None:
+    ledger = subject.ledger
+    quiet, busy = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    before = ledger.last_event_at([quiet, busy])
+    assert before.keys() <= {quiet, busy} and ledger.last_event_at(["no-such-run"]) == {}
+    time.sleep(0.05)
+    ledger.record_started(busy, KEY, _marker(1))
+    after = ledger.last_event_at([quiet, busy])
+    assert after[busy] > before.get(busy, 0.0) and after.get(quiet) == before.get(quiet)
+
+
 def test_a_record_stored_twice_reads_once(subject: Subject) -> None:
     run = subject.add_run("pr", DagsterRunStatus.STARTED)
     subject.ledger.record_attempt(run, KEY, a_record("pr", 1, "provider_failed", run))

@@ -21,7 +21,7 @@ from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.handoff_record import HandoffResult
-from awp_pipelines.dagster_compat.events import report_materialization, report_observation
+from awp_pipelines.dagster_compat.events import latest_event_time, report_materialization, report_observation
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_run_slots, free_slot, slot_holders
 from awp_pipelines.orchestration.compile.binding import PacketBinding
@@ -66,6 +66,10 @@ class InstanceLedger:
     def why_failed(self, run_id: str) -> str | None:
         failures = self.instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
         return "\n".join(entry.message or "" for entry in failures) if failures else None
+
+    def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
+        times = {run_id: latest_event_time(self.instance, run_id) for run_id in run_ids}
+        return {run_id: at for run_id, at in times.items() if at is not None}
 
     def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
         return adopt_committed(self, binding, history)

@@ -58,6 +58,11 @@ class Ledger(Protocol):
         """What the run's failure was stored with (`fail_run`'s `why` among it); None when it has not failed."""
         ...
 
+    def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
+        """Run id → when its newest event was stored (epoch s), for those with any: how long a run has been
+        quiet (`awp watch`). A read, no lock: an event stored meanwhile may be missed until the next."""
+        ...
+
     # --- adoption and settling ----------------------------------------------------------------------------
     def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
         """Adopt every Attempt of `history` that committed and whose run ended with no record (adoption.py):

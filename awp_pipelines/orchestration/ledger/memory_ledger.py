@@ -48,6 +48,7 @@ class MemoryLedger:
     kv: dict[str, str] = field(default_factory=dict)  # claims, runners, settled counts, packet index
     failures: dict[str, str] = field(default_factory=dict)  # run id → why it failed (fail_run)
     handoffs: dict[tuple[str, str], list[HandoffResult]] = field(default_factory=dict)  # (packet, packet run)
+    event_at: dict[str, float] = field(default_factory=dict)  # run id → when its newest event was stored
     stops: dict[str, StopState] = field(default_factory=dict)
     cooldowns: dict[str, Cooldown] = field(default_factory=dict)
     usage: dict[str, AccountUsage] = field(default_factory=dict)
@@ -64,6 +65,7 @@ class MemoryLedger:
                          asset_selection=frozenset(assets) if assets else None)
         with self._lock:
             self.runs[run_id] = _Run(run)
+            self.event_at[run_id] = time.time()
         return run_id
 
     def end_run(self, run_id: str, status: DagsterRunStatus = DagsterRunStatus.SUCCESS,
@@ -73,6 +75,7 @@ class MemoryLedger:
             if entry.run.status in UNFINISHED:
                 entry.run = entry.run.with_status(status)
                 entry.ended_at = time.time() if at is None else at
+                self.event_at[run_id] = entry.ended_at  # Dagster logs the run's end as an event
 
     # --- the ledger's operations ----------------------------------------------------------------------------
     def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
@@ -96,12 +99,14 @@ class MemoryLedger:
     def record_started(self, run_id: str, key: AssetKey, marker: Mapping[str, object]) -> None:
         with self._lock:
             self.events.append((run_id, key, {k: v for k, v in marker.items() if v is not None}))
+            self.event_at[run_id] = time.time()
 
     def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
                        shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
         # What the page would show has no reader here: the record is what every reader reads.
         with self._lock:
             self.events.append((run_id, key, {tags.RECORD: record.model_dump(mode="json")}))
+            self.event_at[run_id] = time.time()
 
     def fail_run(self, run_id: str, why: str) -> None:
         with self._lock:
@@ -115,6 +120,10 @@ class MemoryLedger:
             if entry is None or entry.run.status != DagsterRunStatus.FAILURE:
                 return None
             return self.failures.get(run_id, "")
+
+    def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
+        with self._lock:
+            return {run_id: self.event_at[run_id] for run_id in run_ids if run_id in self.event_at}
 
     def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
         return adopt_committed(self, binding, history)
