@@ -174,6 +174,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, start_steps_early
     from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     translator = load_translator(translator)
@@ -207,8 +208,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
                                  parallel=source, keep_going=keep_going)
             ran, outcomes = run_packet(compiled, dagster, selected, options,
                                        Progress(event=stream.progress if stream else on_progress))
-            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(dagster, compiled.binding, ran,
-                                                                              o.prompt))
+            ledger = InstanceLedger(dagster)
+            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(ledger, compiled.binding, ran, o.prompt))
                      for o in outcomes}
             # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
             # with --no-commit its work is not in a commit to push.
@@ -312,13 +313,14 @@ def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.compile.translator import load_translator
     from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import status_report
 
     loaded = load(packet)
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
     dagster = hold_connections(open_instance(loaded.root, _path(instance)))
     try:
-        report = status_report(dagster, binding, packet_run)
+        report = status_report(InstanceLedger(dagster), binding, packet_run)
     finally:
         dagster.dispose()
     if packet_run and report.totals.runs == 0:
@@ -343,6 +345,7 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
     )
     from awp_pipelines.orchestration.driver.manual_repair import agent_run_now, note_tags, plan_repair
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     loaded = load(packet)
@@ -361,7 +364,7 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
             run_id, launch = plan_repair(dagster, compiled.binding, pid, packet_run, note)
             execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
                            Progress(event=on_progress))
-            record = agent_run_records(dagster, compiled.binding, run_id, pid)[-1]
+            record = agent_run_records(InstanceLedger(dagster), compiled.binding, run_id, pid)[-1]
             now = agent_run_now(dagster, compiled.binding, run_id, pid)
         finally:
             dagster.dispose()
@@ -379,6 +382,7 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
     from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
     from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
     loaded = load(packet)
@@ -388,7 +392,7 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
     dagster = open_instance(loaded.root, _path(instance))
     try:
-        chosen = packet_run or newest_packet_run(dagster, loaded.name)
+        chosen = packet_run or newest_packet_run(InstanceLedger(dagster), loaded.name)
         if chosen is None:
             raise PacketError(loaded.manifest_file, f"no packet run of {loaded.name} in this instance yet",
                               hint=f"`awp run {loaded.root}` starts one")

@@ -191,6 +191,7 @@ def main() -> None:
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.ledger.instance import hold_connections
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import status_report
 
     with postgres() as server, fresh_database(server, "awp_bench") as db, tempfile.TemporaryDirectory() as tmp:
@@ -208,12 +209,12 @@ def main() -> None:
             count_s = median_s(count, args.repeat)
         engine.dispose()
         binding = PacketBinding.of(packet, load_catalog(None))
-        newest_report = status_report(instance, binding)
+        newest_report = status_report(InstanceLedger(instance), binding)
         assert newest_report.packet_run == newest, (newest_report.packet_run, newest)
-        long_report = status_report(instance, binding, long_run)
+        long_report = status_report(InstanceLedger(instance), binding, long_run)
         assert long_report.totals.attempts == args.long, long_report.totals
-        newest_s = median_s(lambda: status_report(instance, binding), args.repeat)
-        long_s = median_s(lambda: status_report(instance, binding, long_run), args.repeat)
+        newest_s = median_s(lambda: status_report(InstanceLedger(instance), binding), args.repeat)
+        long_s = median_s(lambda: status_report(InstanceLedger(instance), binding, long_run), args.repeat)
         instance.dispose()
         start = time.perf_counter()
         awp = str(Path(sys.executable).parent / "awp")

@@ -31,11 +31,12 @@ def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[A
     """The AgentRun's Attempt records as stored in the packet's embedded instance (not inferred), oldest first."""
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
     instance = open_instance(packet)
     try:
-        return agent_run_records(instance, load_packet(packet), packet_run, prompt)
+        return agent_run_records(InstanceLedger(instance), load_packet(packet), packet_run, prompt)
     finally:
         instance.dispose()
 

@@ -19,8 +19,8 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.compute.resources import AwpResource
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
-from awp_pipelines.orchestration.sensors import recovery as sensors
 
 
 def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,
@@ -28,9 +28,9 @@ def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: P
     packet = load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))
     read: list[str] = []
-    real = sensors.packet_run_history
-    monkeypatch.setattr(sensors, "packet_run_history",
-                        lambda instance, packet_run, keys: read.append(packet_run) or real(instance, packet_run, keys))
+    real = InstanceLedger.history
+    monkeypatch.setattr(InstanceLedger, "history",
+                        lambda ledger, packet_run, keys: read.append(packet_run) or real(ledger, packet_run, keys))
     instance = open_instance_folder(tmp_path / "instance")
     try:
         start = time.time() - 1
@@ -63,9 +63,9 @@ def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp
     real_get = stop_store.kv_get
     monkeypatch.setattr(stop_store, "kv_get", lambda instance, keys: reads.append(keys) or real_get(instance, keys))
     looked: list[str] = []
-    real_history = sensors.packet_run_history
-    monkeypatch.setattr(sensors, "packet_run_history", lambda instance, packet_run, keys: looked.append(packet_run)
-                        or real_history(instance, packet_run, keys))
+    real_history = InstanceLedger.history
+    monkeypatch.setattr(InstanceLedger, "history", lambda ledger, packet_run, keys: looked.append(packet_run)
+                        or real_history(ledger, packet_run, keys))
     instance = open_instance_folder(tmp_path / "instance")
     try:
         stopped = {f"pr-{i:02d}" for i in range(30)}

@@ -48,15 +48,16 @@ def accounts_command(args: tuple[str, ...], instance_dir: Path | None, providers
 
 
 def _views(packet: Path, instance_dir: Path | None, providers_file: Path | None) -> tuple[list[AccountView], str]:
-    from awp_pipelines.orchestration.ledger.account_store import AccountStore
+    from awp_pipelines.orchestration.ledger.account_store import now_ms
     from awp_pipelines.orchestration.ledger.instance import open_instance_folder
     from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
     catalog = api.catalog(providers_file)
     chosen = instance_to_read(api.load(packet).root, instance_dir)
     instance = open_instance_folder(chosen.home)
     try:
-        available = AccountStore(instance).availability(catalog.accounts)
+        available = InstanceLedger(instance).availability(catalog.accounts, now_ms())
     finally:
         instance.dispose()
     return [account_view(name, spec.provider, available) for name, spec in catalog.accounts.items()], chosen.line()
@@ -73,15 +74,15 @@ def _line(view: AccountView) -> str:
 
 
 def _lift(name: str, packet: Path, instance_dir: Path | None, providers_file: Path | None, as_json: bool) -> None:
-    from awp_pipelines.orchestration.ledger.account_store import AccountStore
     from awp_pipelines.orchestration.ledger.instance import open_instance_folder
     from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
     catalog = api.catalog(providers_file)
     chosen = instance_to_read(api.load(packet).root, instance_dir)
     instance = open_instance_folder(chosen.home)
     try:
-        lifted = AccountStore(instance).lift(name)
+        lifted = InstanceLedger(instance).lift(name)
     finally:
         instance.dispose()
     if lifted is None and name not in catalog.accounts:

@@ -34,8 +34,9 @@ def _needs(packet: Path | None, catalog: Catalog) -> list[Need]:
 
 def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) -> list[Check]:
     """Storage reachable, and the cooldowns it holds for the accounts the packet may use."""
-    from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
+    from awp_pipelines.orchestration.ledger.account_store import now_ms
     from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
     where = instance_dir or (packet.resolve() if packet else Path.cwd())
     home = instance_home(where, instance_dir)
@@ -45,7 +46,8 @@ def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) 
     try:
         instance = open_instance(where, instance_dir)
         try:
-            cooldowns = AccountStore(instance).cooldowns({a for need in needs for a in need.accounts})
+            accounts = {a for need in needs for a in need.accounts}
+            cooldowns = InstanceLedger(instance).availability(accounts, now_ms()).cooldowns
         finally:
             instance.dispose()
     except Exception as err:  # any storage error is the finding itself

@@ -30,17 +30,17 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
     from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
     loaded = open_packet(packet)
     instance = open_instance(loaded.root, instance_dir)
     try:
-        packet_run = packet_run or newest_packet_run(instance, loaded.name)
+        ledger = InstanceLedger(instance)
+        packet_run = packet_run or newest_packet_run(ledger, loaded.name)
         if packet_run is None:
             raise PacketError(loaded.manifest_file, f"packet {loaded.name} has no packet run in this instance",
                               hint="`awp run` starts one")
-        ledger = InstanceLedger(instance)
         lifted = ledger.resume(packet_run, time.time()) if lift_only else ledger.stop_state(packet_run).marker
     finally:
         instance.dispose()

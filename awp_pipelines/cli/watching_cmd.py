@@ -52,6 +52,7 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.compile.translator import load_translator
     from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
     from awp_pipelines.orchestration.ledger.watching import watch_reading
 
     loaded = open_packet(packet)
@@ -63,7 +64,7 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
     instance = hold_connections(open_instance(loaded.root, chosen.home))
     try:
         def read() -> WatchReading:
-            return watch_reading(instance, binding, packet_run, progress_timeout)
+            return watch_reading(InstanceLedger(instance), binding, packet_run, progress_timeout)
 
         reading = read()
         if once:

@@ -26,9 +26,10 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.naming import job_name
-from awp_pipelines.orchestration.ledger.adoption import OUTAGE_REASON, adopt_committed
+from awp_pipelines.orchestration.ledger.adoption import OUTAGE_REASON
 from awp_pipelines.orchestration.ledger.history import packet_run_history
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
 from awp_pipelines.orchestration.ledger.reaper import end_run
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
@@ -211,7 +212,7 @@ def test_an_attempt_whose_record_an_outage_lost_is_adopted_without_saying_its_pr
         [run] = [r for r in instance.get_runs() if r.status in UNFINISHED]
         end_run(instance, run.run_id)  # as an `awp run` that lived through the outage stores its run's end
         history = packet_run_history(instance, packet_run, binding.keys)
-        assert adopt_committed(instance, binding, history) == [f"{packet_run}.01.a1"]
+        assert InstanceLedger(instance).adopt(binding, history) == [f"{packet_run}.01.a1"]
         [record] = history.agent_runs["01"].records
         assert record.target.reason == OUTAGE_REASON and "died" not in record.target.reason
     finally:

@@ -19,6 +19,7 @@ from awp_pipelines.orchestration.compute.resources import AwpResource
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.standing import agent_run_records
 
 ACCOUNTS = ["sim-a", "sim-b", "sim-c"]
@@ -91,7 +92,7 @@ def test_awp_run_uses_the_accounts_each_rotation_gives(rotation: str, tmp_path: 
     instance = open_instance(root)
     try:
         packet = load_packet(root)
-        records = {p: agent_run_records(instance, packet, packet_run, p) for p in EXPECTED[rotation]}
+        records = {p: agent_run_records(InstanceLedger(instance), packet, packet_run, p) for p in EXPECTED[rotation]}
         used = {p: [r.target.account for r in rs] for p, rs in records.items()}
         assert used == EXPECTED[rotation]
         # Each Attempt launched on its own (all but 01's first, which ran with the whole selection) carries
@@ -131,7 +132,7 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
     with DagsterInstance.ephemeral() as instance:
         first = job.execute_in_process(instance=instance, raise_on_error=False)
         packet_run = f"pr-{first.run_id[:8]}"
-        used = {p: [r.target.account for r in agent_run_records(instance, packet, packet_run, p)]
+        used = {p: [r.target.account for r in agent_run_records(InstanceLedger(instance), packet, packet_run, p)]
                 for p in ("01", "02", "03")}
         assert used == {"01": ["sim-a"], "02": ["sim-b"], "03": ["sim-c"]}
         tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
@@ -142,6 +143,6 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
         again = job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key("01")],
                                        tags={"awp/packet_run": packet_run}, raise_on_error=False)
         assert again.success
-        [_, fallback] = agent_run_records(instance, packet, packet_run, "01")
+        [_, fallback] = agent_run_records(InstanceLedger(instance), packet, packet_run, "01")
         assert (fallback.identity.mode, fallback.target.account) == ("fallback", "sim-b")
         assert fallback.identity.attempt_id == request.run_key

@@ -19,6 +19,7 @@ from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.status_read import status_report
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
@@ -52,7 +53,7 @@ def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path)
         stops.stop(packet_run, StopMarker.from_signal(signal.SIGINT, 1.0, "awp run was stopped"))
         stopped = _tick(compiled, instance)
         assert stopped.run_requests == []  # without the stop: 02's repair and 03's retry
-        report = status_report(instance, compiled.binding, packet_run)
+        report = status_report(InstanceLedger(instance), compiled.binding, packet_run)
         assert report.state == "stopped" and report.stop is not None and report.stop.by == "SIGINT"
         assert report.stop.resumable == 2  # 01 completed; 02 and 03 go on when resumed
         assert [p.state for p in report.prompts] == ["completed", "stopped", "stopped"]
@@ -62,7 +63,8 @@ def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path)
         assert stops.resume(packet_run) is not None and not stops.state(packet_run).stopped
         resumed = _tick(compiled, instance, still.cursor)
         assert dict(decided_launch(r)[:2] for r in resumed.run_requests) == {"02": "repair", "03": "retry"}
-        assert status_report(instance, compiled.binding, packet_run).state == "running"  # no stop: 02, 03 due
+        # No stop: 02 and 03 are due.
+        assert status_report(InstanceLedger(instance), compiled.binding, packet_run).state == "running"
 
 
 def test_a_run_cancelled_by_the_user_stops_its_packet_run(tmp_path: Path) -> None:

@@ -1,13 +1,34 @@
-"""What the ledger's tests store: an Attempt's record, and the runner of an `awp run` killed with kill -9."""
+"""What the ledger's tests store: an Attempt's record, the runner of an `awp run` killed with kill -9, and a
+packet bound to assets (on a real git work tree)."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
 
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.engine.hosts import host_id
 from awp_pipelines.core.engine.runlock import process_start_time
+from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog
 from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+
+
+def a_binding(root: Path, make_git_repo: Callable[[Path], Path], prompts: dict[str, dict],
+              catalog: Catalog = BUILTIN, **manifest: object) -> PacketBinding:
+    """Packet `mem`: independent prompts (each `NN_slug` → front matter) on one work tree, `root/workspace`."""
+    make_git_repo(root / "workspace")
+    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "mem", "provider": "simulated", "repos": {
+        "app": {"path": "./workspace", "default": True}}, **manifest}))
+    (root / "prompts").mkdir()
+    for name, front in prompts.items():
+        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
+    return packet_assets(load_packet(root), catalog).binding
 
 
 def dead_runner() -> str:

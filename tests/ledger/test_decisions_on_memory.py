@@ -1,7 +1,8 @@
 """Scenarios about AWP's decisions, on the in-memory ledger: what tests/e2e/test_stop_runs.py and
 tests/e2e/test_recovery_runs.py show with real Dagster runs (a stop honoured until the resume, a cooldown
 honoured by the next packet run), here with the ledger's state written as the engine writes it and the
-packet run's next launches and status read as every driver and view reads them. No Dagster run: fast."""
+packet run's next launches and status read as every driver and view reads them (`awp status` is
+status_read.status_report on the ledger, `--remaining` is standing.standing). No Dagster run: fast."""
 
 from __future__ import annotations
 
@@ -10,31 +11,20 @@ from pathlib import Path
 
 import yaml
 from dagster import DagsterRunStatus
-from ledger.support import a_record
+from ledger.support import a_binding, a_record, dead_runner
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.decisions.next_launches import next_launches
 from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker
-from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog, load_catalog
+from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, agent_run_truth, decision_inputs
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
-
-
-def _binding(root: Path, make_git_repo, prompts: dict[str, dict], catalog: Catalog = BUILTIN,
-             **manifest: object) -> PacketBinding:
-    """Independent prompts (each `NN_slug` → front matter) on one work tree."""
-    make_git_repo(root / "workspace")
-    (root / "packet.yaml").write_text(yaml.safe_dump({"name": "mem", "provider": "simulated", "repos": {
-        "app": {"path": "./workspace", "default": True}}, **manifest}))
-    (root / "prompts").mkdir()
-    for name, front in prompts.items():
-        (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
-    return packet_assets(load_packet(root), catalog).binding
+from awp_pipelines.orchestration.ledger.standing import standing
+from awp_pipelines.orchestration.ledger.status_read import status_report
+from awp_pipelines.orchestration.ledger.watching import watch_reading
 
 
 def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prompt: str, result: str,
@@ -53,7 +43,7 @@ def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prom
 
 def test_a_stopped_packet_run_gets_no_launch_until_it_is_resumed(tmp_path: Path, make_git_repo) -> None:
     contract = {"verify": {"files_exist": ["x.txt"]}}
-    binding = _binding(tmp_path / "p", make_git_repo, {"01_a": contract, "02_b": contract, "03_c": contract})
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": contract, "02_b": contract, "03_c": contract})
     ledger = MemoryLedger()
     _attempt(ledger, binding, "pr-1", "01", "completed")
     _attempt(ledger, binding, "pr-1", "02", "verification_failed")
@@ -79,7 +69,7 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     providers = tmp_path / "providers.yaml"
     providers.write_text(yaml.safe_dump({"accounts": {"sim-a": {"provider": "simulated", "cooldown_s": 3600},
                                                       "sim-b": {"provider": "simulated"}}}))
-    binding = _binding(tmp_path / "p", make_git_repo, {"01_work": {"verify": {"files_exist": ["done.txt"]}}},
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_work": {"verify": {"files_exist": ["done.txt"]}}},
                        load_catalog(providers), accounts=["sim-a", "sim-b"])
     ledger = MemoryLedger()
     first = decision_inputs(binding, ledger.history("pr-1", binding.keys), ["01"])
@@ -92,3 +82,33 @@ def test_a_rate_limit_rests_the_account_and_the_next_packet_run_starts_on_anothe
     second = decision_inputs(binding, ledger.history("pr-2", binding.keys), ["01"])
     [launch] = next_launches(second, time.time()).due
     assert (launch.mode, launch.target.account) == ("run", "sim-b") and "sim-a is resting" in launch.reason
+
+
+def test_status_and_watch_say_interrupted_at_once_when_the_awp_run_driving_the_packet_run_was_killed(
+        tmp_path: Path, make_git_repo) -> None:
+    """`kill -9` of `awp run` mid-Attempt, and no rerun: its run still reads STARTED in Dagster, but its driver
+    is gone, so `awp status`, `awp watch` and `--remaining` (which read the same history) say so already."""
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}})
+    ledger = MemoryLedger()
+    ledger.note_packet_run("mem", "pr-1", 1_000)
+    _attempt(ledger, binding, "pr-1", "01", "completed")
+    killed = ledger.add_run("pr-1", [binding.key("02")])
+    ledger.record_started(killed, binding.key("02"), {tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT_NUMBER: 1,
+                                                      tags.MODE: "run", tags.PROVIDER: "simulated",
+                                                      tags.INTENT: binding.intents["02"]})
+    ledger.note_runner(killed)  # this process drives it: alive, so the Attempt runs
+    report = status_report(ledger, binding, state_root=tmp_path / "state")
+    assert (report.packet_run, report.state) == ("pr-1", "running")
+    assert [p.state for p in report.prompts] == ["completed", "active"]
+    reading = watch_reading(ledger, binding, None, 30, state_root=tmp_path / "state")
+    assert reading.state == "running" and reading.violations == [] and [c.prompt for c in reading.current] == ["02"]
+
+    ledger.kv[tags.RUNNER_KEY + killed] = dead_runner()  # its `awp run` was killed with kill -9
+    report = status_report(ledger, binding, state_root=tmp_path / "state")
+    assert report.state == "interrupted" and [p.state for p in report.prompts] == ["completed", "interrupted"]
+    assert report.prompts[1].attempts[0].result == "interrupted"
+    packet_run, statuses, _ = standing(ledger, binding)
+    assert packet_run == "pr-1" and statuses["02"].state == "interrupted"
+    reading = watch_reading(ledger, binding, None, 30, state_root=tmp_path / "state")
+    assert reading.state == "interrupted" and "not_running" in reading.violations and reading.current == []
+    assert any(killed[:8] in line for line in reading.details)

@@ -4,6 +4,7 @@ written in `Ledger`'s docstrings is asserted here once, for all of them."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -12,16 +13,21 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
-from ledger.support import a_record, dead_runner
+from ledger.support import a_binding, a_record, dead_runner
 
 from awp_pipelines.core.decisions.rotation import Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.committer import CommitResult
+from awp_pipelines.core.records.handoff_record import HandoffResult
+from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, OUTAGE_REASON
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger, Ledger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
 
 KEY = AssetKey(["contract", "p01"])
 KEYS = {KEY: "01"}
@@ -29,7 +35,8 @@ KEYS = {KEY: "01"}
 
 @dataclass
 class Subject:
-    """A ledger under test, with what plays Dagster's part for it: making a run and ending it."""
+    """A ledger under test, with what plays Dagster's part for it: making a run (of the whole job, as the
+    instance's are) and ending it."""
 
     ledger: Ledger
     add_run: Callable[[str, DagsterRunStatus], str]
@@ -38,7 +45,7 @@ class Subject:
 
 def _memory() -> Iterator[Subject]:
     memory = MemoryLedger()
-    yield Subject(memory, lambda packet_run, status: memory.add_run(packet_run, [KEY], status), memory.end_run)
+    yield Subject(memory, lambda packet_run, status: memory.add_run(packet_run, None, status), memory.end_run)
 
 
 def _instance(instance: DagsterInstance) -> Iterator[Subject]:
@@ -76,6 +83,14 @@ def _marker(number: int, intent: str = "body:1") -> dict[str, object]:
             tags.INTENT: intent}
 
 
+def _commit(repo: Path, attempt: str) -> str:
+    """The Attempt's commit, as the engine makes it: its `AWP-Attempt` trailer names it."""
+    (repo / f"{attempt}.txt").write_text("work\n")
+    for args in (["add", "-A"], ["commit", "--quiet", "-m", f"Work\n\nAWP-Attempt: {attempt}"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
 
 def test_both_implementations_are_ledgers(subject: Subject) -> None:
     assert isinstance(subject.ledger, Ledger)
@@ -96,6 +111,17 @@ def test_history_holds_the_started_attempts_and_their_records_in_order(subject: 
     assert whole.intents == {1: "body:1", 2: "body:2"} and whole.generation(2) == 2
     assert history.finished_runs() == {first} and history.busy(KEYS) == {"01"}
     assert whole.started[2][1:] == ("retry", whole.started[2][2]) and whole.started[2][2].account == "acct"
+
+
+def test_a_run_s_last_event_time_moves_with_what_is_stored_in_it(subject: Subject) -> None:
+    ledger = subject.ledger
+    quiet, busy = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    before = ledger.last_event_at([quiet, busy])
+    assert before.keys() <= {quiet, busy} and ledger.last_event_at(["no-such-run"]) == {}
+    time.sleep(0.05)
+    ledger.record_started(busy, KEY, _marker(1))
+    after = ledger.last_event_at([quiet, busy])
+    assert after[busy] > before.get(busy, 0.0) and after.get(quiet) == before.get(quiet)
 
 
 def test_a_record_stored_twice_reads_once(subject: Subject) -> None:
@@ -164,6 +190,9 @@ def test_a_stop_stands_until_resumed_and_a_stop_older_than_the_resume_is_void(su
     assert ledger.stop("pr", StopMarker(150.0, "SIGINT", "late signal")).marker is None  # older than the resume
     assert ledger.stop("pr", StopMarker(250.0, "SIGTERM", "")).stopped
     assert ledger.stop_state("other").marker is None
+    states = ledger.stop_states(["pr", "other"])
+    assert states.keys() == {"pr", "other"} and states["pr"].stopped and not states["other"].stopped
+    assert ledger.stop_states([]) == {}
 
 
 def test_a_resting_account_is_unavailable_until_its_cooldown_ends_and_uses_are_counted(subject: Subject) -> None:
@@ -175,6 +204,9 @@ def test_a_resting_account_is_unavailable_until_its_cooldown_ends_and_uses_are_c
     used = ledger.record_use("b", 20)
     assert (used.attempts, used.last_used_ms) == (2, 20)
     assert ledger.availability(["b"], 30).usage["b"].attempts == 2
+    lifted = ledger.lift("a")  # a person fixed its login
+    assert lifted is not None and lifted.until_ms == 2_000 and not ledger.availability(["a"], 1_000).resting("a")
+    assert ledger.lift("a") is None and ledger.availability(["a"], 1_000).cooldowns == {}
 
 
 def test_a_pool_has_one_holder_its_waiters_queue_and_a_freed_run_holds_nothing(subject: Subject) -> None:
@@ -204,3 +236,87 @@ def test_the_packet_index_lists_packet_runs_newest_first_and_settling_remembers_
     assert ledger.packet_runs("p") == ["pr-old", "pr-new"]
     ledger.mark_settled("pr-old", 3)
     assert ledger.settled(["pr-old", "pr-new"]) == {"pr-old": 3}
+
+
+def test_an_attempt_that_committed_is_adopted_once_its_run_ended_and_reads_once(subject: Subject, tmp_path: Path,
+                                                                                make_git_repo) -> None:
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}})
+    ledger, workspace = subject.ledger, tmp_path / "p" / "workspace"
+    died, driven = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    ledger.note_runner(driven)  # this process drives it: it may yet store its record
+    for run, prompt in ((died, "01"), (driven, "02")):
+        ledger.record_started(run, binding.key(prompt), _marker(1, binding.intents[prompt]))
+    history = ledger.history("pr", binding.keys)
+    attempt, live_attempt = history.attempt_of("01", 1), history.attempt_of("02", 1)
+    sha = _commit(workspace, attempt)
+    _commit(workspace, live_attempt)
+    assert ledger.adopt(binding, history) == []  # neither run ended: the commit is not proof enough yet
+    subject.end_run(died)
+    history = ledger.history("pr", binding.keys)
+    assert ledger.adopt(binding, history) == [attempt]
+    assert [r.identity.attempt_id for r in history.agent_runs["01"].records] == [attempt]  # history gained it
+    after = ledger.history("pr", binding.keys)
+    [record] = after.agent_runs["01"].records
+    assert record.adopted and record.result == "completed" and record.target.reason == ADOPTED_REASON
+    assert record.commits == [CommitResult(repo="app", status="committed", sha=sha)]
+    assert record.evidence == {"app": f"{sha} (AWP-Attempt: {attempt})"} and record.identity.dagster_run == died
+    assert after.agent_runs["02"].records == []
+    assert ledger.adopt(binding, after) == []  # adopted once: the next reader finds its record
+
+
+def test_an_attempt_whose_run_failed_in_an_outage_is_adopted_as_the_outage_s(subject: Subject, tmp_path: Path,
+                                                                            make_git_repo) -> None:
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}})
+    ledger = subject.ledger
+    run, other = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    ledger.record_started(run, binding.key("01"), _marker(1, binding.intents["01"]))
+    assert ledger.why_failed(run) is None
+    ledger.fail_run(run, f"its end was never stored: {OUTAGE_MARK} during it")
+    ledger.fail_run(run, "a second reap says nothing more")
+    why = ledger.why_failed(run)
+    assert why is not None and OUTAGE_MARK in why and "second" not in why
+    subject.end_run(other)
+    assert ledger.why_failed(other) is None  # ended, not failed
+    history = ledger.history("pr", binding.keys)
+    _commit(tmp_path / "p" / "workspace", history.attempt_of("01", 1))
+    assert len(ledger.adopt(binding, history)) == 1
+    assert ledger.history("pr", binding.keys).agent_runs["01"].records[0].target.reason == OUTAGE_REASON
+
+
+def test_a_new_packet_run_stops_an_earlier_unfinished_one_once_and_again_when_it_gains_runs(
+        subject: Subject, tmp_path: Path, make_git_repo) -> None:
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}})
+    ledger = subject.ledger
+    for at, packet_run in enumerate(("pr-done", "pr-left", "pr-new")):
+        ledger.note_packet_run(binding.packet.name, packet_run, at)
+    for packet_run, prompts in (("pr-done", ("01", "02")), ("pr-left", ("01",))):  # pr-left: 02 is still due
+        run = subject.add_run(packet_run, DagsterRunStatus.STARTED)
+        for prompt in prompts:
+            ledger.record_started(run, binding.key(prompt), _marker(1, binding.intents[prompt]))
+            ledger.record_attempt(run, binding.key(prompt), a_record(packet_run, 1, "completed", run, prompt))
+        subject.end_run(run)
+    subject.add_run("pr-new", DagsterRunStatus.STARTED)
+    assert ledger.run_counts(["pr-done", "pr-left", "pr-new", "pr-none"]) == {"pr-done": 1, "pr-left": 1,
+                                                                                "pr-new": 1}
+    assert ledger.settle(binding, "pr-new") == ["pr-left"]
+    marker = ledger.stop_state("pr-left").marker
+    assert marker is not None and marker.by == "new_packet_run" and "pr-new" in marker.reason
+    assert ledger.stop_state("pr-done").marker is None and ledger.stop_state("pr-new").marker is None
+    assert ledger.settled(["pr-done", "pr-left", "pr-new"]) == {"pr-done": 1, "pr-left": 1}
+    ledger.resume("pr-left", time.time() + 1)
+    assert ledger.settle(binding, "pr-new") == []  # read once per change: its lifted stop stays lifted
+    subject.end_run(subject.add_run("pr-left", DagsterRunStatus.STARTED))  # the resume's run, and it ended
+    assert ledger.settle(binding, "pr-new") == ["pr-left"] and ledger.settled(["pr-left"]) == {"pr-left": 2}
+
+
+def test_a_hand_off_s_results_are_kept_per_packet_run_and_the_last_stands(subject: Subject) -> None:
+    ledger = subject.ledger
+    assert ledger.handoff("p", "pr") == []
+    failed = HandoffResult(repo="app", forge="github", branch="awp/pr", action="failed", message="HTTP 502",
+                           at="2026-12-01T00:00:00+00:00")
+    opened = failed.model_copy(update={"action": "opened", "url": "https://example.invalid/pull/7", "number": 7,
+                                       "message": ""})
+    ledger.keep_handoff("p", "pr", [failed])
+    ledger.keep_handoff("p", "pr", [opened])  # tried again: the last stands
+    assert ledger.handoff("p", "pr") == [opened]
+    assert ledger.handoff("p", "pr-other") == [] and ledger.handoff("q", "pr") == []

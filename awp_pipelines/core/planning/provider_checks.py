@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -263,7 +263,7 @@ def isolation_checks(catalog: Catalog, needs: list[Need]) -> list[Check]:
     return list(checks.values())
 
 
-def cooldown_checks(needs: list[Need], cooldowns: dict[str, Cooldown], now_ms: int) -> list[Check]:
+def cooldown_checks(needs: list[Need], cooldowns: Mapping[str, Cooldown], now_ms: int) -> list[Check]:
     """Accounts resting after a rate limit or refusal (from the instance's storage). A required provider
     whose every account rests blocks the packet until the first comes back."""
     checks: list[Check] = []

@@ -48,7 +48,8 @@ from awp_pipelines.orchestration.compute.launch_choice import (
 from awp_pipelines.orchestration.compute.resources import AwpResource, resource_key
 from awp_pipelines.orchestration.compute.target_check import probed, specs_for
 from awp_pipelines.orchestration.compute.work_trees import checkpoints_to_restore, clear_dead_work
-from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import Lease, leased
 
 Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
@@ -65,7 +66,7 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     step_key = context.get_step_execution_context().step.key
     with leased(context.instance, context.run.run_id, step_key, {"tree": binding.pools[prompt.id]},
                 on_wait=context.log.info) as lease:
-        history = packet_run_history(context.instance, packet_run, binding.keys)
+        history = InstanceLedger(context.instance).history(packet_run, binding.keys)
         skip = start_gate(context, binding, prompt, history)
         if skip is not None:
             return skip

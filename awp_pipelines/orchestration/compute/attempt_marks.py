@@ -11,6 +11,7 @@ from dagster import AssetExecutionContext, AssetObservation, Failure, MetadataVa
 
 from awp_pipelines.core.decisions.intent import superseded_status
 from awp_pipelines.core.decisions.next_launches import Launch
+from awp_pipelines.core.decisions.rotation import cooldown_for
 from awp_pipelines.core.engine import progress
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.engine.progress import ProgressEvent
@@ -18,10 +19,10 @@ from awp_pipelines.core.packet.providers_config import AccountSpec
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
+from awp_pipelines.orchestration.ledger.account_store import now_ms
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import fail_if_stopping
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
@@ -74,10 +75,10 @@ def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prom
 def rest_account(context: AssetExecutionContext, name: str, account: AccountSpec, record: AttemptRecord) -> None:
     """Rest the account when the provider said it is exhausted (a rate limit with its reset time): the
     cooldown is stored in the instance, so every process and every later run honours it."""
-    store = AccountStore(context.instance)
     failure = record.provider_failure or record.failure
     if failure is not None:
-        rest = store.record_failure(name, failure, account.cooldown_s)
+        rest = cooldown_for(name, failure, account.cooldown_s, now_ms())
         if rest is not None:
+            InstanceLedger(context.instance).rest(rest)
             context.log.info(f"account {name} rests until {rest.until_ms // 1000} (epoch s): "
                              f"{rest.failure_class}")

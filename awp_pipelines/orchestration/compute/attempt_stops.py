@@ -12,7 +12,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 
 def signal_stop() -> AbstractContextManager[object]:

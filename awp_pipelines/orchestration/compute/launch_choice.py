@@ -18,7 +18,6 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
 from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig, decided_by_launcher
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
@@ -27,8 +26,8 @@ from awp_pipelines.orchestration.ledger.history import (
     decision_inputs,
     prompts_of_run,
 )
-from awp_pipelines.orchestration.ledger.packet_index import latest_history, note_packet_run
-from awp_pipelines.orchestration.ledger.reaper import runners_of
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.packet_index import latest_history
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
@@ -51,7 +50,8 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
         raise Failure(description=str(err), allow_retries=False) from None
     if run.run_id in _TAGGED:
         return packet_run
-    note_packet_run(context.instance, binding.packet.name, packet_run)  # the packet lists it (packet_index.py)
+    # The packet lists it (packet_index.py).
+    InstanceLedger(context.instance).note_packet_run(binding.packet.name, packet_run, int(time.time() * 1000))
     missing = {k: v for k, v in joining_tags(packet_run).items() if run.tags.get(k) != v}
     if missing:
         context.instance.add_run_tags(run.run_id, missing)
@@ -77,7 +77,7 @@ def start_gate(context: AssetExecutionContext, binding: PacketBinding, prompt: P
     Failure names them); a prompt the user chose (`chosen_by_user`) starts, a warning naming each unfinished
     upstream. A reason to skip is returned when an agent's `finish` ended the packet run: the step ends with
     nothing materialized and Dagster skips what follows. A dead Attempt that committed is adopted first."""
-    adopt_committed(context.instance, binding, history)
+    InstanceLedger(context.instance).adopt(binding, history)
     if prompt.id in history.agent_runs or context.run.tags.get(tags.IGNORE_DEPS) == "true":
         return None
     _, statuses = agent_run_truth(binding, history, [prompt.id], exclude_run=context.run.run_id)
@@ -99,7 +99,7 @@ def chosen_by_user(instance: DagsterInstance, run: DagsterRun, binding: PacketBi
     asset selection short of the whole packet, and no launcher's marks — the recovery sensor hands its launches
     their decided launch as run config, `awp run` notes its runs' runner (and tags them awp/ignore_deps when
     its user chose the prompts)."""
-    launched = decided_by_launcher(run.run_config) or bool(runners_of(instance, [run.run_id]))
+    launched = decided_by_launcher(run.run_config) or bool(InstanceLedger(instance).runners([run.run_id]))
     return not launched and bool(run.asset_selection) and prompts_of_run(run, binding.keys) != set(
         binding.keys.values())
 
@@ -131,7 +131,7 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
 
 def warn_without_daemon(context: AssetExecutionContext) -> None:
     """Say so in the run when nothing will launch what comes after it."""
-    if runners_of(context.instance, [context.run.run_id]):
+    if InstanceLedger(context.instance).runners([context.run.run_id]):
         return  # awp run recovers in process
     beat = context.instance.get_daemon_heartbeats().get("SENSOR")
     if beat is None or time.time() - beat.timestamp > _DAEMON_STALE_S:

@@ -41,18 +41,11 @@ from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, execute_parallel, resolve_job
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
-from awp_pipelines.orchestration.ledger.history import (
-    PacketRunHistory,
-    agent_run_truth,
-    packet_run_history,
-)
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, agent_run_truth
 from awp_pipelines.orchestration.ledger.instance import storage_failure
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
-from awp_pipelines.orchestration.ledger.ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
-from awp_pipelines.orchestration.ledger.reaper import end_run, note_runner, reap_dead_runs, runners_of, this_runner
-from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
+from awp_pipelines.orchestration.ledger.reaper import end_run, reap_dead_runs, this_runner
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
@@ -167,15 +160,16 @@ def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run:
     """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
     With the database down neither is possible: the outage's own message follows from the caller."""
     try:
-        InstanceLedger(instance).stop(packet_run, StopMarker.from_signal(
-            err.signum, time.time(), f"awp run (pid {os.getpid()}) was stopped"))
-        history = packet_run_history(instance, packet_run, compiled.binding.keys)
+        ledger = InstanceLedger(instance)
+        ledger.stop(packet_run, StopMarker.from_signal(err.signum, time.time(),
+                                                       f"awp run (pid {os.getpid()}) was stopped"))
+        history = ledger.history(packet_run, compiled.binding.keys)
     except Exception as failed:
         if storage_failure(failed) is None:
             raise
         return None
     mine = this_runner()
-    runs = {run_id for run_id, runner in runners_of(instance, [r.run_id for r in history.runs]).items()
+    runs = {run_id for run_id, runner in ledger.runners([r.run_id for r in history.runs]).items()
             if runner == mine}
     return [r for h in history.agent_runs.values() for r in h.records
             if r.identity.dagster_run in runs and _failure_class(r) == "interrupted"]
@@ -191,12 +185,13 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     binding = compiled.binding
     job = _job(compiled)
     base = _base_tags(packet_run)
-    note_packet_run(instance, binding.packet.name, packet_run)
+    ledger = InstanceLedger(instance)
+    ledger.note_packet_run(binding.packet.name, packet_run, _now_ms())
     recover_from_dead_runners(compiled, instance)
     if options.packet_run is None:  # a new packet run: none before it is left reading `running`
-        settle_earlier_packet_runs(instance, binding, packet_run)
-    history = packet_run_history(instance, packet_run, binding.keys)
-    adopt_committed(instance, binding, history)  # a dead Attempt that committed is done: its record first
+        ledger.settle(binding, packet_run)
+    history = ledger.history(packet_run, binding.keys)
+    ledger.adopt(binding, history)  # a dead Attempt that committed is done: its record first
     fresh = _startable_fresh(binding, history, selected, options.ignore_deps)
     if fresh:
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on
@@ -211,7 +206,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
     executed = 0
     said_waiting: set[tuple[str, int, float]] = set()
     for _ in range(2 * _MAX_LAUNCHES):
-        history = packet_run_history(instance, packet_run, binding.keys)
+        history = ledger.history(packet_run, binding.keys)
         outage.answered()  # the instance answered: an outage in progress is over
         # The selection belongs to the packet run even before its first run holds it: a prompt held back
         # above starts here once its upstream completed.
@@ -276,12 +271,16 @@ def _past_a_failure(binding: PacketBinding, history: PacketRunHistory, selected:
 def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
                    extra_tags: dict[str, str], options: RunOptions, progress: Progress | None = None) -> None:
     """One launch (a repair by hand), as one run with its launch tags: no recovery after it."""
-    binding = compiled.binding
-    history = packet_run_history(instance, packet_run, binding.keys)
-    note_packet_run(instance, binding.packet.name, packet_run)
+    binding, ledger = compiled.binding, InstanceLedger(instance)
+    history = ledger.history(packet_run, binding.keys)
+    ledger.note_packet_run(binding.packet.name, packet_run, _now_ms())
     run_tags = {**_base_tags(packet_run), **launch_tags(binding, history, launch), **extra_tags}
     _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress(),
              launch=launch)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _base_tags(packet_run: str) -> dict[str, str]:
@@ -297,7 +296,7 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
         packet_run = run.tags.get(tags.PACKET_RUN)
         if not packet_run:
             continue
-        history = packet_run_history(instance, packet_run, binding.keys)
+        history = InstanceLedger(instance).history(packet_run, binding.keys)
         save_unrecorded_work(binding, history, packet_run, list(history.agent_runs), [run.run_id])
     return [run.run_id for run in reaped]
 
@@ -321,7 +320,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
     run_id = str(uuid.uuid4())  # a run id as Dagster makes one
-    note_runner(instance, run_id)  # before the run exists: a process killed at its start is still reaped
+    InstanceLedger(instance).note_runner(run_id)  # before the run exists: a process killed at its start is still reaped
     try:
         result: ExecutionResult
         if executor is not None:

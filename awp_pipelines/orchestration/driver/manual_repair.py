@@ -13,11 +13,8 @@ from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.history import (
-    agent_run_truth,
-    decision_inputs,
-    packet_run_history,
-)
+from awp_pipelines.orchestration.ledger.history import agent_run_truth, decision_inputs
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import latest_history
 
 
@@ -25,7 +22,7 @@ def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, 
                 note: str | None) -> tuple[str, Launch]:
     """The packet run and the repair Attempt to launch; a PacketError says why there is none."""
     root = binding.packet.root
-    history = (packet_run_history(instance, packet_run, binding.keys) if packet_run
+    history = (InstanceLedger(instance).history(packet_run, binding.keys) if packet_run
                else latest_history(instance, binding, prompt))
     if history is None:
         raise PacketError(root, f"prompt {prompt} has no Attempt on record to repair",
@@ -47,5 +44,5 @@ def note_tags(note: str | None) -> dict[str, str]:
 
 
 def agent_run_now(instance: DagsterInstance, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:
-    history = packet_run_history(instance, packet_run, binding.keys)
+    history = InstanceLedger(instance).history(packet_run, binding.keys)
     return agent_run_truth(binding, history, [prompt])[1][prompt]

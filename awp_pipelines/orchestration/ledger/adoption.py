@@ -3,6 +3,9 @@
 redone. Whoever adopts it — `awp run`, the recovery sensor, the next Attempt's compute — stores the record it
 never wrote, marked `adopted` with the evidence, in the dead Attempt's own run: from then on every reader
 (history, `awp status`, the asset page) sees one completed Attempt, and nothing shows it twice.
+
+It runs on any ledger (`Ledger.adopt` calls it with itself): what it reads and stores are the ledger's own
+operations, so its promise (ledger.py) holds on the instance and in memory alike.
 """
 
 from __future__ import annotations
@@ -10,24 +13,23 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetMaterialization, DagsterEventType, DagsterInstance
-
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, git
-from awp_pipelines.dagster_compat.events import report_materialization
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.metadata import record_metadata
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK, runner_alive, runners_of
+from awp_pipelines.orchestration.ledger.ledger import Ledger
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
+from awp_pipelines.orchestration.ledger.runners import runner_alive
 
 ADOPTED_REASON = "adopted: committed before its process died"
 # The process lived on, but the instance's database failed: its record (and its run's end) was never stored.
 OUTAGE_REASON = "adopted: committed, but its record was not stored while the instance's database was down"
 
 
-def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+def adopt_committed(ledger: Ledger, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
     """Store the record of every started Attempt of the packet run whose run ended with no record and whose
     commit exists. `history` is updated in place. The Attempt ids adopted."""
     finished = history.finished_runs()
@@ -42,7 +44,7 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
             if not evidence:
                 continue
             plan = binding.plans[prompt]
-            reason = _why_unrecorded(instance, run_id)
+            reason = _why_unrecorded(ledger, run_id)
             spec = binding.catalog.providers.get(target.provider) if binding.catalog else None
             when = min(at for _, at in evidence.values())
             record = AttemptRecord(
@@ -57,22 +59,21 @@ def adopt_committed(instance: DagsterInstance, binding: PacketBinding, history: 
                 ended_at=when, duration_s=0.0, result="completed",
                 commits=[CommitResult(repo=repo, status="committed", sha=sha) for repo, (sha, _) in evidence.items()],
                 adopted=True, evidence={repo: f"{sha} (AWP-Attempt: {ident})" for repo, (sha, _) in evidence.items()})
-            _store(instance, binding, prompt, run_id, record, reason)
+            _store(ledger, binding, prompt, run_id, record, reason)
             agent_run.records.append(record)
             agent_run.records.sort(key=lambda r: r.identity.number)
             adopted.append(ident)
     return adopted
 
 
-def _why_unrecorded(instance: DagsterInstance, run_id: str) -> str:
+def _why_unrecorded(ledger: Ledger, run_id: str) -> str:
     """Why the Attempt's record is missing: the database failed under a process that lived on (the `awp run`
     that ran it is alive, adopting it now; or its run's end was stored in end_run's words), else its process
     died."""
-    runner = runners_of(instance, [run_id]).get(run_id)
+    runner = ledger.runners([run_id]).get(run_id)
     if runner is not None and runner_alive(runner):
         return OUTAGE_REASON
-    ended = instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
-    return OUTAGE_REASON if any(OUTAGE_MARK in (e.message or "") for e in ended) else ADOPTED_REASON
+    return OUTAGE_REASON if OUTAGE_MARK in (ledger.why_failed(run_id) or "") else ADOPTED_REASON
 
 
 def _commits_of(binding: PacketBinding, prompt: str, attempt: str) -> dict[str, tuple[str, str]]:
@@ -96,13 +97,10 @@ def _iso(text: str) -> str:
         return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_id: str,
-           record: AttemptRecord, reason: str) -> None:
+def _store(ledger: Ledger, binding: PacketBinding, prompt: str, run_id: str, record: AttemptRecord,
+           reason: str) -> None:
     """The record goes into the dead Attempt's own run (an ended run's log still takes events): history reads
     a packet run's events by its runs, and the asset page shows the materialization with that run."""
-    run = instance.get_run_by_id(run_id)
-    materialization = AssetMaterialization(asset_key=binding.key(prompt),
-                                           description=f"Attempt {record.identity.attempt_id}: {reason}",
-                                           metadata=record_metadata(record, "", (), binding.packet.root,
-                                                                    AgentRunStatus("completed", reason).text))
-    report_materialization(instance, run_id, run.job_name if run else "__adopted__", materialization)
+    shown = record_metadata(record, "", (), binding.packet.root, AgentRunStatus("completed", reason).text)
+    ledger.record_attempt(run_id, binding.key(prompt), record, shown=shown,
+                          description=f"Attempt {record.identity.attempt_id}: {reason}")

@@ -12,7 +12,8 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff, keep_handoff, tag_root_run
+from awp_pipelines.orchestration.ledger.handoff_store import has_handoff, tag_root_run
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.status_read import status_report
 
 
@@ -23,14 +24,15 @@ def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packe
     see the packet run end twice); a skipped or failed one is tried again."""
     if not has_handoff(binding.packet):
         return []
+    ledger = InstanceLedger(instance)
     if automatic:
-        done = handoff_of(instance, binding.packet.name, packet_run)
+        done = ledger.handoff(binding.packet.name, packet_run)
         if done and all(r.ok for r in done):
             return []
-    report = status_report(instance, binding, packet_run)
+    report = status_report(ledger, binding, packet_run)
     if automatic and any(p.state not in ENDED and p.state != "not_selected" for p in report.prompts):
         return []
     results = hand_off(binding.packet, binding.catalog or Catalog(), report, attempt_page_url, automatic=automatic)
-    keep_handoff(instance, binding.packet.name, packet_run, results)
+    ledger.keep_handoff(binding.packet.name, packet_run, results)
     tag_root_run(instance, packet_run, results)
     return results

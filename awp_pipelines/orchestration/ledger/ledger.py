@@ -1,6 +1,6 @@
 """The ledger: everything AWP remembers about its packet runs, behind one typed interface, each operation with
-what it promises under concurrency and crashes. `InstanceLedger` keeps it in a Dagster instance (SQLite or
-PostgreSQL) through the modules beside this one; `MemoryLedger` (memory_ledger.py) keeps it in a process, so
+what it promises under concurrency and crashes. `InstanceLedger` (instance_ledger.py) keeps it in a Dagster instance
+(SQLite or PostgreSQL) through the modules beside this one; `MemoryLedger` (memory_ledger.py) keeps it in a process, so
 scenarios about AWP's decisions run as fast tests. tests/ledger/test_ledger_contract.py holds both to the
 same promises. docs/architecture.md has them as a table.
 
@@ -10,25 +10,18 @@ same promises. docs/architecture.md has them as a table.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from dagster import AssetKey, AssetMaterialization, AssetObservation, DagsterInstance, MetadataValue
+from dagster import AssetKey
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
-from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.dagster_compat.events import report_materialization, report_observation
-from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set
-from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_run_slots, free_slot, slot_holders
-from awp_pipelines.orchestration.ledger.account_store import AccountStore
-from awp_pipelines.orchestration.ledger.claims import claim_attempt
-from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
-from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
-from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of
-from awp_pipelines.orchestration.ledger.runners import note_runner, runners_of
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
+from awp_pipelines.core.records.handoff_record import HandoffResult
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.heartbeat import Beat
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
 
 
 @runtime_checkable
@@ -50,13 +43,44 @@ class Ledger(Protocol):
         counts the Attempt. Append-only; two markers of one number keep the later run's."""
         ...
 
-    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
+    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
+                       shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
         """An Attempt's record, in its run's log (an ended run's log still takes it: adoption). Append-only;
-        two records of one number read as the later one."""
+        two records of one number read as the later one. `shown`: what the asset page shows with it
+        (compile/metadata.py, the record among it), else the record alone."""
         ...
 
     def fail_run(self, run_id: str, why: str) -> None:
         """Reap: the run ended failed, for `why` (its driver is gone). Idempotent; an ended run stays ended."""
+        ...
+
+    def why_failed(self, run_id: str) -> str | None:
+        """What the run's failure was stored with (`fail_run`'s `why` among it); None when it has not failed."""
+        ...
+
+    def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
+        """Run id → when its newest event was stored (epoch s), for those with any: how long a run has been
+        quiet (`awp watch`). A read, no lock: an event stored meanwhile may be missed until the next."""
+        ...
+
+    # --- adoption and settling ----------------------------------------------------------------------------
+    def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+        """Adopt every Attempt of `history` that committed and whose run ended with no record (adoption.py):
+        its record, marked adopted with its commits as evidence, is stored in its own run and added to
+        `history`. The Attempt ids adopted. The commit (its `AWP-Attempt` trailer on HEAD) is the proof, so
+        a run still driven is never adopted. Two adopters at once (`awp run`, the sensor, a compute) may both
+        store the record: it reads once. A crash before the store leaves it to the next reader; lost commits
+        lose the adopted record, and the next reader adopts it again from the same commit."""
+        ...
+
+    def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:
+        """Before `new_packet_run` starts: adopt the committed Attempts of every earlier packet run of the
+        packet and stop each one left unfinished (settling.py). The packet runs stopped. The caller holds the
+        packet's lock (`awp run`); two settlers without it both stop a packet run, and one marker stands.
+        Each packet run is read once per change: its run count, stored last, says it was settled, so a
+        crash mid-way settles it again (adopting and stopping are idempotent). Lost commits are a suffix of
+        them: the count never survives without the stop and records stored before it; a lost count (or a
+        resume's new run) settles the packet run again."""
         ...
 
     # --- claims, runners, beats ---------------------------------------------------------------------------
@@ -92,6 +116,10 @@ class Ledger(Protocol):
     def stop_state(self, packet_run: str) -> StopState:
         ...
 
+    def stop_states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        """Each packet run's stop state, in one read (a sensor tick keeps every stopped packet run in view)."""
+        ...
+
     def stop(self, packet_run: str, marker: StopMarker) -> StopState:
         """Store the user's stop, unless a resume came after it (a stop older than the last resume is void):
         returns what stands. Two stoppers at once: one marker stands, either. Lost commits: a lost stop is
@@ -105,6 +133,12 @@ class Ledger(Protocol):
     # --- accounts: cooldowns and use ----------------------------------------------------------------------
     def rest(self, cooldown: Cooldown) -> None:
         """An exhausted account rests until `cooldown.until_ms`; every process honours it. Last writer wins."""
+        ...
+
+    def lift(self, account: str) -> Cooldown | None:
+        """End the account's cooldown now (`awp accounts lift`: a person fixed its login): the one lifted, None
+        when it had none. A rest stored at once with it: last writer wins. Lost commits: a lost lift leaves the
+        account resting until its cooldown ends; `awp accounts` shows what stands."""
         ...
 
     def record_use(self, account: str, at_ms: int) -> AccountUsage:
@@ -143,6 +177,10 @@ class Ledger(Protocol):
         """The packet's packet runs, the one a run joined last first."""
         ...
 
+    def run_counts(self, packet_runs: Collection[str]) -> dict[str, int]:
+        """Packet run → how many runs it has, for those of `packet_runs` with any. One read."""
+        ...
+
     def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
         """Packet run → its run count when it was last settled (settling.py reads a packet run again only when
         it gained runs since)."""
@@ -151,94 +189,14 @@ class Ledger(Protocol):
     def mark_settled(self, packet_run: str, runs: int) -> None:
         ...
 
+    # --- hand-offs ----------------------------------------------------------------------------------------
+    def handoff(self, packet: str, packet_run: str) -> list[HandoffResult]:
+        """The packet run's last hand-off, one result per repo; empty when none was tried."""
+        ...
 
-class InstanceLedger:
-    """The ledger in a Dagster instance: the key-value table, the event log, the pools and the runs, through
-    the modules of this folder (each keeps its own functions for the clients not moved yet)."""
-
-    def __init__(self, instance: DagsterInstance) -> None:
-        self.instance = instance
-
-    def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
-        return packet_run_history(self.instance, packet_run, keys)
-
-    def record_started(self, run_id: str, key: AssetKey, marker: Mapping[str, object]) -> None:
-        metadata: dict[str, Any] = {k: v for k, v in marker.items() if v is not None}
-        report_observation(self.instance, run_id, self._job(run_id), AssetObservation(asset_key=key,
-                                                                                      metadata=metadata))
-
-    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
-        metadata = {tags.RECORD: MetadataValue.json(record.model_dump(mode="json"))}
-        report_materialization(self.instance, run_id, self._job(run_id),
-                               AssetMaterialization(asset_key=key, metadata=metadata))
-
-    def fail_run(self, run_id: str, why: str) -> None:
-        run = self.instance.get_run_by_id(run_id)
-        if run is not None and not run.is_finished:
-            self.instance.report_run_failed(run, why)
-
-    def claim_attempt(self, attempt_id: str, run_id: str) -> str | None:
-        return claim_attempt(self.instance, attempt_id, run_id)
-
-    def note_runner(self, run_id: str) -> None:
-        note_runner(self.instance, run_id)
-
-    def runners(self, run_ids: Collection[str]) -> dict[str, str]:
-        return runners_of(self.instance, run_ids)
-
-    def beat(self, beat: Beat) -> None:
-        write_beat(self.instance, beat)
-
-    def beats(self) -> list[Beat]:
-        return [b for v in kv_prefixed(self.instance, tags.HEARTBEAT_KEY).values() if (b := Beat.parse(v))]
-
-    def drop_beats(self, keys: Collection[str]) -> None:
-        kv_delete(self.instance, list(keys))
-
-    def stop_state(self, packet_run: str) -> StopState:
-        return StopStore(self.instance).state(packet_run)
-
-    def stop(self, packet_run: str, marker: StopMarker) -> StopState:
-        return StopStore(self.instance).stop(packet_run, marker)
-
-    def resume(self, packet_run: str, at: float) -> StopMarker | None:
-        return StopStore(self.instance).resume(packet_run, at)
-
-    def rest(self, cooldown: Cooldown) -> None:
-        AccountStore(self.instance).set_cooldown(cooldown)
-
-    def record_use(self, account: str, at_ms: int) -> AccountUsage:
-        return AccountStore(self.instance).record_use(account, at_ms)
-
-    def availability(self, accounts: Iterable[str], at_ms: int) -> Availability:
-        return AccountStore(self.instance).availability(accounts, at_ms)
-
-    def claim_slot(self, pool: str, run_id: str, holder: str) -> bool:
-        ensure_pool(self.instance, pool)
-        return claim_slot(self.instance, pool, run_id, holder)
-
-    def free_slot(self, run_id: str, holder: str) -> None:
-        free_slot(self.instance, run_id, holder)
-
-    def free_run_slots(self, run_id: str) -> None:
-        free_run_slots(self.instance, run_id)
-
-    def slot_holders(self) -> set[str]:
-        return slot_holders(self.instance)
-
-    def note_packet_run(self, packet: str, packet_run: str, at_ms: int) -> None:
-        note_packet_run(self.instance, packet, packet_run, at_ms)
-
-    def packet_runs(self, packet: str) -> list[str]:
-        return packet_runs_of(self.instance, packet)
-
-    def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
-        stored = kv_get(self.instance, {tags.SETTLED_KEY + p for p in packet_runs}) if packet_runs else {}
-        return {key.removeprefix(tags.SETTLED_KEY): int(v) for key, v in stored.items() if v.isdigit()}
-
-    def mark_settled(self, packet_run: str, runs: int) -> None:
-        kv_set(self.instance, {tags.SETTLED_KEY + packet_run: str(runs)})
-
-    def _job(self, run_id: str) -> str:
-        run = self.instance.get_run_by_id(run_id)
-        return run.job_name if run is not None else "__awp_ledger__"
+    def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        """Keep a hand-off's results (handoffs.py). Last writer wins: of two hand-offs at once (the sensor and
+        `awp handoff`) one's results stand. Lost commits: a lost result reads as the one before it (or none),
+        and the next automatic hand-off of the packet run tries again (the open pull request of its branch is
+        updated, not opened twice)."""
+        ...

@@ -12,8 +12,10 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dagster import AssetKey, DagsterRun, DagsterRunStatus
 
@@ -21,12 +23,16 @@ from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Co
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
+from awp_pipelines.core.records.handoff_record import HandoffResult
+from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.claims import this_process
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, history_of
 from awp_pipelines.orchestration.ledger.liveness import drivers_gone
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from awp_pipelines.orchestration.ledger.runners import this_runner
+from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
 
 
 @dataclass
@@ -40,6 +46,9 @@ class MemoryLedger:
     runs: dict[str, _Run] = field(default_factory=dict)
     events: list[tuple[str, AssetKey, dict[str, object]]] = field(default_factory=list)  # (run id, asset, meta)
     kv: dict[str, str] = field(default_factory=dict)  # claims, runners, settled counts, packet index
+    failures: dict[str, str] = field(default_factory=dict)  # run id → why it failed (fail_run)
+    handoffs: dict[tuple[str, str], list[HandoffResult]] = field(default_factory=dict)  # (packet, packet run)
+    event_at: dict[str, float] = field(default_factory=dict)  # run id → when its newest event was stored
     stops: dict[str, StopState] = field(default_factory=dict)
     cooldowns: dict[str, Cooldown] = field(default_factory=dict)
     usage: dict[str, AccountUsage] = field(default_factory=dict)
@@ -56,6 +65,7 @@ class MemoryLedger:
                          asset_selection=frozenset(assets) if assets else None)
         with self._lock:
             self.runs[run_id] = _Run(run)
+            self.event_at[run_id] = time.time()
         return run_id
 
     def end_run(self, run_id: str, status: DagsterRunStatus = DagsterRunStatus.SUCCESS,
@@ -65,6 +75,7 @@ class MemoryLedger:
             if entry.run.status in UNFINISHED:
                 entry.run = entry.run.with_status(status)
                 entry.ended_at = time.time() if at is None else at
+                self.event_at[run_id] = entry.ended_at  # Dagster logs the run's end as an event
 
     # --- the ledger's operations ----------------------------------------------------------------------------
     def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
@@ -88,14 +99,37 @@ class MemoryLedger:
     def record_started(self, run_id: str, key: AssetKey, marker: Mapping[str, object]) -> None:
         with self._lock:
             self.events.append((run_id, key, {k: v for k, v in marker.items() if v is not None}))
+            self.event_at[run_id] = time.time()
 
-    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
+    def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
+                       shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
+        # What the page would show has no reader here: the record is what every reader reads.
         with self._lock:
             self.events.append((run_id, key, {tags.RECORD: record.model_dump(mode="json")}))
+            self.event_at[run_id] = time.time()
 
     def fail_run(self, run_id: str, why: str) -> None:
-        if run_id in self.runs:
-            self.end_run(run_id, DagsterRunStatus.FAILURE)
+        with self._lock:
+            if run_id in self.runs and self.runs[run_id].run.status in UNFINISHED:
+                self.end_run(run_id, DagsterRunStatus.FAILURE)
+                self.failures[run_id] = why
+
+    def why_failed(self, run_id: str) -> str | None:
+        with self._lock:
+            entry = self.runs.get(run_id)
+            if entry is None or entry.run.status != DagsterRunStatus.FAILURE:
+                return None
+            return self.failures.get(run_id, "")
+
+    def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
+        with self._lock:
+            return {run_id: self.event_at[run_id] for run_id in run_ids if run_id in self.event_at}
+
+    def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
+        return adopt_committed(self, binding, history)
+
+    def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:
+        return settle_earlier_packet_runs(self, binding, new_packet_run)
 
     def claim_attempt(self, attempt_id: str, run_id: str) -> str | None:
         key, me = tags.CLAIM_KEY + attempt_id, this_process(run_id)
@@ -134,6 +168,10 @@ class MemoryLedger:
         with self._lock:
             return self.stops.get(packet_run, StopState())
 
+    def stop_states(self, packet_runs: Collection[str]) -> dict[str, StopState]:
+        with self._lock:
+            return {p: self.stops.get(p, StopState()) for p in packet_runs}
+
     def stop(self, packet_run: str, marker: StopMarker) -> StopState:
         with self._lock:
             new = self.stop_state(packet_run).stop(marker)
@@ -149,6 +187,10 @@ class MemoryLedger:
     def rest(self, cooldown: Cooldown) -> None:
         with self._lock:
             self.cooldowns[cooldown.account] = cooldown
+
+    def lift(self, account: str) -> Cooldown | None:
+        with self._lock:
+            return self.cooldowns.pop(account, None)
 
     def record_use(self, account: str, at_ms: int) -> AccountUsage:
         with self._lock:
@@ -206,6 +248,12 @@ class MemoryLedger:
             noted = [(k.removeprefix(prefix), int(v)) for k, v in self.kv.items() if k.startswith(prefix)]
         return [p for p, _ in sorted(noted, key=lambda item: item[1], reverse=True)]
 
+    def run_counts(self, packet_runs: Collection[str]) -> dict[str, int]:
+        wanted = set(packet_runs)
+        with self._lock:
+            counts = Counter(e.run.tags.get(tags.PACKET_RUN) for e in self.runs.values())
+        return {str(p): n for p, n in counts.items() if p in wanted}
+
     def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
         with self._lock:
             return {p: int(self.kv[tags.SETTLED_KEY + p]) for p in packet_runs if tags.SETTLED_KEY + p in self.kv}
@@ -213,3 +261,11 @@ class MemoryLedger:
     def mark_settled(self, packet_run: str, runs: int) -> None:
         with self._lock:
             self.kv[tags.SETTLED_KEY + packet_run] = str(runs)
+
+    def handoff(self, packet: str, packet_run: str) -> list[HandoffResult]:
+        with self._lock:
+            return list(self.handoffs.get((packet, packet_run), []))
+
+    def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        with self._lock:
+            self.handoffs[(packet, packet_run)] = list(results)

@@ -12,7 +12,7 @@ saved as a checkpoint of its AgentRun before anything else edits the tree.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
@@ -31,15 +31,16 @@ OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose 
 SLOT_GRACE_S = 30.0
 
 
-def driven_in_process(instance: DagsterInstance, runs: Iterable[DagsterRun], state_root: Path) -> bool:
-    """An `awp run` (or SDK `run`) that launched some of these runs still drives them, holding the packet's
-    lock: it decides and launches what comes next for their packet run itself, so the recovery sensor must not
-    launch it a second time. A process that ran them and lives on without the lock (a notebook) drives nothing."""
+def driven_in_process(runners: Mapping[str, str], state_root: Path) -> bool:
+    """An `awp run` (or SDK `run`) that launched some of a packet run's runs (`runners`: run id → runner, as
+    `Ledger.runners` reads them) still drives them, holding the packet's lock: it decides and launches what
+    comes next for their packet run itself, so the recovery sensor must not launch it a second time. A process
+    that ran them and lives on without the lock (a notebook) drives nothing."""
     holder = live_holder(state_root, "packet")
     if holder is None:
         return False
     runner = f"{holder.host}:{holder.pid}:{holder.start_time or 0}"
-    return runner in runners_of(instance, [run.run_id for run in runs]).values()
+    return runner in runners.values()
 
 
 def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagster import DagsterInstance
-
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.translator import PacketTranslator
-from awp_pipelines.orchestration.ledger.history import agent_run_truth, intent_changes, packet_run_history
+from awp_pipelines.orchestration.ledger.history import agent_run_truth, intent_changes
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 Standing = tuple[str | None, dict[str, AgentRunStatus], list[str]]
 
 
-def standing(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None) -> Standing:
+def standing(ledger: Ledger, binding: PacketBinding, packet_run: str | None = None) -> Standing:
     """A packet run (`packet_run`, else the packet's newest; None when there is none), its AgentRuns' states
     (what `--remaining` and the upstream check of a selection read) and a line for each prompt whose definition
     changed since its last Attempt there (what a resume says first)."""
-    packet_run = packet_run or newest_packet_run(instance, binding.packet.name)
+    packet_run = packet_run or newest_packet_run(ledger, binding.packet.name)
     if packet_run is None:
         return None, {}, []
-    history = packet_run_history(instance, packet_run, binding.keys)
+    history = ledger.history(packet_run, binding.keys)
     statuses = agent_run_truth(binding, history)[1]
     return packet_run, statuses, intent_changes(binding, history, statuses)
 
@@ -33,14 +33,14 @@ def standing(instance: DagsterInstance, binding: PacketBinding, packet_run: str 
 def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None) -> Standing:
     instance = open_instance(binding.packet.root, home)
     try:
-        return standing(instance, binding, packet_run)
+        return standing(InstanceLedger(instance), binding, packet_run)
     finally:
         instance.dispose()
 
 
-def agent_run_records(instance: DagsterInstance, packet: PacketBinding | Packet, packet_run: str,
+def agent_run_records(ledger: Ledger, packet: PacketBinding | Packet, packet_run: str,
                       prompt_id: str) -> list[AttemptRecord]:
     """The stored records of one AgentRun, oldest first. A bare Packet reads the default translator's keys."""
     keys = packet.keys if isinstance(packet, PacketBinding) else PacketTranslator().asset_keys(packet)
-    history = packet_run_history(instance, packet_run, keys).agent_runs.get(prompt_id)
+    history = ledger.history(packet_run, keys).agent_runs.get(prompt_id)
     return history.records if history else []

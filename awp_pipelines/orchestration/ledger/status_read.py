@@ -1,46 +1,44 @@
-"""`awp status` read from a Dagster instance (SQLite or Postgres): one packet run, found by run tags, and the
-Attempt records in its runs' own events (orchestration/history.py). Nothing scans the whole event log."""
+"""`awp status` read from the ledger (a Dagster instance, SQLite or Postgres, or the memory's): one packet run,
+found by the packet index, and the Attempt records in its runs' own events (history.py). Nothing scans the
+whole event log."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import DagsterInstance
-
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, packet_run_state, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, has_handoff
+from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
     agent_run_truth,
-    packet_run_history,
     superseded_ids,
     superseded_runs,
 )
-from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 
-def newest_packet_run(instance: DagsterInstance, packet: str) -> str | None:
+def newest_packet_run(ledger: Ledger, packet: str) -> str | None:
     """The packet run a run of the packet joined last."""
-    return next(iter(packet_runs_of(instance, packet)), None)
+    return next(iter(ledger.packet_runs(packet)), None)
 
 
-def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None = None,
+def status_report(ledger: Ledger, binding: PacketBinding, packet_run: str | None = None,
                   state_root: Path | None = None) -> StatusReport:
     """`state_root`: where the Attempts write their control files (default `<packet>/.awp`): a running
     Attempt's live progress is read from there."""
     packet = binding.packet
-    packet_run = packet_run or newest_packet_run(instance, packet.name)
+    packet_run = packet_run or newest_packet_run(ledger, packet.name)
     if packet_run is None:
         prompts = [PromptStatus(prompt=p.id, name=p.name, state="not_selected") for p in packet.prompts]
         return StatusReport(packet=packet.name, packet_run=None, state="not_started", prompts=prompts,
                             totals=totals_of(prompts, 0))
-    history = packet_run_history(instance, packet_run, binding.keys)
+    history = ledger.history(packet_run, binding.keys)
     states, statuses = agent_run_truth(binding, history)
     state, reason = packet_run_state(statuses)
     finished = history.finished_runs()
@@ -60,8 +58,7 @@ def status_report(instance: DagsterInstance, binding: PacketBinding, packet_run:
         resumable=len(resumable_prompts(statuses)))
     return StatusReport(packet=packet.name, packet_run=packet_run, state=state, reason=reason, prompts=prompts,
                         totals=totals_of(prompts, len(history.runs)), stop=stop,
-                        handoff=handoff_of(instance, packet.name, packet_run)
-                        if has_handoff(packet) else [])
+                        handoff=ledger.handoff(packet.name, packet_run) if has_handoff(packet) else [])
 
 
 def _independence(binding: PacketBinding, state: DecisionInput | None, prompt: str) -> dict[str, object]:

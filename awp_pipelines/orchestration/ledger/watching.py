@@ -1,5 +1,6 @@
-"""`awp watch` readings from a Dagster instance: liveness from the runs themselves (their status and the age of
-their latest event) and from what the decision function says is due — the daemon's view, whoever launches."""
+"""`awp watch` readings from the ledger (a Dagster instance's, or the memory's): liveness from the runs
+themselves (their status and the age of their latest event) and from what the decision function says is due —
+the daemon's view, whoever launches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import DagsterInstance, DagsterRunStatus
+from dagster import DagsterRunStatus
 
 from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.decisions.next_launches import next_launches
@@ -21,38 +22,38 @@ from awp_pipelines.core.engine.status_report import (
 )
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.agent_files import last_activity
-from awp_pipelines.dagster_compat.events import latest_event_time
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     agent_run_truth,
     current_ids,
-    packet_run_history,
     superseded_ids,
     superseded_runs,
 )
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
 
 
-def watch_reading(instance: DagsterInstance, binding: PacketBinding, packet_run: str | None,
+def watch_reading(ledger: Ledger, binding: PacketBinding, packet_run: str | None,
                   timeout_min: float, now: float | None = None, state_root: Path | None = None) -> WatchReading:
     """`state_root`: where the Attempts write their event and control files (default `<packet>/.awp`)."""
     now = time.time() if now is None else now
     packet = binding.packet
     state_root = state_root or packet.root / ".awp"
     at = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
-    packet_run = packet_run or newest_packet_run(instance, packet.name)
+    packet_run = packet_run or newest_packet_run(ledger, packet.name)
     if packet_run is None:
         return WatchReading(packet=packet.name, packet_run=None, at=at, state="not_started",
                             prompts=len(packet.prompts), completed=0)
-    history = packet_run_history(instance, packet_run, binding.keys)
+    history = ledger.history(packet_run, binding.keys)
     finished = history.finished_runs()
     states, statuses = agent_run_truth(binding, history)
     outlook = next_launches(list(states.values()), now, history.stopped)
     # A run whose driver is gone (kill -9 of its `awp run`, a silent worker) is not running, whatever its stored
     # status says: the history counts it ended (liveness.py), as status and the page do.
     unfinished = history.unfinished_runs()
-    last_event = {run.run_id: latest_event_time(instance, run.run_id) for run in unfinished}
+    stored = ledger.last_event_at([run.run_id for run in unfinished])
+    last_event = {run.run_id: stored.get(run.run_id) for run in unfinished}
     running: list[tuple[str, AttemptSummary]] = []
     for state in states.values():
         agent_run = history.agent_runs.get(state.prompt, AgentRunHistory())

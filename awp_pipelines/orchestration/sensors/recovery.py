@@ -43,15 +43,14 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
 from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, claimant, of_packet
 from awp_pipelines.orchestration.ledger.ended_runs import ended_since
 from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
-from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.reaper import driven_in_process
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
 from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 if TYPE_CHECKING:
@@ -119,11 +118,12 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
     def _recover(context: SensorEvaluationContext) -> SensorResult:
         cursor = RecoveryCursor.parse(context.cursor)
         instance = tick_instance(context)
+        ledger = InstanceLedger(instance)
         # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
         # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
         in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
-        after = _take_ended(context, instance, served, cursor.after, in_view)
-        states = StopStore(instance).states(set[str]().union(*in_view.values()))  # one read for every packet
+        after = _take_ended(context, ledger, served, cursor.after, in_view)
+        states = ledger.stop_states(set[str]().union(*in_view.values()))  # one read for every packet
         requests: list[RunRequest] = []
         packets: dict[str, PacketCursor] = {}
         now = time.time()
@@ -131,7 +131,7 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
             stopped = {r for r in in_view[name] if states[r].stopped}  # a decision: nothing until a resume
             waiting: set[str] = set()
             for packet_run in sorted(in_view[name] - stopped):
-                due, waits = _launches(context, instance, served[name], packet_run, now)
+                due, waits = _launches(context, ledger, served[name], packet_run, now)
                 requests.extend(due)
                 if waits:
                     waiting.add(packet_run)
@@ -141,11 +141,11 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
     return _recover
 
 
-def _take_ended(context: SensorEvaluationContext, instance: DagsterInstance, served: dict[str, ServedPacket],
+def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served: dict[str, ServedPacket],
                 after: float, in_view: dict[str, set[str]]) -> float:
     """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
     `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
-    stops = StopStore(instance)
+    instance = ledger.instance  # the runs that ended: Dagster's runs table, which the ledger does not keep
     bindings = [p.binding for p in served.values()]
     by_job = {p.job.name: name for name, p in served.items()}
     for record in ended_since(instance, after, _BATCH):
@@ -163,7 +163,7 @@ def _take_ended(context: SensorEvaluationContext, instance: DagsterInstance, ser
         in_view.setdefault(packet, set()).add(packet_run)
         marker = cancel_marker(run, record.end_time or record.update_timestamp.timestamp())
         if marker is not None:
-            stops.stop(packet_run, marker)
+            ledger.stop(packet_run, marker)
     return after
 
 
@@ -176,15 +176,15 @@ def _claim(context: SensorEvaluationContext, instance: DagsterInstance, run: Dag
     return claimed
 
 
-def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packet: ServedPacket, packet_run: str,
+def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: ServedPacket, packet_run: str,
               now: float) -> tuple[list[RunRequest], bool]:
     """The due launches of one packet run as run requests of its packet's job, and whether one waits for its
     backoff (or for the `awp run` that drives it to let go)."""
     binding = packet.binding
-    history = packet_run_history(instance, packet_run, binding.keys)
-    if driven_in_process(instance, history.runs, packet.state_root):
+    history = ledger.history(packet_run, binding.keys)
+    if driven_in_process(ledger.runners([run.run_id for run in history.runs]), packet.state_root):
         return [], True  # its `awp run` launches what comes next: two drivers made a fallback twice
-    adopt_committed(instance, binding, history)  # a dead Attempt that committed gets its record first
+    ledger.adopt(binding, history)  # a dead Attempt that committed gets its record first
     inputs = decision_inputs(binding, history)
     outlook = next_launches(inputs, now, history.stopped)
     changed = {i.prompt for i in inputs if i.superseded and i.started == i.superseded}
@@ -200,6 +200,6 @@ def _launches(context: SensorEvaluationContext, instance: DagsterInstance, packe
                                    tags=launch_tags(binding, history, launch)))
     if outlook.idle and has_handoff(binding.packet):
         # Nothing comes next: if every AgentRun ended, the packet run's work is handed off (once it succeeded).
-        for result in hand_off_packet_run(instance, binding, packet_run, automatic=True):
+        for result in hand_off_packet_run(ledger.instance, binding, packet_run, automatic=True):
             context.log.info(f"packet run {packet_run}: hand-off: {result.line()}")
     return requests, bool(outlook.waiting)
