@@ -194,11 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], choices=list(BY_NAME), help="these variants and their "
                         "shape's baseline")
     parser.add_argument("--one", choices=list(BY_NAME), help=argparse.SUPPRESS)  # a child measurement
+    parser.add_argument("--names-only", action="store_true", help="switch every speed-up off in this process and "
+                        "stop: each name it patches still exists (the suite's check that this script has not rotted)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(one(args.one, args.prompts)))
         return 0
+    if args.names_only:
+        for variant in VARIANTS:
+            if variant.off is not None:
+                variant.off()
+        return emit({"rows": [], "patched": [v.name for v in VARIANTS if v.off]}, args.json,
+                    "every speed-up's names are still there")
     chosen = [v for v in VARIANTS if not args.only or v.name in args.only
               or (v.off is None and any(BY_NAME[o].shape == v.shape for o in args.only))]
     load_before = os.getloadavg()[0]

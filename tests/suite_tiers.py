@@ -34,7 +34,7 @@ EXTENDED: dict[str, str] = {
         "its [postgres] case; the embedded SQLite under the daemon: test_ui_launch_of_the_demo_…[sqlite]",
     "test_after_ctrl_c_the_daemon_launches_nothing_and_awp_run_packet_run_completes_it":
         "a stopped packet run gets no launch: tests/ledger/test_decisions_on_memory.py; Ctrl-C then resume in "
-        "process: tests/e2e/test_agent_run_truth.py; the UI's cancel under the daemon: tests/daemon/test_daemon_stop.py",
+        "process: tests/e2e/test_agent_run_truth.py; the UI's cancel under the daemon: test_daemon_stop.py",
     "test_an_agent_that_repeats_twice_then_finishes_runs_three_iterate_attempts_through_the_sensor":
         "iterations under the daemon: test_a_command_agent_steers_its_iterations_under_the_daemon; repeat twice "
         "then finish in process: tests/e2e/test_agent_control_runs.py",
@@ -47,6 +47,10 @@ EXTENDED: dict[str, str] = {
     "test_awp_run_uses_the_accounts_each_rotation_gives[between_attempts]": "tests/test_rotation.py; [fill_first]",
     "test_awp_run_uses_the_accounts_each_rotation_gives[round_robin]": "tests/test_rotation.py; [fill_first]",
     "test_awp_run_uses_the_accounts_each_rotation_gives[least_used]": "tests/test_rotation.py; [fill_first]",
+    # The benches' daemon modes: each script's own run stays at a tiny size (tests/test_bench_scripts.py).
+    "test_each_bench_of_the_suite_runs_at_its_quick_size[dag-daemon]": "[dag]; the daemon's launches: tests/daemon",
+    "test_each_bench_of_the_suite_runs_at_its_quick_size[limit-daemon]": "[limit]; fallback under the daemon: "
+                                                                         "tests/daemon/test_daemon_runs.py",
     # A bare-Dagster reproduction of an upstream bug (docs/upstream.md): a minute of a daemon on 200 jobs.
     "test_the_reproduction_shows_the_dagster_bug[daemon_refetches_unchanged_jobs.py]":
         "the workaround's own figures: bench/sensor_daemon_cpu.py (its tiny run in tests/test_bench_scripts.py)",

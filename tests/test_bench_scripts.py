@@ -18,13 +18,25 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 # Modules the scripts import, not scripts of their own.
 HELPERS = {"emit.py", "under_daemon.py", "private_speedups_preload.py", "suite.py"}
-# Tinier than the suite's quick size where that takes minutes: the daemon's CPU over every shape and two sizes
-# (each waits for both sensors to tick twice) runs here in one shape, two sizes, a short window.
-TINY = {"daemon-cpu": ["bench/sensor_daemon_cpu.py", "--packets", "1", "2", "--seconds", "3", "--shapes", "served"]}
+# Tinier than the suite's quick size where that takes tens of seconds (what each measures needs no size here):
+# the daemon's CPU in one shape, one size, one tick of each sensor, a short window; the private speed-ups with one
+# switched off (`--names-only` below checks every other's names); fewer prompts, sizes and repeats elsewhere.
+TINY = {
+    "daemon-cpu": ["bench/sensor_daemon_cpu.py", "--packets", "1", "--seconds", "2", "--shapes", "served",
+                   "--ready-ticks", "1"],
+    "speedups": ["bench/private_speedups.py", "--only", "job_preload", "--prompts", "2", "--repeat", "1"],
+    "attempt": ["bench/attempt_overhead.py", "--repeat", "1", "--warmup", "0"],
+    "dag": ["bench/dag_parallel.py", "--prompts", "2", "--delay-ms", "500"],
+    "dag-daemon": ["bench/dag_parallel.py", "--daemon", "--prompts", "2", "--delay-ms", "500"],
+    "limit-daemon": ["bench/rate_limit.py", "--daemon", "--repeat", "1", "--backoff-ms", "200"],
+    "prompts": ["bench/prompt_overhead.py", "--sizes", "2", "4"],
+    "status": ["bench/status_speed.py", "--attempts", "40", "--long", "20", "--repeat", "1", "--prompts", "5"],
+}
 # Scripts outside `make bench`'s table, each with a tiny size of its own.
 OUTSIDE_SUITE = {
     "blame_speed.py": ["--commits", "30", "--repeat", "1", "--json"],
     "sql_profile.py": ["--size", "2", "--top", "3"],
+    "private_speedups.py": ["--names-only", "--json"],  # every speed-up's patched names, none run
 }
 
 
@@ -45,6 +57,7 @@ def test_every_bench_script_is_run_by_the_suite_or_here() -> None:
     in_suite = {Path(bench.argv[0]).name for bench in suite.BENCHES}
     scripts = {path.name for path in BENCH.glob("*.py")} - HELPERS
     assert scripts - in_suite - set(OUTSIDE_SUITE) == set(), "add the script to bench/suite.py or OUTSIDE_SUITE"
+    assert {Path(argv[0]).name for argv in TINY.values()} <= scripts and set(TINY) <= set(BENCHES)
 
 
 def _run(argv: list[str], env: dict[str, str]) -> str:
