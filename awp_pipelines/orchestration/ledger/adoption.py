@@ -103,6 +103,6 @@ def _store(instance: DagsterInstance, binding: PacketBinding, prompt: str, run_i
     run = instance.get_run_by_id(run_id)
     materialization = AssetMaterialization(asset_key=binding.key(prompt),
                                            description=f"Attempt {record.identity.attempt_id}: {reason}",
-                                           metadata=record_metadata(record, "", (), binding.packet.root,
+                                           metadata=record_metadata(record, "", (),
                                                                     AgentRunStatus("completed", reason).text))
     report_materialization(instance, run_id, run.job_name if run else "__adopted__", materialization)

@@ -168,7 +168,7 @@ class InstanceLedger:
                                                                                       metadata=metadata))
 
     def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
-        metadata = {tags.RECORD: MetadataValue.json(record.model_dump(mode="json"))}
+        metadata = {tags.RECORD: MetadataValue.json(record.stored())}
         report_materialization(self.instance, run_id, self._job(run_id),
                                AssetMaterialization(asset_key=key, metadata=metadata))
 

@@ -91,7 +91,7 @@ class MemoryLedger:
 
     def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord) -> None:
         with self._lock:
-            self.events.append((run_id, key, {tags.RECORD: record.model_dump(mode="json")}))
+            self.events.append((run_id, key, {tags.RECORD: record.stored()}))
 
     def fail_run(self, run_id: str, why: str) -> None:
         if run_id in self.runs:
