@@ -130,7 +130,6 @@ class AttemptRecord(BaseModel):
                                          "run's recorded spend, this Attempt included.")
     messages: int = 0
     verifier: VerifierReport | None = None
-    prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
     workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
     commits: list[CommitResult] = Field(default_factory=list)
     events_file: str | None = None
