@@ -91,6 +91,7 @@ def test_the_stored_record_leaves_out_defaults_and_derived_lists_and_reads_back_
     assert set(stored["verifier"]) == {"prompt_id", "items"}  # passed, failures and faults: from the items
     assert "fault" not in stored["verifier"]["items"][0]
     assert AttemptRecord.model_validate(stored) == record
+    assert AttemptRecord.model_validate({**stored, "prompt_text": "an older record's"}) == record  # still reads
     assert record.model_dump(mode="json")["verifier"]["failures"] == [record.verifier.items[1].model_dump(mode="json")]
     assert len(json.dumps(stored)) < 0.8 * len(json.dumps(record.model_dump(mode="json")))
 
