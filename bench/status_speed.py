@@ -94,7 +94,7 @@ def _record(packet_run: str, prompt: str, number: int, mode: str, completed: boo
         ended_at="2026-11-30T01:00:04.000+00:00", duration_s=4.0,
         result="completed" if completed else "verification_failed",
         usage=Usage(input_tokens=1200, output_tokens=300, cost_usd=0.0021), messages=6,
-        verifier=VerifierReport(prompt_id=prompt, items=items), prompt_text="Write the notes. " * 40,
+        verifier=VerifierReport(prompt_id=prompt, items=items),
         commits=[CommitResult(repo="docs", status="committed", sha="a" * 40)] if completed else [],
         events_file=f"/tmp/bench/.awp/events/{packet_run}/{prompt}/{attempt_id(agent_run, number)}.jsonl")
 

@@ -73,6 +73,19 @@ def stored_events(packet: Path) -> list[EventLogEntry]:
         instance.dispose()
 
 
+def sent_prompt(record: dict) -> str:
+    """The prompt an Attempt sent its agent (repair instructions included), from its events (`prompt_sent`,
+    redacted like every event): the record does not store it again. Empty when its agent was not asked."""
+    from awp_pipelines.core.records.events import iter_events
+
+    path = Path(record.get("events_file") or "")
+    if not record.get("events_file") or not path.is_file():
+        return ""
+    attempt = record["identity"]["attempt_id"]
+    return "".join(str(e.get("text") or "") for e in iter_events(path)
+                   if e.get("type") == "prompt_sent" and e.get("attempt") == attempt)
+
+
 def stored_records(packet: Path, packet_run: str, prompt: str = "01") -> list[dict]:
     """The same records as JSON."""
     return [r.model_dump(mode="json") for r in stored_attempts(packet, packet_run, prompt)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from dagster import (
@@ -10,7 +11,6 @@ from dagster import (
     FloatMetadataValue,
     JsonMetadataValue,
     MarkdownMetadataValue,
-    PathMetadataValue,
 )
 
 from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES, SENSOR_LAUNCHES, AgentRunStatus, next_step
@@ -50,7 +50,7 @@ def _record(**changes: object) -> AttemptRecord:
 
 
 def test_the_searchable_fields_carry_the_record_with_dagster_types() -> None:
-    meta = record_metadata(_record(), "## Prompt\n\nWrite it.", packet_root=ROOT, state="waiting — repair 2 due")
+    meta = record_metadata(_record(), "## Prompt\n\nWrite it.", state="waiting — repair 2 due")
     # The asset page opens on the link to the Attempt's page, then a short set in a fixed order.
     assert list(meta)[:8] == [tags.PAGE, tags.RESULT, tags.AGENT_RUN_STATE, tags.REASON, tags.ROLE, tags.TARGET,
                               tags.COST_USD, tags.COMMIT]
@@ -60,16 +60,18 @@ def test_the_searchable_fields_carry_the_record_with_dagster_types() -> None:
     assert meta[tags.AGENT_RUN_STATE] == "waiting — repair 2 due" and meta[tags.MODE] == "repair"
     assert meta[tags.FAILURE_CLASS] == "provider_runtime_claim"
     assert isinstance(meta[tags.DURATION_S], FloatMetadataValue) and meta[tags.DURATION_S].value == 3.25
-    assert meta[tags.TOKENS_IN].value == 1200 and meta[tags.COST_USD].value == 0.0125
+    assert meta[tags.COST_USD].value == 0.0125
     assert isinstance(meta[tags.PARENT_RUN], DagsterRunMetadataValue) and meta[tags.PARENT_RUN].run_id == "run-1"
-    assert isinstance(meta[tags.EVENTS], PathMetadataValue)
-    assert meta[tags.EVENTS].path == "demo/.awp/events/pr-1/01.a2.jsonl"  # relative to the packet's folder
     for key in (tags.ATTEMPTS, tags.TRANSCRIPT):
         assert isinstance(meta[key], MarkdownMetadataValue), key
     # What the Attempt's page shows instead: verifier table, commits, provider/account/model apart, session.
     moved = (tags.VERIFIER, tags.COMMITS, tags.PROVIDER, tags.ACCOUNT, tags.MODEL, tags.EFFORT, tags.SESSION_ID,
              tags.TOKENS_CACHED, tags.COST_SOURCE, tags.ATTEMPT_NUMBER)
     assert [key for key in moved if key in meta] == []
+    # Nor what another place holds: the packet run is a run tag, the events file is on the start marker and in
+    # the transcript, the AgentRun is the Attempt's id without its number, the tokens are in the record.
+    held = ("awp/packet_run", "awp/events", "awp/agent_run", "awp/tokens_in", "awp/tokens_out")
+    assert [key for key in held if key in meta] == []
 
 
 def test_the_whole_record_is_stored_redacted_and_reads_back() -> None:
@@ -82,14 +84,27 @@ def test_the_whole_record_is_stored_redacted_and_reads_back() -> None:
     assert back.model_copy(update={"failure": record.failure}) == record  # only the secret differs
 
 
+def test_the_stored_record_leaves_out_defaults_and_derived_lists_and_reads_back_whole() -> None:
+    record = _record()
+    stored = record.stored()
+    assert "resumes" not in stored and "steers" not in stored and "session_id" not in stored  # at defaults
+    assert set(stored["verifier"]) == {"prompt_id", "items"}  # passed, failures and faults: from the items
+    assert "fault" not in stored["verifier"]["items"][0]
+    assert AttemptRecord.model_validate(stored) == record
+    assert AttemptRecord.model_validate({**stored, "prompt_text": "an older record's"}) == record  # still reads
+    assert record.model_dump(mode="json")["verifier"]["failures"] == [record.verifier.items[1].model_dump(mode="json")]
+    assert len(json.dumps(stored)) < 0.8 * len(json.dumps(record.model_dump(mode="json")))
+
+
 def test_one_check_result_per_verifier_item() -> None:
     results = check_results(_record(), packet_root=ROOT)
     assert [(r.check_name, r.passed) for r in results] == [("done_txt_exists", True),
                                                             ("done_txt_contains_done", False)]
     assert all(r.severity == AssetCheckSeverity.ERROR for r in results)
     failed = results[1].metadata
-    assert failed["attempt"].value == "pr-1.01.a2" and failed["kind"].value == "contains"
-    assert failed["details"].value == "demo/workspace/done.txt lacks 'done'"
+    # What was found; what the item demands is the check's description (its kind, repo and path say it again).
+    assert set(failed) == {"details"} and failed["details"].value == "demo/workspace/done.txt lacks 'done'"
+    assert results[1].description == "contains: done.txt"  # the item's label: this one has no description
     assert results[0].metadata["details"].value == "met"
     assert unmet_summary(_record()) == f"unmet: {results[1].description}"
     assert check_results(_record(verifier=None)) == [] and unmet_summary(_record(verifier=None)) == ""
@@ -112,3 +127,5 @@ def test_a_failed_attempt_that_a_repair_follows_says_repair_next_first_and_in_it
     failure = attempt_failure(_record(), coming)
     assert failure.description.startswith("repair next: Attempt pr-1.01.a2 did not complete")
     assert failure.metadata[tags.NEXT].value == coming
+    assert list(failure.metadata) == [tags.NEXT]  # the rest is in its description and the observation before it
+    assert attempt_failure(_record()).metadata == {}  # nothing follows: no metadata at all

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, decided_launch, git_log, stored_records
+from e2e_support import awp, decided_launch, git_log, sent_prompt, stored_records
 
 from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import open_instance
@@ -50,7 +50,7 @@ def test_repeat_twice_then_finish_gives_three_iterate_attempts_and_completes(tmp
         [(1, "repeat"), (2, "repeat"), (3, "finish")]
     assert records[0]["control"]["progress"] == "1/3" and records[0]["control"]["reason"] == "more to do"
     assert records[1]["target"]["reason"] == "iteration 2/5: the agent asked to repeat: more to do"
-    assert "## Agent Control" in records[0]["prompt_text"] and "iteration 1 of at most 5" in records[0]["prompt_text"]
+    assert "## Agent Control" in sent_prompt(records[0]) and "iteration 1 of at most 5" in sent_prompt(records[0])
     assert len(git_log(packet / "workspace")) == 4  # every iteration's work committed before its directive
     for record in records:  # the iteration's token never reaches the record or the event log
         ident = record["identity"]
@@ -68,7 +68,7 @@ def test_a_finish_before_the_completion_contract_passes_is_rejected_and_the_loop
     assert outcome["state"] == "completed"
     assert [r["control"]["outcome"] for r in records] == ["finish_rejected", "finish"]
     assert "final.txt" in records[0]["control"]["unmet"]
-    assert "was rejected" in records[1]["prompt_text"] and "final.txt" in records[1]["prompt_text"]
+    assert "was rejected" in sent_prompt(records[1]) and "final.txt" in sent_prompt(records[1])
     assert records[1]["target"]["reason"].endswith("finish rejected: the completion contract is unmet")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 from dagster import AssetKey
-from e2e_support import awp, decided_launch, stored_records
+from e2e_support import awp, decided_launch, sent_prompt, stored_records
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.ledger.history import attempt_records
@@ -84,7 +84,7 @@ def test_awp_repair_on_a_failed_prompt_runs_one_repair_attempt_with_the_unmet_it
         (packet_run, f"{packet_run}.01.a3", "repair", "completed")
     records = stored_records(packet, packet_run)
     assert [r["identity"]["mode"] for r in records] == ["run", "repair", "repair"]  # exactly one more
-    text = records[-1]["prompt_text"]
+    text = sent_prompt(records[-1])
     assert "## Repair Instructions" in text and "text not found: 'finished'" in text
     assert "write the word finished" in text and secret not in text
     instance = open_instance(packet)
@@ -124,8 +124,8 @@ def test_a_ui_launch_tagged_repair_repairs_the_prompts_latest_packet_run(tmp_pat
         instance.dispose()
     records = stored_records(packet, packet_run)
     assert [(r["identity"]["mode"], r["result"]) for r in records][-1] == ("repair", "completed")
-    assert len(records) == 3 and "say finished" in records[-1]["prompt_text"]
-    assert "text not found: 'finished'" in records[-1]["prompt_text"]
+    assert len(records) == 3 and "say finished" in sent_prompt(records[-1])
+    assert "text not found: 'finished'" in sent_prompt(records[-1])
 
 
 def test_in_a_run_of_several_prompts_the_packet_cap_stops_the_prompts_not_yet_started(

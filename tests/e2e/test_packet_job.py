@@ -50,7 +50,8 @@ def test_the_packet_job_runs_every_prompt_in_one_run_and_stores_checks(tmp_path:
         assert not passed[AssetCheckKey(CHANGELOG, "changelog_md_contains_unreleased")].evaluation.passed
         meta = instance.get_latest_materialization_event(GREETING).asset_materialization.metadata
         # Without awp/ tags the Dagster run names the packet run, and the run is tagged with it.
-        assert meta["awp/packet_run"].value == f"pr-{result.run_id[:8]}"
+        assert meta["awp/record"].value["identity"]["packet_run"] == f"pr-{result.run_id[:8]}"
+        assert instance.get_run_by_id(result.run_id).tags["awp/packet_run"] == f"pr-{result.run_id[:8]}"
         # The record is stored once: on the materialization, not again on the step's output.
         assert isinstance(meta["awp/record"].value, dict)
         outputs = instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_OUTPUT)

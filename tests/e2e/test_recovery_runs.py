@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import AssetKey, RunsFilter
-from e2e_support import awp, decided_launch, git_log, stored_attempts, stored_records
+from e2e_support import awp, decided_launch, git_log, sent_prompt, stored_attempts, stored_records
 
 from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import open_instance
@@ -47,8 +47,8 @@ def test_simulated_recovery_packet_completes_every_prompt_with_prompt_runners_re
     assert override["provider_failure"]["failure_class"] == "provider_runtime_claim"
     # 07's repair prompt carried the unmet item and the last runtime error.
     repair = stored_records(packet, packet_run, "07")[-1]
-    assert "## Repair Instructions" in repair["prompt_text"]
-    assert "draft.meta.txt" in repair["prompt_text"] and "provider_runtime_claim" in repair["prompt_text"]
+    assert "## Repair Instructions" in sent_prompt(repair)
+    assert "draft.meta.txt" in sent_prompt(repair) and "provider_runtime_claim" in sent_prompt(repair)
     assert len(git_log(packet / "workspace")) == 10
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, stored_records
+from e2e_support import awp, sent_prompt, stored_records
 
 
 def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> Path:
@@ -40,10 +40,10 @@ def test_verify_first_completes_a_met_contract_without_a_session_and_runs_the_re
     packet = _packet(tmp_path / "pkt", make_git_repo)
     packet_run = _run(packet, "--verify-first")
     [met] = stored_records(packet, packet_run, "01")
-    assert (met["result"], met["session_id"], met["prompt_text"], met["commits"]) == ("completed", None, "", [])
+    assert (met["result"], met["session_id"], sent_prompt(met), met["commits"]) == ("completed", None, "", [])
     assert "verify first" in met["transitions"][-1]["reason"]
     [ran] = stored_records(packet, packet_run, "02")
-    assert ran["result"] == "completed" and ran["prompt_text"]  # its agent was asked
+    assert ran["result"] == "completed" and sent_prompt(ran)  # its agent was asked
 
 
 @pytest.mark.slow
@@ -51,4 +51,4 @@ def test_without_verify_first_a_met_contract_still_runs_its_agent(
         tmp_path: Path, make_git_repo: Callable[[Path], Path]) -> None:
     packet = _packet(tmp_path / "pkt", make_git_repo)
     [record] = stored_records(packet, _run(packet, "01"), "01")
-    assert record["prompt_text"]
+    assert sent_prompt(record)

@@ -4,7 +4,7 @@ reads (attempts.py runs an Attempt and makes one)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,7 +130,6 @@ class AttemptRecord(BaseModel):
                                          "run's recorded spend, this Attempt included.")
     messages: int = 0
     verifier: VerifierReport | None = None
-    prompt_text: str = Field("", description="The prompt as sent (repair instructions included).")
     workspace_changed: bool = Field(False, description="The agent changed a target repo (repair triggers).")
     commits: list[CommitResult] = Field(default_factory=list)
     events_file: str | None = None
@@ -163,6 +162,12 @@ class AttemptRecord(BaseModel):
     def completed(self) -> bool:
         return self.result == "completed"
 
+    def stored(self) -> dict[str, Any]:
+        """The record as an Attempt's event stores it (JSON): fields at their defaults and the verifier's derived
+        lists (`passed`, `failures`, `faults`) left out, since `model_validate` gives them back. Every Attempt
+        stores one, so what it repeats is paid once per Attempt, for good."""
+        return self.model_dump(mode="json", exclude_defaults=True, exclude=_DERIVED)
+
     def fact(self) -> AttemptFact:
         """What the decision function needs of this record."""
         failure = self.failure
@@ -177,3 +182,6 @@ class AttemptRecord(BaseModel):
             directive=self.control.outcome if self.control else None,
             directive_reason=self.control.reason if self.control else "",
             code=failure.provider_code if failure else None)
+
+
+_DERIVED: Any = {"verifier": {"passed", "failures", "faults"}}  # computed from its items on read

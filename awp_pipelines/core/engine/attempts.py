@@ -207,7 +207,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         if met is not None and met.passed:
             sink.verifier_completed(True, [])
             trail.append(transition("terminal", "completed: the contract already passed (verify first); no session"))
-            return redactor.model(_record(spec, "", sink, started, clock, checkpoint, restored,
+            return redactor.model(_record(spec, sink, started, clock, checkpoint, restored,
                                           ProviderOutcome.from_sink(sink, None, None), 0, redactor.model(met),
                                           "completed", None, False, [], {}, trail, set_aside))
     handle = _open_control(spec)
@@ -258,7 +258,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
             return left_alone(refused, outcome, resumes)
         trail.append(transition("terminal", f"provider_failed: {failure.failure_class}",
                                 cause_of(failure.failure_class) or "cancellation"))
-        record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes, None,
+        record = _record(spec, sink, started, clock, checkpoint, restored, outcome, resumes, None,
                          "provider_failed", failure, bool(wip), [], wip, trail, set_aside, isolation=isolation)
         return redactor.model(record.model_copy(update={"diff_file": store_diff(sink, targets, record, redactor),
                                                         "steers": steering.steers if steering else []}))
@@ -271,7 +271,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         cls = failure.failure_class
         trail.append(transition("terminal", f"{cls}: {failure.message}", cause_of(cls)))
         result: AttemptResult = "tree_tampered" if cls == "tree_tampered" else "secret_in_work"
-        return redactor.model(_record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome,
+        return redactor.model(_record(spec, sink, started, clock, checkpoint, restored, outcome,
                                       resumes, report, result, failure, True, [], {}, trail, set_aside,
                                       isolation=isolation))
 
@@ -335,7 +335,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     trail.append(transition("terminal", result + (f": {cls}" if cls else "")
                             + (f"; {directive.line()}" if directive else ""),
                             cause_of(cls) or ("human_wait" if directive and directive.outcome == "blocked" else None)))
-    record = _record(spec, request.prompt_text, sink, started, clock, checkpoint, restored, outcome, resumes,
+    record = _record(spec, sink, started, clock, checkpoint, restored, outcome, resumes,
                      report, result, failure, changed, commits, wip, trail, set_aside, isolation=isolation)
     # One pass over the whole record: failure messages, provider failures, verifier items, prompt text.
     return redactor.model(record.model_copy(update={"control": directive,
@@ -378,7 +378,7 @@ def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, tra
     heads = {t.name: head(t.path) for t in spec.plan.repos}
     outcome = ProviderOutcome.from_sink(sink, None, None)
     result: AttemptResult = "dirty_tree" if cls == "dirty_tree" else "provider_failed"
-    return _record(spec, prompt_text(spec), sink, started, clock, heads, {}, outcome, 0, None, result, failure,
+    return _record(spec, sink, started, clock, heads, {}, outcome, 0, None, result, failure,
                    False, [], {}, trail, isolation=isolation)
 
 
@@ -406,7 +406,7 @@ def _account(spec: AttemptSpec) -> AccountBinding | None:
     return spec.plan.account_bindings.get(spec.target.account) if spec.target.account else None
 
 
-def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: float,
+def _record(spec: AttemptSpec, sink: EventSink, started: str, clock: float,
             checkpoint: dict[str, str | None], restored: dict[str, str], outcome: ProviderOutcome, resumes: int,
             report: VerifierReport | None, result: AttemptResult, failure: FailureEnvelope | None, changed: bool,
             commits: list[CommitResult], wip: dict[str, str], trail: list[Transition],
@@ -420,7 +420,6 @@ def _record(spec: AttemptSpec, sent: str, sink: EventSink, started: str, clock: 
         failure=failure, provider_failure=outcome.failure, session_id=outcome.session_id, resumes=resumes,
         usage=usage, packet_run_spend=SpendTotal(cost_usd=spent.cost_usd, tokens=spent.tokens),
         messages=outcome.messages, verifier=report, workspace_changed=changed,
-        prompt_text=sent,
         commits=commits, events_file=str(sink.path) if getattr(sink, "path", None) else None, wip=wip,
         restored=restored, set_aside=dict(set_aside or {}), transitions=trail, isolation=isolation,
         provenance=provenance(profile=spec.plan.profile, permission_mode=spec.plan.permission_mode,

@@ -17,7 +17,6 @@ from awp_pipelines.core.records.redact import redact
 
 PREFIX = "awp/"
 PACKET_RUN = f"{PREFIX}packet_run"
-AGENT_RUN = f"{PREFIX}agent_run"
 ATTEMPT = f"{PREFIX}attempt"
 MODE = f"{PREFIX}mode"  # Attempt metadata; as a tag, a person's ask for a repair by hand (`awp/mode=repair`)
 PROVIDER = f"{PREFIX}provider"
@@ -48,10 +47,7 @@ ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
 INTENT = f"{PREFIX}intent"  # on a start marker: the fingerprint of the prompt's definition (intent.py)
 FAILURE_CLASS = f"{PREFIX}failure_class"
 FAILURE = f"{PREFIX}failure"
-UNMET = f"{PREFIX}unmet"
 DURATION_S = f"{PREFIX}duration_s"
-TOKENS_IN = f"{PREFIX}tokens_in"
-TOKENS_OUT = f"{PREFIX}tokens_out"
 TOKENS_CACHED = f"{PREFIX}tokens_cached"
 COST_SOURCE = f"{PREFIX}cost_source"
 COST_USD = f"{PREFIX}cost_usd"

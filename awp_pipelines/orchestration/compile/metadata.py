@@ -21,8 +21,7 @@ from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 
 
 def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[AttemptSummary] = (),
-                    packet_root: Path | None = None, state: str | None = None,
-                    coming: str | None = None) -> dict[str, Any]:
+                    state: str | None = None, coming: str | None = None) -> dict[str, Any]:
     """`history`: the AgentRun's Attempts before this one (this one is added as the last row). `state`: the
     AgentRun's state once this Attempt ended, shown after the result. `coming`: the next Attempt and who
     launches it (`repair next — …`), when one follows."""
@@ -44,36 +43,24 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.FAILURE_CLASS: failure.failure_class if failure else None,
         tags.FAILURE: redact(failure.message) if failure else None,
         tags.ATTEMPTS: MetadataValue.md(history_markdown([*history, AttemptSummary.of(record)], coming)),
+        # The Attempt's id (readers find its events by it) and mode (the asset's Events tab shows it). Its
+        # AgentRun, packet run (a run tag), tokens and events file are not repeated here: the record holds
+        # them, the start marker has the events file, the transcript's last lines the tokens and the events
+        # file (each entry costs every Attempt ~150 bytes in Dagster's event log).
         tags.ATTEMPT: ident.attempt_id,
-        tags.AGENT_RUN: ident.agent_run,
         tags.MODE: ident.mode,
-        tags.PACKET_RUN: ident.packet_run,
-        tags.DURATION_S: MetadataValue.float(record.duration_s),
-        tags.TOKENS_IN: MetadataValue.int(record.usage.input_tokens),
-        tags.TOKENS_OUT: MetadataValue.int(record.usage.output_tokens),
+        tags.DURATION_S: MetadataValue.float(record.duration_s),  # a number: Dagster plots it across Attempts
         # The Markdown transcript stays for a deployment without `awp serve`: the page is its better reading.
         tags.TRANSCRIPT: MetadataValue.md(transcript) if transcript.strip() else None,
         tags.PARENT_RUN: MetadataValue.dagster_run(ident.parent_run) if ident.parent_run else None,
-        tags.EVENTS: MetadataValue.path(packet_relative(record.events_file, packet_root))
-        if record.events_file else None,
         # The packet run's running total, this Attempt included: what the spend caps are checked against.
         tags.PACKET_RUN_SPEND: f"${record.packet_run_spend.cost_usd:.4f}, {record.packet_run_spend.tokens} tokens",
         tags.LIFECYCLE: trail_text(record.transitions),
         tags.CONTROL: record.control.line() if record.control is not None else None,
         tags.ISOLATION: record.isolation.line() if record.isolation is not None else None,
-        tags.RECORD: MetadataValue.json(redact_obj(record.model_dump(mode="json"))),
+        tags.RECORD: MetadataValue.json(redact_obj(record.stored())),
     }
     return {key: value for key, value in meta.items() if value not in (None, "", "none")}
-
-
-def packet_relative(path: str, packet_root: Path | None) -> str:
-    """`demo/.awp/events/…`: relative to the packet's folder (named by it), the same on every machine."""
-    if packet_root is None or not os.path.isabs(path):
-        return path
-    try:
-        return f"{packet_root.name}/{Path(path).relative_to(packet_root)}"
-    except ValueError:
-        return path
 
 
 # Four narrow columns, so the table fits the asset's Overview at 1400 px (its metadata column is about 600 px
@@ -123,8 +110,10 @@ def check_results(record: AttemptRecord, packet_root: Path | None = None) -> lis
         return []
     results = []
     for item in record.verifier.items:
-        meta: dict[str, Any] = {"attempt": record.identity.attempt_id, "kind": item.kind, "repo": item.repo,
-                                "path": item.path, "fault": item.fault, "exit_code": item.exit_code,
+        # What was found, and why a check could not run. Not the item's kind, repo, path or Attempt: its
+        # description (the check's own) says what it demands, the Attempt's page has the rest, and Dagster
+        # stores each evaluation twice (its event and its check execution row), for every Attempt.
+        meta: dict[str, Any] = {"fault": item.fault, "exit_code": item.exit_code,
                                 # Text, not Markdown: the UI shows text inline, Markdown behind a click.
                                 "details": MetadataValue.text(
                                     relative_text("\n".join(cap_lines(item.details, 40)), packet_root) or "met")}

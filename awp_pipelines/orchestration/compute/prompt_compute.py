@@ -50,7 +50,7 @@ def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prom
     root, key = binding.packet.root, binding.key(prompt.id)
     coming = next_step(after, record.identity.number, _launcher(context, record.identity.packet_run))
     # The state's reason may quote the agent (a blocked reason): record_metadata redacts it.
-    metadata = {**record_metadata(record, transcript, earlier, root, after.text, coming),
+    metadata = {**record_metadata(record, transcript, earlier, after.text, coming),
                 **({tags.AGENT_RUN_CAUSE: after.cause} if after.cause else {})}
     if record.result == "completed" and record.fact().done:
         # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
@@ -90,10 +90,9 @@ def attempt_failure(record: AttemptRecord, coming: str | None = None) -> Failure
     failure = record.failure
     reason = redact(failure.message) if failure else unmet_summary(record)
     what = record.result.replace("_", " ")
-    meta = {tags.RESULT: record.result, tags.ATTEMPT: record.identity.attempt_id,
-            tags.FAILURE_CLASS: failure.failure_class if failure else None,
-            tags.UNMET: unmet_summary(record).removeprefix("unmet: ") or None}
     ended = f"Attempt {record.identity.attempt_id} did not complete: {what}" + (f" — {reason}" if reason else "")
-    meta[tags.NEXT] = coming
+    # The description names the Attempt, its result and why; the observation before it holds the rest. Only
+    # what comes next is metadata here: Dagster stores a step failure's metadata twice (the step's failure,
+    # and the run's failure quoting it).
     return Failure(description=f"{coming.split(' — ', 1)[0]}: {ended}" if coming else ended,
-                   metadata={k: v for k, v in meta.items() if v}, allow_retries=False)
+                   metadata={tags.NEXT: coming} if coming else None, allow_retries=False)

@@ -101,6 +101,6 @@ def _store(ledger: Ledger, binding: PacketBinding, prompt: str, run_id: str, rec
            reason: str) -> None:
     """The record goes into the dead Attempt's own run (an ended run's log still takes events): history reads
     a packet run's events by its runs, and the asset page shows the materialization with that run."""
-    shown = record_metadata(record, "", (), binding.packet.root, AgentRunStatus("completed", reason).text)
+    shown = record_metadata(record, "", (), AgentRunStatus("completed", reason).text)
     ledger.record_attempt(run_id, binding.key(prompt), record, shown=shown,
                           description=f"Attempt {record.identity.attempt_id}: {reason}")

@@ -54,7 +54,7 @@ class InstanceLedger:
 
     def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
                        shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
-        metadata = dict(shown) if shown else {tags.RECORD: MetadataValue.json(record.model_dump(mode="json"))}
+        metadata = dict(shown) if shown else {tags.RECORD: MetadataValue.json(record.stored())}
         report_materialization(self.instance, run_id, self._job(run_id),
                                AssetMaterialization(asset_key=key, description=description, metadata=metadata))
 

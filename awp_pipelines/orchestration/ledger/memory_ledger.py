@@ -105,7 +105,7 @@ class MemoryLedger:
                        shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:
         # What the page would show has no reader here: the record is what every reader reads.
         with self._lock:
-            self.events.append((run_id, key, {tags.RECORD: record.model_dump(mode="json")}))
+            self.events.append((run_id, key, {tags.RECORD: record.stored()}))
             self.event_at[run_id] = time.time()
 
     def fail_run(self, run_id: str, why: str) -> None:

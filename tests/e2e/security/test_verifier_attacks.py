@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from attack_support import MANIFESTS, QUIET_CLI, agent_provider, script_agent_packet
-from e2e_support import git_log, stored_records
+from e2e_support import git_log, sent_prompt, stored_records
 
 from awp_pipelines.core.isolation.bwrap import unavailable
 
@@ -179,7 +179,7 @@ def judge(packet: Path, outcome: dict, rows: dict[str, str], everything: str, is
         assert SSH_KEY in everything
     assert (outcome["result"], outcome["state"]) == ("verification_failed", "failed"), outcome
     [record, repair] = stored(packet, outcome)
-    assert repair["identity"]["mode"] == "repair" and "Remaining verifier failures" in repair["prompt_text"]
+    assert repair["identity"]["mode"] == "repair" and "Remaining verifier failures" in sent_prompt(repair)
     unmet = "\n".join(d for item in record["verifier"]["items"] for d in item["details"])
     assert f"not a regular file (a FIFO): {packet / 'workspace' / 'notes.md'}" in unmet
     assert "escapes repo 'app' through a symlink (resolves to /dev/zero)" in unmet
