@@ -27,8 +27,9 @@ E2E_DIR = REPO_ROOT / "tests" / "e2e"
 DAEMON_DIR = REPO_ROOT / "tests" / "daemon"  # marked `daemon`: the oldest-Dagster leg runs them (oldest_dagster.sh)
 # Slow tests outside tests/e2e, by node id, each with why: kept out of `make test-fast`.
 SLOW_ELSEWHERE = {
-    "tests/test_definitions.py::test_dagster_validates_the_workspace": "a `dagster` subprocess loads the code location",
-    "tests/test_account_lease.py::test_racing_processes_hold_one_accounts_lease_one_at_a_time":
+    "tests/orchestration/test_definitions.py::test_dagster_validates_the_workspace":
+        "a `dagster` subprocess loads the code location",
+    "tests/ledger/test_account_lease.py::test_racing_processes_hold_one_accounts_lease_one_at_a_time":
         "4 processes import Dagster and race for one lease",
     "tests/reliability/test_instance_init.py::test_eight_processes_opening_a_fresh_instance_leave_it_intact":
         "8 processes import Dagster and open one fresh instance",
@@ -39,20 +40,20 @@ SLOW_ELSEWHERE = {
     # Large examples and repository-wide greps: each keeps a small or unit variant in the fast loop.
     "tests/reliability/test_fuzz_inputs.py::test_no_input_ends_in_a_traceback":
         "400 fuzzed packets (10,000 with `make fuzz`) through four commands; test_a_few_fuzzed_inputs_… stays fast",
-    "tests/test_redact.py::test_the_prefilter_never_skips_a_text_a_pattern_would_change":
+    "tests/core/records/test_redact.py::test_the_prefilter_never_skips_a_text_a_pattern_would_change":
         "3,000 hypothesis examples; the `_small` variant (200) stays fast",
-    "tests/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
+    "tests/core/records/test_redact.py::test_the_prefilter_knows_every_letter_ignorecase_matches_in_an_anchor":
         "walks every Unicode code point",
     "tests/test_vocabulary.py::test_no_module_but_tags_spells_an_awp_key": "parses every module of the package",
-    "tests/test_storage_boundary.py::test_no_module_but_dagster_compat_touches_dagster_internals":
+    "tests/dagster_compat/test_storage_boundary.py::test_no_module_but_dagster_compat_touches_dagster_internals":
         "reads every module of the package; the finder's own test stays fast",
     "tests/test_vocabulary.py::test_each_vocabulary_word_is_defined_in_one_module":
         "parses every module of the package",
     "tests/test_vocabulary.py::test_a_target_is_where_an_attempt_runs_never_a_repo":
         "parses every module of the package",
-    "tests/test_attempt_claim.py::test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt":
+    "tests/ledger/test_attempt_claim.py::test_of_four_racing_workers_of_one_run_exactly_one_starts_the_attempt":
         "4 processes import Dagster and race for one Attempt's claim",
-    "tests/test_attempt_claim.py::test_of_four_racing_workers_on_postgres_exactly_one_starts_the_attempt":
+    "tests/ledger/test_attempt_claim.py::test_of_four_racing_workers_on_postgres_exactly_one_starts_the_attempt":
         "4 processes import Dagster and race for one Attempt's claim",
 }
 # Whole modules: the real agent CLIs (Node processes) against local fake APIs.

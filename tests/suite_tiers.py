@@ -18,10 +18,10 @@ EXTENDED: dict[str, str] = {
     # Celery: the runbook's "Materialize all" (tests/e2e/test_deploy_runbook.py) and the attack table through the
     # Celery launcher stay.
     "test_a_long_attempt_on_a_celery_worker_is_not_failed_by_run_monitoring":
-        "run monitoring's settings in the kit: tests/test_deploy_kit.py",
+        "run monitoring's settings in the kit: tests/orchestration/test_deploy_kit.py",
     "test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_retry_continues_on_the_other":
         "a dead run worker failed by housekeeping under the daemon: tests/daemon/test_daemon_dead_run_worker.py; "
-        "the heartbeat's deadline: tests/test_heartbeat.py",
+        "the heartbeat's deadline: tests/ledger/test_heartbeat.py",
     "test_prompts_on_remote_repos_run_as_celery_tasks_on_two_hosts_and_push_their_commits":
         "remote work trees pushed and continued on another host: tests/e2e/test_remote_tree_runs.py",
     # Docker: "Materialize all" in containers and the attack table in the sandbox stay.
@@ -47,13 +47,13 @@ EXTENDED: dict[str, str] = {
     "test_awp_run_uses_the_accounts_each_rotation_gives[between_attempts]": "tests/test_rotation.py; [fill_first]",
     "test_awp_run_uses_the_accounts_each_rotation_gives[round_robin]": "tests/test_rotation.py; [fill_first]",
     "test_awp_run_uses_the_accounts_each_rotation_gives[least_used]": "tests/test_rotation.py; [fill_first]",
-    # The benches' daemon modes: each script's own run stays at a tiny size (tests/test_bench_scripts.py).
+    # The benches' daemon modes: each script's own run stays at a tiny size (tests/bench/test_bench_scripts.py).
     "test_each_bench_of_the_suite_runs_at_its_quick_size[dag-daemon]": "[dag]; the daemon's launches: tests/daemon",
     "test_each_bench_of_the_suite_runs_at_its_quick_size[limit-daemon]": "[limit]; fallback under the daemon: "
                                                                          "tests/daemon/test_daemon_runs.py",
     # A bare-Dagster reproduction of an upstream bug (docs/upstream.md): a minute of a daemon on 200 jobs.
     "test_the_reproduction_shows_the_dagster_bug[daemon_refetches_unchanged_jobs.py]":
-        "the workaround's own figures: bench/sensor_daemon_cpu.py (its tiny run in tests/test_bench_scripts.py)",
+        "the workaround's own figures: bench/sensor_daemon_cpu.py (its tiny run in tests/bench/test_bench_scripts.py)",
 }
 
 

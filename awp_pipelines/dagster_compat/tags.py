@@ -1,6 +1,6 @@
 """Run tags and metadata keys Dagster owns, spelled as Dagster spells them: its constants live in private modules
-(tests/test_dagster_compat.py compares these with them), and no other module spells a `dagster/` name
-(tests/test_storage_boundary.py)."""
+(tests/dagster_compat/test_dagster_compat.py compares these with them), and no other module spells a `dagster/` name
+(tests/dagster_compat/test_storage_boundary.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dagster import AssetKey, build_sensor_context
 from e2e_support import decided_launch
-from test_housekeeping import counted_queries
+from housekeeping_support import counted_queries
 
 from awp_pipelines.orchestration.definitions import build_definitions
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder

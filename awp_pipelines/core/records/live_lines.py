@@ -23,7 +23,7 @@ from awp_pipelines.core.records.transcript import files_summary, one_line
 LiveListener = Callable[[list[str]], None]
 """Receives one batch: 1..max_lines lines, each a single line of at most line_chars characters."""
 
-# The event types `live_line` gives a line for (never an empty one); tests/test_live.py checks it against
+# The event types `live_line` gives a line for (never an empty one); tests/core/records/test_live.py checks it against
 # every event type. Past an Attempt's `max_total_lines`, these are counted without rendering a line.
 LINE_TYPES = frozenset({"prompt_sent", "run_started", "message_received", "tool_call_started",
                         "tool_call_completed", "tool_call_failed", "file_written", "files_changed",

@@ -241,8 +241,8 @@ class TranscriptBuilder:
     instead of reading its JSONL back. It renders events until its body passes `keep_chars`; later events are
     only counted (the footer's totals, the truncation note), so a long stream costs little per event past the
     cap. `markdown(max_chars)` answers for any `max_chars <= keep_chars` exactly as a builder kept to
-    `max_chars` would (tests/test_events.py): the body kept to a smaller cap is a prefix of this one, and the
-    point where it would have stopped is known from the body's size after each event.
+    `max_chars` would (tests/core/records/test_events.py): the body kept to a smaller cap is a prefix of this one, and
+    the point where it would have stopped is known from the body's size after each event.
     """
 
     def __init__(self, title: str = "Transcript", keep_chars: int = TRANSCRIPT_MAX_CHARS,

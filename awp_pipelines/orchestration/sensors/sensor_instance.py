@@ -6,7 +6,7 @@ every migration script. That was most of the CPU of a tick (py-spy of the code s
 the two AWP sensors ticking every 5 s cost more than the rest of the daemon. The instance's storages keep no state
 between reads (each read opens its own connection; PostgreSQL's engines use no pool), so one instance per
 instance ref serves every tick. `context.instance_ref` is a plain property, not marked `@public`: its canary is in
-tests/test_sensor_instance.py.
+tests/orchestration/sensors/test_sensor_instance.py.
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ def awp_run(tmp: Path, packet: Path, providers: Path) -> subprocess.CompletedPro
 # The git metadata rows run in both modes: the sandbox's read-only `.git` stops them inside, and without it AWP's
 # hardened git and the tamper check must. The digest, honest and secret rows meet the same code either way (the
 # digest and the push protection run outside the sandbox), so they run once, sandboxed, as an Attempt runs by
-# default (tests/test_git_hardening.py tests the digest's reads, tests/test_untrusted_work.py the push protection
-# on the engine).
+# default (tests/core/records/test_git_hardening.py tests the digest's reads, tests/core/engine/test_untrusted_work.py
+# the push protection on the engine).
 TABLE = [(row, isolation) for row in GIT_ROWS for isolation in ("sandbox", "none")] + [
     (row, "sandbox") for row in ("honest", *DIGEST_ROWS, "secret")]
 
