@@ -1,12 +1,19 @@
-"""The suite's own rules, from tests/conftest.py: under CI=true nothing skips."""
+"""The suite's own rules: under CI=true nothing skips (tests/conftest.py), and the tests are laid out by the
+package's folders."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from repo_paths import REPO_ROOT, TESTS
 
-CONFTEST = Path(__file__).with_name("conftest.py")
+CONFTEST = TESTS / "conftest.py"
+# Test folders named for a kind of test, not a package folder: whole runs, crashes and races, the real agent CLIs and
+# the sandbox (for core/providers and core/isolation), the verifiers' attacks, the ledger (orchestration/ledger), the
+# bench scripts (bench/) and the SDK (api.py).
+BY_KIND = {"e2e", "e2e/security", "daemon", "ui", "reliability", "providers", "isolation", "verifiers", "ledger",
+           "bench", "api"}
+# At the root: what tests the suite itself or the whole package.
+AT_ROOT = {"test_suite_rules.py", "test_vocabulary.py"}
 
 
 def test_under_ci_a_skipped_test_fails_and_says_why(pytester: pytest.Pytester,
@@ -28,7 +35,15 @@ def test_each_scenario_left_to_make_test_all_names_a_test_that_exists() -> None:
 
     from suite_tiers import EXTENDED
 
-    tests = Path(__file__).resolve().parent
-    defined = {m.group(1) for path in tests.rglob("test_*.py")
+    defined = {m.group(1) for path in TESTS.rglob("test_*.py")
                for m in re.finditer(r"^def (test_\w+)\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
     assert {name.split("[")[0] for name in EXTENDED} - defined == set()
+
+
+def test_each_test_module_sits_in_the_folder_of_what_it_tests() -> None:
+    package = REPO_ROOT / "awp_pipelines"
+    misplaced = sorted(str(path.relative_to(TESTS)) for path in TESTS.rglob("test_*.py")
+                       if (path.parent == TESTS and path.name not in AT_ROOT)
+                       or (path.parent != TESTS and path.parent.relative_to(TESTS).as_posix() not in BY_KIND
+                           and not (package / path.parent.relative_to(TESTS)).is_dir()))
+    assert misplaced == [], "move each to tests/<its package folder>/ (tests/core/records/ for core/records/)"
