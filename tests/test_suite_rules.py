@@ -7,8 +7,8 @@ import pytest
 from repo_paths import REPO_ROOT, TESTS
 
 CONFTEST = TESTS / "conftest.py"
-# Test folders named for a kind of test, not a package folder: whole runs, crashes and races, the real agent CLIs and
-# the sandbox (for core/providers and core/isolation), the verifiers' attacks, the ledger (orchestration/ledger), the
+# Test folders that are not the path of a package folder: whole runs, crashes and races (e2e/ ... reliability/);
+# folders older than this layout, for core/providers, core/isolation, core/verifiers and orchestration/ledger; the
 # bench scripts (bench/) and the SDK (api.py).
 BY_KIND = {"e2e", "e2e/security", "daemon", "ui", "reliability", "providers", "isolation", "verifiers", "ledger",
            "bench", "api"}
