@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
@@ -81,6 +82,14 @@ FIXTURE_PACKETS_ONLY = {
 ON_OLDEST = {
     "tests/daemon/test_daemon_runs.py::test_ui_launch_of_the_demo_completes_through_sensor_launched_repair_and_retry",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background (`make test &`, a CI script) inherits SIGINT ignored; a job run in process
+    then leaves SIGTERM ignored too (Dagster's capture_interrupts, docs/upstream.md 8), and every process a later
+    test starts would ignore SIGTERM (a `git daemon` that never stops, an agent only SIGKILL ends)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _in_ci() -> bool:

@@ -4,6 +4,7 @@ launcher decided as the run's config, and `awp run` resolves its plan once."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,8 +14,7 @@ from e2e_support import stored_events
 from awp_pipelines import api
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, LaunchWaiting, ProgressEvent
 from awp_pipelines.core.planning import plan
-from awp_pipelines.orchestration.compute import attempt_compute
-from awp_pipelines.orchestration.ledger import history
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 
 def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_decision(
@@ -22,13 +22,14 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     reads: Counter[str] = Counter()
     plans = Counter[str]()
 
-    def counted(module: object, name: str, real):  # type: ignore[no-untyped-def]
-        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-            reads[module.__name__.rsplit(".", 1)[-1]] += 1  # type: ignore[attr-defined]
-            return real(*args, **kwargs)
-        monkeypatch.setattr(module, name, wrapper)
+    real_history = InstanceLedger.history
 
-    counted(attempt_compute, "packet_run_history", history.packet_run_history)
+    def history_read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # Counted by the module that asked (the compute reads it through the ledger).
+        reads[sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1]] += 1
+        return real_history(self, *args, **kwargs)
+
+    monkeypatch.setattr(InstanceLedger, "history", history_read)
     real_build = plan.build_plan
 
     def build(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -54,7 +55,7 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     started = [e for e in events if isinstance(e, AttemptStarted)]
     assert len(started) == 5  # 01, 02, 03, then a repair of 02 and a retry of 03
     # One read to decide each Attempt.
-    assert reads == {"attempt_compute": 5}, reads
+    assert reads["attempt_compute"] == 5, reads
     assert plans["build_plan"] == 1, plans  # `awp run` resolves the packet's plan once
     # The compute takes the launcher's launch as it was decided: the same reason, not asked again.
     decided = {(e.prompt, e.number): e.reason for e in events if isinstance(e, LaunchDecided)}

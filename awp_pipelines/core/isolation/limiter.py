@@ -30,7 +30,10 @@ def main(args: list[str]) -> None:
         limit = int(value)
         # CPU: SIGXCPU at the limit (the shell says "CPU time limit exceeded"), SIGKILL 5 s of CPU later.
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (limit, limit + 5 if name == "CPU" else limit))
-    for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores both; an exec'd program expects the defaults
+    # Python ignores SIGPIPE and SIGXFSZ; an exec'd program expects the defaults. SIGTERM too: in a runner started
+    # in the background (SIGINT ignored), Dagster's interrupt handling leaves SIGTERM ignored (docs/upstream.md 8),
+    # and the sandbox must end on AWP's SIGTERM.
+    for name in ("SIGPIPE", "SIGXFSZ", "SIGTERM"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:

@@ -26,6 +26,7 @@ PIPE_BYTES = 1 << 20  # stdout's pipe buffer (Linux): a fast stream wakes the re
 MAX_LINE_BYTES = 8 << 20  # a longer line is cut: a transcript never needs more, memory stays bounded
 STDERR_TAIL_BYTES = 8192
 KILL_GRACE_S = 2.0
+KILL_CONFIRM_S = 5.0  # after SIGKILL: how long kill_group waits for the group to be gone
 INTERRUPT_POLL_S = 0.25  # how often a session asks whether a person's steer waits (a directory listing)
 
 Ended = Literal["exited", "deadline", "idle", "stopped", "launch_failed"]
@@ -44,8 +45,9 @@ class ProcessResult:
 
 
 def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after `grace_s`."""
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
+    """SIGTERM the group, then SIGKILL whatever is left after `grace_s`, and wait (up to KILL_CONFIRM_S) until
+    nothing of it runs: a killed process ends only once it is scheduled again, seconds later on a loaded host."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, KILL_CONFIRM_S)):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
@@ -179,8 +181,11 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
     last_event = started
     asked = started
 
+    handler_stopped = False  # once `on_stderr` said STOP it hears no more lines (the drain after the kill)
+
     def read_stderr(fd: int) -> tuple[bool, bool]:
         """(eof, stop) after one read of stderr."""
+        nonlocal handler_stopped
         try:
             chunk = os.read(fd, CHUNK_BYTES)
         except BlockingIOError:
@@ -189,9 +194,10 @@ def run_streaming(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], on_
             return True, False
         tail.extend(chunk)
         del tail[:-STDERR_TAIL_BYTES]
-        if on_stderr is not None:
+        if on_stderr is not None and not handler_stopped:
             for line in err_lines.feed(chunk):
                 if line.strip() and on_stderr(line) == STOP:
+                    handler_stopped = True
                     return False, True
         return False, False
 

@@ -52,8 +52,13 @@ def test_the_previous_handlers_come_back_after_the_block() -> None:
 def test_the_stop_ends_the_process_groups_of_the_children() -> None:
     child = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        with stopping():
+        with stopping() as stop:
             os.kill(os.getpid(), signal.SIGTERM)
+            # Delivered asynchronously (to any thread of this worker; Python runs the handler in the main one):
+            # the block must not end before the handler has run.
+            deadline = time.monotonic() + 30
+            while stop.signum is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         assert child.wait(timeout=30) == -signal.SIGTERM
     finally:
         if child.poll() is None:
