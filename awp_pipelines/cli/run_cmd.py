@@ -156,8 +156,7 @@ class _Printer:
         elif isinstance(event, LaunchDecided):
             console.print(f"{self._head(event.prompt)} → {event.mode}: {event.reason}", highlight=False, markup=False)
         elif isinstance(event, LaunchWaiting):
-            console.print(f"{self._head(event.prompt)} → {event.line().split(' → ', 1)[1]}", highlight=False,
-                          markup=False)
+            console.print(f"{self._head(event.prompt)} → {event.wait()}", highlight=False, markup=False)
         else:
             if isinstance(event, AttemptEnded) and event.result == "completed":
                 self.done.add(event.prompt)

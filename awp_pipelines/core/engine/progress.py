@@ -79,10 +79,13 @@ class LaunchWaiting:
     reason: str
     due_at: float
 
-    def line(self) -> str:
+    def wait(self) -> str:
+        """What waits, until when, and why: the line without its prompt (a printer heads it with its own)."""
         at = time.strftime("%H:%M:%S", time.localtime(self.due_at))
-        return f"{self.prompt} → {self.mode} waits until {at} ({max(0, round(self.due_at - time.time()))} s): " \
-               f"{self.reason}"
+        return f"{self.mode} waits until {at} ({max(0, round(self.due_at - time.time()))} s): {self.reason}"
+
+    def line(self) -> str:
+        return f"{self.prompt} → {self.wait()}"
 
 
 @dataclass(frozen=True)
