@@ -28,9 +28,11 @@ test-all: install
 test-extended: install
 	AWP_TEST_EXTENDED=only bash tests/run_tests.sh tests
 
-# The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), no PostgreSQL.
+# The inner loop: no Dagster runs of whole packets (marked slow in tests/conftest.py), none of the tests of about
+# 0.3 s or more (heavy: tests/suite_tiers.py), no PostgreSQL. Bytecode is written even where PYTHONDONTWRITEBYTECODE
+# is set: rewriting every test module's asserts again costs each worker ~4 s at start.
 test-fast: install
-	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow and not postgres"
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -n 2 -m "not slow and not heavy and not postgres"
 
 # The long fuzz: 10,000 generated packets through lint, plan, verify and run --dry-run (the suite runs 400).
 fuzz: install

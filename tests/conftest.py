@@ -228,7 +228,8 @@ def imports_dagster(path: Path) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the slow tests here, by where they live, so the end-to-end modules need no marker of their own:
     everything under tests/e2e/ (Dagster runs of whole packets) and tests/ui/ (a browser), the real CLIs
-    (SLOW_MODULES) and the few in SLOW_ELSEWHERE; and what the oldest-Dagster leg runs (`dagster_api`, `oldest`)."""
+    (SLOW_MODULES) and the few in SLOW_ELSEWHERE; what the oldest-Dagster leg runs (`dagster_api`, `oldest`); and
+    what `make test-fast` leaves out (`heavy`, tests/suite_tiers.py)."""
     for item in items:
         if (item.path.is_relative_to(E2E_DIR) or item.path.is_relative_to(UI_DIR)
                 or item.nodeid.split("[")[0] in SLOW_ELSEWHERE
@@ -240,6 +241,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.dagster_api)
         if item.nodeid.split("[")[0] in ON_OLDEST:
             item.add_marker(pytest.mark.oldest)
+        if suite_tiers.heavy(item.nodeid):
+            item.add_marker(pytest.mark.heavy)
     shared_twice = [item for item in items if item.name.split("[")[0] in FIXTURE_PACKETS_ONLY
                     and item.name.endswith("[shared]")]
     tier = suite_tiers.tier()  # the scenarios `make test` leaves to `make test-all` (tests/suite_tiers.py)
@@ -248,6 +251,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=[item for item in items if item in dropped])
         items[:] = [item for item in items if item not in dropped]
-    # The slow tests first (a stable sort keeps each module's order): with -n 2 the last minutes are then short
-    # tests both workers share, not one worker's end-to-end run while the other idles.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # The slow tests first, then the heavy ones (a stable sort keeps each module's order): with -n 2 the last minutes
+    # are then short tests both workers share, not one worker's end-to-end run while the other idles.
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, item.get_closest_marker("heavy") is None))

@@ -40,6 +40,32 @@ def test_each_scenario_left_to_make_test_all_names_a_test_that_exists() -> None:
     assert {name.split("[")[0] for name in EXTENDED} - defined == set()
 
 
+def test_each_heavy_entry_names_a_module_and_test_that_exist() -> None:
+    """tests/suite_tiers.py HEAVY names modules and tests by path: a moved or renamed one would silently come back
+    into `make test-fast` (or a misspelt key would match nothing), so each must exist."""
+    import re
+
+    from suite_tiers import HEAVY
+
+    def exists(key: str) -> bool:
+        module, _, test = key.partition("::")
+        path = REPO_ROOT / module
+        return path.is_file() and (not test or test.startswith("*[") or bool(
+            re.search(rf"^def {re.escape(test)}\(", path.read_text(encoding="utf-8"), re.MULTILINE)))
+
+    assert [key for key in HEAVY if not exists(key)] == []
+
+
+def test_a_heavy_entry_marks_its_module_its_test_or_its_case_and_nothing_else() -> None:
+    from suite_tiers import heavy
+
+    assert heavy("tests/isolation/test_sandbox_unavailable.py::test_x[a-b]")  # a whole module
+    assert heavy("tests/api/test_sdk.py::test_importing_the_sdk_imports_nothing_of_dagster")  # one test
+    assert heavy("tests/ledger/test_ledger_contract.py::test_x[sqlite]")  # one case of each test
+    assert not heavy("tests/ledger/test_ledger_contract.py::test_x[memory]")
+    assert not heavy("tests/api/test_sdk.py::test_something_else")
+
+
 def test_each_test_module_sits_in_the_folder_of_what_it_tests() -> None:
     package = REPO_ROOT / "awp_pipelines"
     misplaced = sorted(str(path.relative_to(TESTS)) for path in TESTS.rglob("test_*.py")
