@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One Attempt's bookkeeping and storage, before (REF, main by default) and after (this working tree), in one
 # command: REF checked out in a throwaway worktree and put ahead on PYTHONPATH, the two sides alternating
-# ROUNDS times (machine drift hits both), each `bench/attempt_overhead.py --repeat 3 --json`; then one
+# ROUNDS times (machine drift hits both), each `bench/attempt_overhead.py --repeat REPEAT --json`; then one
 # `--by-event` of each side. Prints the rows `make bench` builds (bench/suite.py) for every run.
-#   bash bench/attempt_before_after.sh [REF] [ROUNDS]
+#   bash bench/attempt_before_after.sh [REF] [ROUNDS] [REPEAT]      (main, 2, 3)
 set -euo pipefail
-ref="${1:-main}"; rounds="${2:-2}"
+ref="${1:-main}"; rounds="${2:-2}"; repeat="${3:-3}"
 here="$(cd "$(dirname "$0")/.." && pwd)"; py="$here/.venv/bin/python"
 tmp="$(mktemp -d)"; trap 'git -C "$here" worktree remove --force "$tmp/before" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 git -C "$here" worktree add --detach --quiet "$tmp/before" "$ref"
@@ -13,7 +13,7 @@ side() { if [ "$1" = before ]; then echo "$tmp/before"; else echo "$here"; fi; }
 for round in $(seq "$rounds"); do
   for s in before after; do
     src="$(side $s)"
-    (cd "$src" && PYTHONPATH="$src" "$py" bench/attempt_overhead.py --repeat 3 --json > "$tmp/$s.$round.json")
+    (cd "$src" && PYTHONPATH="$src" "$py" bench/attempt_overhead.py --repeat "$repeat" --json > "$tmp/$s.$round.json")
   done
 done
 for s in before after; do

@@ -3,10 +3,11 @@
 # one's wall time, how busy all CPUs were over it (/proc/stat, other processes included) and the load average,
 # then the ratio, and the tests of the fast loop that took 0.3 s or more (candidates for HEAVY).
 #
-#   bash bench/fast_loop.sh
+#   bash bench/fast_loop.sh [pytest args...]     (default: the whole suite, as make test-fast)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONDONTWRITEBYTECODE=  # as the Makefile's test-fast: asserts rewritten once, not in every worker
+args=("$@")
 cpu() { read -r _ u n s i w x y z _ < /proc/stat; echo "$((u + n + s + x + y + z)) $((u + n + s + i + w + x + y + z))"; }
 durations=$(mktemp)
 trap 'rm -f "$durations"' EXIT
@@ -14,7 +15,7 @@ run() {  # run LABEL MARKERS: prints the wall seconds on stdout, a line for peop
   read -r busy0 all0 < <(cpu)
   local start end
   start=$(date +%s.%N)
-  .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -m "$2" --durations=0 >"$durations" 2>&1 \
+  .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 -m "$2" --durations=0 "${args[@]}" >"$durations" 2>&1 \
     || echo "$1: some tests failed" >&2
   end=$(date +%s.%N)
   read -r busy1 all1 < <(cpu)

@@ -38,6 +38,13 @@ OUTSIDE_SUITE = {
     "sql_profile.py": ["--size", "2", "--top", "3"],
     "private_speedups.py": ["--names-only", "--json"],  # every speed-up's patched names, none run
 }
+# The shell scripts, each on one small test module or one round, with a line of its output that says it measured.
+SMALL_TESTS = "tests/core/decisions/test_budget.py"
+SHELL = {
+    "fast_loop.sh": ([SMALL_TESTS], "ratio: "),
+    "suite_workers.sh": ([SMALL_TESTS], "-n 4: "),
+    "attempt_before_after.sh": (["HEAD", "1", "1"], "== after: "),
+}
 
 
 def _suite() -> ModuleType:
@@ -57,6 +64,7 @@ def test_every_bench_script_is_run_by_the_suite_or_here() -> None:
     in_suite = {Path(bench.argv[0]).name for bench in suite.BENCHES}
     scripts = {path.name for path in BENCH.glob("*.py")} - HELPERS
     assert scripts - in_suite - set(OUTSIDE_SUITE) == set(), "add the script to bench/suite.py or OUTSIDE_SUITE"
+    assert {path.name for path in BENCH.glob("*.sh")} == set(SHELL), "add the script to SHELL"
     assert {Path(argv[0]).name for argv in TINY.values()} <= scripts and set(TINY) <= set(BENCHES)
 
 
@@ -82,3 +90,12 @@ def test_each_bench_of_the_suite_runs_at_its_quick_size(name: str) -> None:
 @pytest.mark.parametrize("script", sorted(OUTSIDE_SUITE))
 def test_each_bench_outside_the_suite_runs_at_a_tiny_size(script: str) -> None:
     assert _run([f"bench/{script}", *OUTSIDE_SUITE[script]], dict(os.environ)).strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SHELL))
+def test_each_shell_bench_runs_at_a_tiny_size(script: str) -> None:
+    args, says = SHELL[script]
+    done = subprocess.run(["bash", f"bench/{script}", *args], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and says in done.stdout + done.stderr, f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
