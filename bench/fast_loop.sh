@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # `make test-fast` against the same loop with the heavy tier kept (tests/suite_tiers.py HEAVY), in one run: each
 # one's wall time, how busy all CPUs were over it (/proc/stat, other processes included) and the load average,
-# then the ratio, and the tests of the fast loop that took 0.3 s or more (candidates for HEAVY).
+# then the ratio, and the tests of the fast loop that took 0.3 s or more (candidates for HEAVY). `--load N` adds N
+# busy loops for the whole measurement, so "at load 2" is a load the script makes, not one it finds.
 #
-#   bash bench/fast_loop.sh [pytest args...]     (default: the whole suite, as make test-fast)
+#   bash bench/fast_loop.sh [--load N] [pytest args...]     (default: no load added, the whole suite)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONDONTWRITEBYTECODE=  # as the Makefile's test-fast: asserts rewritten once, not in every worker
+burners=()
+trap 'rm -f "${durations:-}"; [ "${#burners[@]}" -eq 0 ] || kill "${burners[@]}" 2>/dev/null || true' EXIT
+if [ "${1:-}" = --load ]; then
+  for _ in $(seq "$2"); do (while :; do :; done) & burners+=($!); done
+  echo "added load: $2 busy loops" >&2
+  shift 2
+fi
 args=("$@")
 cpu() { read -r _ u n s i w x y z _ < /proc/stat; echo "$((u + n + s + x + y + z)) $((u + n + s + i + w + x + y + z))"; }
 durations=$(mktemp)
-trap 'rm -f "$durations"' EXIT
 run() {  # run LABEL MARKERS: prints the wall seconds on stdout, a line for people on stderr
   read -r busy0 all0 < <(cpu)
   local start end
