@@ -15,15 +15,15 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import agent_run_truth, decision_inputs
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import latest_history
 
 
 def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, packet_run: str | None,
                 note: str | None) -> tuple[str, Launch]:
     """The packet run and the repair Attempt to launch; a PacketError says why there is none."""
     root = binding.packet.root
-    history = (InstanceLedger(instance).history(packet_run, binding.keys) if packet_run
-               else latest_history(instance, binding, prompt))
+    ledger = InstanceLedger(instance)
+    history = (ledger.history(packet_run, binding.keys) if packet_run
+               else ledger.latest_history(binding.packet.name, binding.keys, prompt))
     if history is None:
         raise PacketError(root, f"prompt {prompt} has no Attempt on record to repair",
                           hint=f"run it first: awp run {root} {prompt}")

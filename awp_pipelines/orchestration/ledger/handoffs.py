@@ -12,7 +12,7 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import has_handoff, tag_root_run
+from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.status_read import status_report
 
@@ -33,6 +33,5 @@ def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packe
     if automatic and any(p.state not in ENDED and p.state != "not_selected" for p in report.prompts):
         return []
     results = hand_off(binding.packet, binding.catalog or Catalog(), report, attempt_page_url, automatic=automatic)
-    ledger.keep_handoff(binding.packet.name, packet_run, results)
-    tag_root_run(instance, packet_run, results)
+    ledger.keep_handoff(binding.packet.name, packet_run, results)  # with the pull request's tag on the first run
     return results
