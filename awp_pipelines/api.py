@@ -361,11 +361,12 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
         dagster = open_instance(loaded.root, _path(instance))
         try:
             recover_from_dead_runners(compiled, dagster)
-            run_id, launch = plan_repair(dagster, compiled.binding, pid, packet_run, note)
+            ledger = InstanceLedger(dagster)
+            run_id, launch = plan_repair(ledger, compiled.binding, pid, packet_run, note)
             execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
                            Progress(event=on_progress))
-            record = agent_run_records(InstanceLedger(dagster), compiled.binding, run_id, pid)[-1]
-            now = agent_run_now(dagster, compiled.binding, run_id, pid)
+            record = agent_run_records(ledger, compiled.binding, run_id, pid)[-1]
+            now = agent_run_now(ledger, compiled.binding, run_id, pid)
         finally:
             dagster.dispose()
     ok = record.identity.number == launch.number and record.completed
