@@ -213,7 +213,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
                      for o in outcomes}
             # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
             # with --no-commit its work is not in a commit to push.
-            handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True) if commit else []
+            handed = hand_off_packet_run(ledger, compiled.binding, ran, automatic=True) if commit else []
         finally:
             dagster.dispose()
     result = RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
@@ -393,11 +393,12 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
     dagster = open_instance(loaded.root, _path(instance))
     try:
-        chosen = packet_run or newest_packet_run(InstanceLedger(dagster), loaded.name)
+        ledger = InstanceLedger(dagster)
+        chosen = packet_run or newest_packet_run(ledger, loaded.name)
         if chosen is None:
             raise PacketError(loaded.manifest_file, f"no packet run of {loaded.name} in this instance yet",
                               hint=f"`awp run {loaded.root}` starts one")
-        return chosen, hand_off_packet_run(dagster, binding, chosen, automatic=False)
+        return chosen, hand_off_packet_run(ledger, binding, chosen, automatic=False)
     finally:
         dagster.dispose()
 

@@ -197,6 +197,6 @@ def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: 
                                    tags=launch_tags(binding, history, launch)))
     if outlook.idle and has_handoff(binding.packet):
         # Nothing comes next: if every AgentRun ended, the packet run's work is handed off (once it succeeded).
-        for result in hand_off_packet_run(ledger.instance, binding, packet_run, automatic=True):
+        for result in hand_off_packet_run(ledger, binding, packet_run, automatic=True):
             context.log.info(f"packet run {packet_run}: hand-off: {result.line()}")
     return requests, bool(outlook.waiting)
