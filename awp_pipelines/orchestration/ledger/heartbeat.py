@@ -21,10 +21,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from dagster import DagsterInstance, DagsterRun, RunsFilter
 
@@ -33,9 +33,6 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_prefixed, kv_set
 from awp_pipelines.dagster_compat.pools import free_run_slots
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
-
-if TYPE_CHECKING:
-    from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 DEFAULT_EVERY_S = 15.0
 RUN_STEP = "(run)"  # the run worker's own beat, beside its computes' (step_executor.py): no step key has brackets
@@ -106,8 +103,16 @@ def beats(instance: DagsterInstance) -> list[Beat]:
             if (beat := Beat.parse(value)) is not None]
 
 
+class BeatStore(Protocol):
+    """What `beating` needs of a ledger (`Ledger` has both; ledger.py imports this module, not the reverse)."""
+
+    def beat(self, beat: Beat) -> None: ...
+
+    def drop_beats(self, keys: Collection[str]) -> None: ...
+
+
 @contextmanager
-def beating(ledger: Ledger, run_id: str, step: str, packet: str,
+def beating(ledger: BeatStore, run_id: str, step: str, packet: str,
             every: float | None = None, on_beat: Callable[[], object] | None = None) -> Iterator[Beat]:
     """Beat for the block in `ledger`, from a daemon thread (the compute may block for hours in its agent). A
     failed write (the database briefly down) is skipped: the next one may succeed, and the bound allows for four.
