@@ -51,7 +51,8 @@ from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 class InstanceLedger:
     """The ledger in a Dagster instance: the key-value table, the event log, the pools and the runs, through
-    the modules of this folder (each keeps its own functions for the clients not moved yet)."""
+    the modules of this folder (their functions take the instance: this class is their one caller outside the
+    folder's tests, but for `awp serve`'s Attempt page and `awp run --parallel`'s event pages, docs/architecture.md)."""
 
     def __init__(self, instance: DagsterInstance) -> None:
         self.instance = instance
