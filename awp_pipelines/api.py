@@ -213,7 +213,7 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
                      for o in outcomes}
             # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
             # with --no-commit its work is not in a commit to push.
-            handed = hand_off_packet_run(dagster, compiled.binding, ran, automatic=True) if commit else []
+            handed = hand_off_packet_run(ledger, compiled.binding, ran, automatic=True) if commit else []
         finally:
             dagster.dispose()
     result = RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
@@ -361,11 +361,12 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
         dagster = open_instance(loaded.root, _path(instance))
         try:
             recover_from_dead_runners(compiled, dagster)
-            run_id, launch = plan_repair(dagster, compiled.binding, pid, packet_run, note)
+            ledger = InstanceLedger(dagster)
+            run_id, launch = plan_repair(ledger, compiled.binding, pid, packet_run, note)
             execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
                            Progress(event=on_progress))
-            record = agent_run_records(InstanceLedger(dagster), compiled.binding, run_id, pid)[-1]
-            now = agent_run_now(dagster, compiled.binding, run_id, pid)
+            record = agent_run_records(ledger, compiled.binding, run_id, pid)[-1]
+            now = agent_run_now(ledger, compiled.binding, run_id, pid)
         finally:
             dagster.dispose()
     ok = record.identity.number == launch.number and record.completed
@@ -392,11 +393,12 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
     dagster = open_instance(loaded.root, _path(instance))
     try:
-        chosen = packet_run or newest_packet_run(InstanceLedger(dagster), loaded.name)
+        ledger = InstanceLedger(dagster)
+        chosen = packet_run or newest_packet_run(ledger, loaded.name)
         if chosen is None:
             raise PacketError(loaded.manifest_file, f"no packet run of {loaded.name} in this instance yet",
                               hint=f"`awp run {loaded.root}` starts one")
-        return chosen, hand_off_packet_run(dagster, binding, chosen, automatic=False)
+        return chosen, hand_off_packet_run(ledger, binding, chosen, automatic=False)
     finally:
         dagster.dispose()
 

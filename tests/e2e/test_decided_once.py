@@ -101,7 +101,7 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
         finally:
             monkeypatch.setattr(instance.event_log_storage, "get_concurrency_keys", storage_keys)
 
-    monkeypatch.setattr("awp_pipelines.orchestration.ledger.lease.ensure_pool", ensure_pool)
+    monkeypatch.setattr("awp_pipelines.orchestration.ledger.instance_ledger.ensure_pool", ensure_pool)
     # A backoff of 1.5 s before 03's retry: `awp run` says once what it waits for, then launches it.
     manifest = demo_copy / "packet.yaml"
     manifest.write_text(manifest.read_text().replace("base_delay_ms: 0\n    max_delay_ms: 0",

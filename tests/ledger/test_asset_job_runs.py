@@ -17,8 +17,8 @@ from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.compute.resources import AwpResource
-from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
 from awp_pipelines.orchestration.ledger.recovery_cursor import RecoveryCursor
 
@@ -71,15 +71,14 @@ def test_a_run_claimed_by_another_packet_or_with_a_bad_packet_run_tag_is_left_as
     instance = open_instance_folder(tmp_path / "instance")
     try:
         both = _ended(instance, [*mine.binding.keys, *other.binding.keys])
-        stale = instance.get_run_by_id(both)
-        assert stale is not None
-        first = claim_ended_run(instance, stale, other.binding)
-        second = claim_ended_run(instance, stale, mine.binding)
+        ledger = InstanceLedger(instance)
+        first, second = ledger.claim_run(both, "other"), ledger.claim_run(both, "mine")  # each reads it afresh
         bad = _ended(instance, list(mine.binding.keys), {tags.PACKET_RUN: "../.."})
-        refused = claim_ended_run(instance, instance.get_run_by_id(bad), mine.binding)  # type: ignore[arg-type]
+        refused = ledger.claim_run(bad, "mine")
         listed = {p: packet_runs_of(instance, p) for p in ("mine", "other")}
     finally:
         instance.dispose()
+    assert first is not None and second is not None and refused is not None
     assert first.tags[tags.PACKET_RUN] == second.tags[tags.PACKET_RUN] == f"pr-{both[:8]}"
     assert listed == {"mine": [], "other": [f"pr-{both[:8]}"]}  # the first sensor that looked claimed it
     assert refused.tags == {tags.PACKET_RUN: "../.."}

@@ -18,6 +18,7 @@ from awp_pipelines.orchestration.ledger.instance import (
     events_folder,
     open_instance_folder,
 )
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import leased
 
 
@@ -28,7 +29,8 @@ def test_a_new_instance_has_one_event_log_database_with_the_pools(tmp_path: Path
         storage = instance.event_log_storage
         assert isinstance(storage, ConsolidatedSqliteEventLogStorage)
         assert storage.supports_global_concurrency_limits
-        with leased(instance, "run-a", "step", {"tree": "repo_x"}):  # a work-tree lease: pool repo_x_tree
+        # A work-tree lease: pool repo_x_tree.
+        with leased(InstanceLedger(instance), "run-a", "step", {"tree": "repo_x"}):
             assert not storage.claim_concurrency_slot("repo_x_tree", "run-b", "step").is_claimed
         assert storage.claim_concurrency_slot("repo_x_tree", "run-b", "step").is_claimed
     finally:

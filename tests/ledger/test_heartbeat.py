@@ -21,6 +21,7 @@ from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.compute.step_executor import RunBeatingExecutor, parallel_executor
 from awp_pipelines.orchestration.ledger.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import leased, tree_pool
 
 
@@ -39,7 +40,7 @@ def test_a_compute_beats_with_its_host_and_pid_while_it_runs_and_its_beat_goes_w
         instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWP_HOST_ID", "host-a")
     run_id = _run(instance)
-    with beating(instance, run_id, "step_01", "beats", every=0.5) as first:
+    with beating(InstanceLedger(instance), run_id, "step_01", "beats", every=0.5) as first:
         assert (first.host, first.pid, first.every) == ("host-a", os.getpid(), 0.5)
         deadline = time.monotonic() + 60  # against a hang only: the thread beats again within 0.5 s
         while [b.at for b in beats(instance)] == [first.at] and time.monotonic() < deadline:
@@ -58,7 +59,7 @@ def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
     for run_id, packet, at in ((dead, "beats", stale), (alive, "beats", now - 5), (other_packet, "other", stale),
                                (ended, "beats", stale)):
         write_beat(instance, Beat(run_id, "step_01", packet, "host-b", 4242, at, 2.0))
-    with leased(instance, dead, "step_01", {"tree": "awp_x"}):
+    with leased(InstanceLedger(instance), dead, "step_01", {"tree": "awp_x"}):
         reaped = reap_silent_runs(instance, "beats", now=now)
         assert [r.run_id for r in reaped] == [dead]
         failed = instance.get_run_by_id(dead)

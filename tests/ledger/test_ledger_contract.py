@@ -21,13 +21,14 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, OUTAGE_REASON
+from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK, SLOT_GRACE_S
 
 KEY = AssetKey(["contract", "p01"])
 KEYS = {KEY: "01"}
@@ -39,7 +40,7 @@ class Subject:
     instance's are) and ending it."""
 
     ledger: Ledger
-    add_run: Callable[[str, DagsterRunStatus], str]
+    add_run: Callable[[str, DagsterRunStatus], str]  # "": a run of no packet run (one of Dagster's asset jobs)
     end_run: Callable[[str], None]
 
 
@@ -51,7 +52,7 @@ def _memory() -> Iterator[Subject]:
 def _instance(instance: DagsterInstance) -> Iterator[Subject]:
     def add_run(packet_run: str, status: DagsterRunStatus) -> str:
         return create_run_for_test(instance, job_name="contract__job", status=status,
-                                   tags={tags.PACKET_RUN: packet_run}).run_id
+                                   tags={tags.PACKET_RUN: packet_run} if packet_run else {}).run_id
 
     def end_run(run_id: str) -> None:
         run = instance.get_run_by_id(run_id)
@@ -132,18 +133,23 @@ def test_a_record_stored_twice_reads_once(subject: Subject) -> None:
     assert record.result == "completed"
 
 
-def test_a_run_whose_runner_died_reads_ended_at_once_and_a_reap_ends_it_for_good(subject: Subject) -> None:
-    ledger = subject.ledger
-    killed, live = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
-    ledger.note_runner(live)
+def _killed_runner(ledger: Ledger, run_id: str) -> None:
+    """The run's `awp run` was killed with kill -9: its noted runner is a dead process."""
     dead = dead_runner()
     if isinstance(ledger, MemoryLedger):
-        ledger.kv[tags.RUNNER_KEY + killed] = dead
+        ledger.kv[tags.RUNNER_KEY + run_id] = dead
     else:
         from awp_pipelines.dagster_compat.kvs import kv_set
 
         assert isinstance(ledger, InstanceLedger)
-        kv_set(ledger.instance, {tags.RUNNER_KEY + killed: dead})
+        kv_set(ledger.instance, {tags.RUNNER_KEY + run_id: dead})
+
+
+def test_a_run_whose_runner_died_reads_ended_at_once_and_a_reap_ends_it_for_good(subject: Subject) -> None:
+    ledger = subject.ledger
+    killed, live = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    ledger.note_runner(live)
+    _killed_runner(ledger, killed)
     ledger.record_started(killed, KEY, _marker(1))
     history = ledger.history("pr", KEYS)
     assert set(history.gone) == {killed} and killed in history.finished_runs()
@@ -320,3 +326,140 @@ def test_a_hand_off_s_results_are_kept_per_packet_run_and_the_last_stands(subjec
     ledger.keep_handoff("p", "pr", [opened])  # tried again: the last stands
     assert ledger.handoff("p", "pr") == [opened]
     assert ledger.handoff("p", "pr-other") == [] and ledger.handoff("q", "pr") == []
+
+
+def _failed(ledger: Ledger, packet_run: str) -> set[str]:
+    return {r.run_id for r in ledger.history(packet_run, KEYS).runs if r.status == DagsterRunStatus.FAILURE}
+
+
+def test_a_reap_of_a_packet_fails_its_runs_whose_driver_is_gone_frees_their_slots_and_drops_ended_beats(
+        subject: Subject) -> None:
+    ledger, now = subject.ledger, time.time()
+    ledger.note_packet_run("p", "pr", 1_000)
+    killed, silent, live, ended = (subject.add_run("pr", DagsterRunStatus.STARTED) for _ in range(4))
+    _killed_runner(ledger, killed)
+    ledger.note_runner(live)
+    ledger.beat(Beat(silent, "step", "p", "host-b", 1, now - 100, 2.0))  # its worker on host-b died
+    ledger.beat(Beat(ended, "step", "p", "host-b", 2, now, 2.0))
+    subject.end_run(ended)  # a beat left behind by a run that ended
+    for run, pool in ((killed, "a_tree"), (silent, "b_tree"), (live, "c_tree")):
+        assert ledger.claim_slot(pool, run, "step@tree")
+    assert ledger.reap("p", now) == {killed: "pr", silent: "pr"}
+    assert _failed(ledger, "pr") == {killed, silent} and ledger.history("pr", KEYS).gone == {}
+    assert ledger.slot_holders() == {live} and ledger.beats() == []
+    killed_why, silent_why = ledger.why_failed(killed), ledger.why_failed(silent)
+    assert killed_why is not None and "awp run process" in killed_why
+    assert silent_why is not None and "has not beaten" in silent_why
+    assert ledger.reap("p", now) == {}  # ended for good: a second reap finds nothing
+
+
+def test_a_reap_of_every_packet_judges_runs_by_their_beats_alone(subject: Subject) -> None:
+    ledger, now = subject.ledger, time.time()
+    ledger.note_packet_run("p", "pr", 1_000)
+    killed, silent = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    _killed_runner(ledger, killed)
+    ledger.beat(Beat(silent, "(run)", "", "host-b", 1, now - 100, 2.0))  # a run worker's beat names no packet
+    assert ledger.reap("p", now) == {killed: "pr"}  # a packet's reap reads only its own packet's beats
+    assert ledger.reap(None, now) == {silent: "pr"}
+    assert _failed(ledger, "pr") == {killed, silent} and ledger.beats() == []
+
+
+def test_ended_runs_slots_are_freed_an_awp_run_s_at_once_a_run_worker_s_after_the_grace(subject: Subject) -> None:
+    ledger = subject.ledger
+    in_process, worker, running = (subject.add_run("pr", DagsterRunStatus.STARTED) for _ in range(3))
+    ledger.note_runner(in_process)
+    for run, pool in ((in_process, "a_tree"), (worker, "b_tree"), (running, "c_tree")):
+        assert ledger.claim_slot(pool, run, "step@tree")
+    subject.end_run(in_process)
+    subject.end_run(worker)
+    assert ledger.free_ended_slots() == [in_process] and ledger.slot_holders() == {worker, running}
+    assert ledger.free_ended_slots(time.time() + SLOT_GRACE_S + 1) == [worker]
+    assert ledger.slot_holders() == {running} and ledger.free_ended_slots() == []
+
+
+def test_a_closed_run_whose_end_was_never_stored_is_failed_as_the_outage_s_and_holds_no_slot(
+        subject: Subject) -> None:
+    ledger = subject.ledger
+    cut, done = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    assert ledger.claim_slot("a_tree", cut, "step@tree") and ledger.claim_slot("b_tree", done, "step@tree")
+    subject.end_run(done)
+    for run in (cut, done, cut):  # idempotent
+        ledger.close_run(run)
+    why = ledger.why_failed(cut)
+    assert why is not None and OUTAGE_MARK in why and ledger.why_failed(done) is None
+    assert _failed(ledger, "pr") == {cut} and ledger.slot_holders() == set()
+
+
+def test_ended_runs_come_oldest_update_first_after_a_time_and_up_to_a_limit(subject: Subject) -> None:
+    ledger = subject.ledger
+    first, running, second = (subject.add_run("pr", DagsterRunStatus.STARTED) for _ in range(3))
+    subject.end_run(first)
+    time.sleep(0.01)
+    subject.end_run(second)
+    ended = ledger.ended_runs(0.0, 10)
+    assert [e.run.run_id for e in ended] == [first, second]  # not the run still going
+    assert all(e.ended_at is not None and e.ended_at <= e.updated_at + 1 for e in ended)
+    assert [e.run.run_id for e in ledger.ended_runs(ended[0].updated_at, 10)] == [second]
+    assert [e.run.run_id for e in ledger.ended_runs(0.0, 1)] == [first]
+    assert running not in {e.run.run_id for e in ledger.ended_runs(0.0, 10)}
+
+
+def test_a_run_of_no_packet_run_is_claimed_into_its_own_once_and_a_joined_run_gets_the_tags(
+        subject: Subject) -> None:
+    ledger = subject.ledger
+    untagged = subject.add_run("", DagsterRunStatus.FAILURE)
+    own = f"pr-{untagged[:8]}"
+    claimed = ledger.claim_run(untagged, "p")
+    assert claimed is not None and claimed.tags.items() >= joining_tags(own).items()
+    again = ledger.claim_run(untagged, "q")  # another packet's sensor, later: the run as stored
+    assert again is not None and again.tags == claimed.tags
+    assert ledger.packet_runs("p") == [own] and ledger.packet_runs("q") == []
+    assert [r.run_id for r in ledger.history(own, KEYS).runs] == [untagged]
+    assert ledger.claim_run("no-such-run", "p") is None
+
+    joining = subject.add_run("pr-j", DagsterRunStatus.STARTED)
+    [run] = ledger.history("pr-j", KEYS).runs
+    assert not run.tags.items() >= joining_tags("pr-j").items() and "pr-j" not in ledger.packet_runs("p")
+    ledger.join_run(run, "p", "pr-j")
+    ledger.join_run(run, "p", "pr-j")  # each step of a run of several prompts: the same
+    [joined] = ledger.history("pr-j", KEYS).runs
+    assert joined.run_id == joining and joined.tags.items() >= joining_tags("pr-j").items()
+    assert sorted(ledger.packet_runs("p")) == sorted([own, "pr-j"])
+
+
+def test_the_latest_history_of_a_prompt_is_its_newest_packet_run_with_a_record_of_it(subject: Subject) -> None:
+    ledger = subject.ledger
+    ledger.note_packet_run("p", "pr-old", 1_000)
+    ledger.note_packet_run("p", "pr-new", 2_000)
+    old, new = subject.add_run("pr-old", DagsterRunStatus.STARTED), subject.add_run("pr-new", DagsterRunStatus.STARTED)
+    ledger.record_started(old, KEY, _marker(1))
+    ledger.record_attempt(old, KEY, a_record("pr-old", 1, "completed", old))
+    ledger.record_started(new, KEY, _marker(1))  # started, no record yet
+    latest = ledger.latest_history("p", KEYS, "01")
+    assert latest is not None and latest.packet_run == "pr-old"
+    ledger.record_attempt(new, KEY, a_record("pr-new", 1, "verification_failed", new))
+    latest = ledger.latest_history("p", KEYS, "01")
+    assert latest is not None and latest.packet_run == "pr-new"
+    assert ledger.latest_history("p", KEYS, "02") is None and ledger.latest_history("q", KEYS, "01") is None
+
+
+def test_a_hand_off_s_pull_request_is_tagged_on_the_packet_run_s_first_run_only(subject: Subject) -> None:
+    ledger = subject.ledger
+    first, second = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    failed = HandoffResult(repo="app", forge="github", branch="awp/pr", action="failed", message="HTTP 502",
+                           at="2026-12-01T00:00:00+00:00")
+    opened = failed.model_copy(update={"action": "opened", "url": "https://example.invalid/pull/7", "number": 7})
+    ledger.keep_handoff("p", "pr", [failed])
+    assert not any(tags.PULL_REQUEST in r.tags for r in ledger.history("pr", KEYS).runs)  # no URL: no tag
+    ledger.keep_handoff("p", "pr", [opened])
+    runs = {r.run_id: r for r in ledger.history("pr", KEYS).runs}
+    assert runs[first].tags.get(tags.PULL_REQUEST) == opened.url and tags.PULL_REQUEST not in runs[second].tags
+
+
+def test_a_waiter_beside_a_held_or_a_freed_slot_has_no_lost_turn_to_repair(subject: Subject) -> None:
+    ledger = subject.ledger
+    first, second = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    assert ledger.claim_slot("app_tree", first, "step@tree") and not ledger.claim_slot("app_tree", second, "step@tree")
+    assert ledger.repair_turns(second) == 0 and not ledger.claim_slot("app_tree", second, "step@tree")
+    ledger.free_slot(first, "step@tree")  # the free gives the waiter its turn: nothing was lost
+    assert ledger.repair_turns(second) == 0 and ledger.claim_slot("app_tree", second, "step@tree")

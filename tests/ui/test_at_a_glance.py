@@ -33,6 +33,7 @@ from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.driver.manual_repair import plan_repair
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 pytestmark = [pytest.mark.slow]
 
@@ -63,7 +64,8 @@ def _queue_repair(url: str, project: Path, home: Path, root_run: str, prompt: st
     try:
         root = instance.get_run_by_id(root_run)
         assert root is not None
-        packet_run, launch = plan_repair(instance, compiled.binding, prompt, root.tags[tags.PACKET_RUN], None)
+        packet_run, launch = plan_repair(InstanceLedger(instance), compiled.binding, prompt,
+                                         root.tags[tags.PACKET_RUN], None)
     finally:
         instance.dispose()
     key = compiled.binding.key(prompt)

@@ -64,9 +64,10 @@ def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: 
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
     packet_run = packet_run_of(context, binding)
     step_key = context.get_step_execution_context().step.key
-    with leased(context.instance, context.run.run_id, step_key, {"tree": binding.pools[prompt.id]},
+    ledger = InstanceLedger(context.instance)
+    with leased(ledger, context.run.run_id, step_key, {"tree": binding.pools[prompt.id]},
                 on_wait=context.log.info) as lease:
-        history = InstanceLedger(context.instance).history(packet_run, binding.keys)
+        history = ledger.history(packet_run, binding.keys)
         skip = start_gate(context, binding, prompt, history)
         if skip is not None:
             return skip

@@ -18,7 +18,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id
 from awp_pipelines.orchestration.compile.attempt_config import AttemptConfig, decided_by_launcher
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
+from awp_pipelines.orchestration.ledger.asset_job_runs import own_packet_run
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
@@ -27,15 +27,14 @@ from awp_pipelines.orchestration.ledger.history import (
     prompts_of_run,
 )
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import latest_history
 
 NEEDS_DAEMON = ("Retries, fallbacks and repairs are launched by the recovery sensor: they need "
                 "dagster-daemon running (`dagster dev` starts it with the UI).")
 _DAEMON_STALE_S = 120
-# Runs this process joined to their packet run (run id → the tags it added): a run's tags as its steps see them
+# Runs this process joined to their packet run (run id → its packet run): a run's tags as its steps see them
 # (`context.run`) are those of its start, so each step of a run of several prompts wrote the same packet-run
 # tag and note again (a storage write per step). They never change once added.
-_TAGGED: dict[str, dict[str, str]] = {}
+_TAGGED: dict[str, str] = {}
 
 
 def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
@@ -50,14 +49,11 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
         raise Failure(description=str(err), allow_retries=False) from None
     if run.run_id in _TAGGED:
         return packet_run
-    # The packet lists it (packet_index.py).
-    InstanceLedger(context.instance).note_packet_run(binding.packet.name, packet_run, int(time.time() * 1000))
-    missing = {k: v for k, v in joining_tags(packet_run).items() if run.tags.get(k) != v}
-    if missing:
-        context.instance.add_run_tags(run.run_id, missing)
+    # The packet lists it (packet_index.py), and the run carries its tags.
+    InstanceLedger(context.instance).join_run(run, binding.packet.name, packet_run)
     if len(_TAGGED) > 256:  # a long-lived process: only its recent runs' steps gain from it
         _TAGGED.clear()
-    _TAGGED[run.run_id] = missing
+    _TAGGED[run.run_id] = packet_run
     return packet_run
 
 
@@ -65,7 +61,7 @@ def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held:
     """A single-prompt run tagged `awp/mode=repair` with no packet run repairs the prompt's latest one."""
     if context.run.tags.get(tags.MODE) != "repair" or len(held) != 1:
         return None
-    latest = latest_history(context.instance, binding, next(iter(held)))
+    latest = InstanceLedger(context.instance).latest_history(binding.packet.name, binding.keys, next(iter(held)))
     return latest.packet_run if latest else None
 
 

@@ -35,7 +35,7 @@ def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prom
     """The prompt's step: its Attempt's materialization, or its events and a Failure."""
     # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
     # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
-    with signal_stop(), beating(context.instance, context.run.run_id,
+    with signal_stop(), beating(InstanceLedger(context.instance), context.run.run_id,
                                 context.get_step_execution_context().step.key, binding.packet.name):
         outcome = run_attempt(context, binding, prompt, config)
         if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows

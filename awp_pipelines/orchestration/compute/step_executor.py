@@ -11,7 +11,7 @@ from dagster import DagsterEvent, Executor, ExecutorDefinition
 
 from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_process
 from awp_pipelines.orchestration.ledger.heartbeat import RUN_STEP, beating
-from awp_pipelines.orchestration.ledger.lease import repair_waiting
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -56,6 +56,6 @@ class RunBeatingExecutor(Executor):
     def execute(self, plan_context: Any, execution_plan: Any) -> Iterator[DagsterEvent]:
         # No packet: the location's housekeeping judges it (packet or not); a run of `awp run` is judged by its
         # runner's liveness there too (reaper.py), and each compute's beat names the packet.
-        instance, run_id = plan_context.instance, plan_context.dagster_run.run_id
-        with beating(instance, run_id, RUN_STEP, "", on_beat=lambda: repair_waiting(instance, run_id)):
+        ledger, run_id = InstanceLedger(plan_context.instance), plan_context.dagster_run.run_id
+        with beating(ledger, run_id, RUN_STEP, "", on_beat=lambda: ledger.repair_turns(run_id)):
             yield from self.inner.execute(plan_context, execution_plan)

@@ -45,7 +45,7 @@ from awp_pipelines.orchestration.ledger.history import PacketRunHistory, agent_r
 from awp_pipelines.orchestration.ledger.instance import storage_failure
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
-from awp_pipelines.orchestration.ledger.reaper import end_run, reap_dead_runs, this_runner
+from awp_pipelines.orchestration.ledger.runners import this_runner
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
@@ -290,15 +290,14 @@ def _base_tags(packet_run: str) -> dict[str, str]:
 def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstance) -> list[str]:
     """End the runs a dead `awp run` left unfinished (failed, slots freed) and save the partial work of the
     Attempts they were running as checkpoints of their AgentRuns. The caller holds the packet's lock."""
-    binding = compiled.binding
-    reaped = reap_dead_runs(instance, binding.packet.name)
-    for run in reaped:
-        packet_run = run.tags.get(tags.PACKET_RUN)
-        if not packet_run:
-            continue
-        history = InstanceLedger(instance).history(packet_run, binding.keys)
-        save_unrecorded_work(binding, history, packet_run, list(history.agent_runs), [run.run_id])
-    return [run.run_id for run in reaped]
+    binding, ledger = compiled.binding, InstanceLedger(instance)
+    reaped = ledger.reap(binding.packet.name)
+    ledger.free_ended_slots()  # theirs are freed already; these are any an outage left held
+    for run_id, packet_run in reaped.items():
+        if packet_run:
+            history = ledger.history(packet_run, binding.keys)
+            save_unrecorded_work(binding, history, packet_run, list(history.agent_runs), [run_id])
+    return list(reaped)
 
 
 Executor = Callable[[DagsterInstance, list, dict[str, str], str, bool], "ExecutionResult"]
@@ -332,7 +331,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.
-        end_run(instance, run_id)
+        InstanceLedger(instance).close_run(run_id)
     if stop is not None:
         stop.check()
         if ended_by_interrupt(result):

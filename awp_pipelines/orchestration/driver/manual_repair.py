@@ -6,24 +6,22 @@ person's note as `awp/note`), so the compute follows them exactly as it follows 
 
 from __future__ import annotations
 
-from dagster import DagsterInstance
-
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.decisions.next_launches import Launch, repair_launch
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.history import agent_run_truth, decision_inputs
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import latest_history
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 
-def plan_repair(instance: DagsterInstance, binding: PacketBinding, prompt: str, packet_run: str | None,
+def plan_repair(ledger: Ledger, binding: PacketBinding, prompt: str, packet_run: str | None,
                 note: str | None) -> tuple[str, Launch]:
-    """The packet run and the repair Attempt to launch; a PacketError says why there is none."""
+    """The packet run (given, else the prompt's newest with a record) and the repair Attempt to launch; a
+    PacketError says why there is none."""
     root = binding.packet.root
-    history = (InstanceLedger(instance).history(packet_run, binding.keys) if packet_run
-               else latest_history(instance, binding, prompt))
+    history = (ledger.history(packet_run, binding.keys) if packet_run
+               else ledger.latest_history(binding.packet.name, binding.keys, prompt))
     if history is None:
         raise PacketError(root, f"prompt {prompt} has no Attempt on record to repair",
                           hint=f"run it first: awp run {root} {prompt}")
@@ -43,6 +41,6 @@ def note_tags(note: str | None) -> dict[str, str]:
     return {tags.NOTE: tags.short(note)} if note and note.strip() else {}
 
 
-def agent_run_now(instance: DagsterInstance, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:
-    history = InstanceLedger(instance).history(packet_run, binding.keys)
+def agent_run_now(ledger: Ledger, binding: PacketBinding, packet_run: str, prompt: str) -> AgentRunStatus:
+    history = ledger.history(packet_run, binding.keys)
     return agent_run_truth(binding, history, [prompt])[1][prompt]

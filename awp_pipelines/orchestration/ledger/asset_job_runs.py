@@ -48,14 +48,20 @@ def claimant(run: DagsterRun, bindings: Sequence[PacketBinding]) -> PacketBindin
     return next((b for b in bindings if unclaimed(run, b)), None)
 
 
-def claim_ended_run(instance: DagsterInstance, run: DagsterRun, binding: PacketBinding) -> DagsterRun:
-    """An ended `unclaimed` run, tagged as its compute would have tagged it; as stored when another packet's
-    sensor claimed it first (a selection across packets joins the first packet that looks) or its packet-run tag
-    is not a valid id (the compute refuses it too)."""
-    stored = instance.get_run_by_id(run.run_id) or run  # fresh: the read this tick shares may predate a claim
-    if tags.PACKET_RUN in stored.tags:
+def join(instance: DagsterInstance, run: DagsterRun, packet: str, packet_run: str) -> None:
+    """`Ledger.join_run`: the packet run noted in the packet's index, then the joining tags `run` lacks."""
+    note_packet_run(instance, packet, packet_run)
+    missing = {k: v for k, v in joining_tags(packet_run).items() if run.tags.get(k) != v}
+    if missing:
+        instance.add_run_tags(run.run_id, missing)
+
+
+def claim_ended_run(instance: DagsterInstance, run_id: str, packet: str) -> DagsterRun | None:
+    """`Ledger.claim_run`: an ended `unclaimed` run, tagged as its compute would have tagged it; as stored when
+    another packet's sensor claimed it first (a selection across packets joins the first packet that looks) or
+    its packet-run tag is not a valid id (the compute refuses it too)."""
+    stored = instance.get_run_by_id(run_id)  # fresh: the read a sensor tick shares may predate a claim
+    if stored is None or tags.PACKET_RUN in stored.tags:
         return stored
-    packet_run = own_packet_run(stored)
-    note_packet_run(instance, binding.packet.name, packet_run)
-    instance.add_run_tags(run.run_id, joining_tags(packet_run))
-    return instance.get_run_by_id(run.run_id) or stored
+    join(instance, stored, packet, own_packet_run(stored))
+    return instance.get_run_by_id(run_id) or stored

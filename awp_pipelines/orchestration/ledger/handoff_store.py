@@ -35,10 +35,15 @@ def keep_handoff(instance: DagsterInstance, packet: str, packet_run: str, result
     kv_set(instance, {_key(packet, packet_run): json.dumps([r.model_dump() for r in results])})
 
 
+def pull_request_urls(results: Sequence[HandoffResult]) -> str:
+    """The `awp/pull_request` tag's value: the URLs of the hand-offs that have one, space-separated."""
+    return " ".join(r.url for r in results if r.ok and r.url)
+
+
 def tag_root_run(instance: DagsterInstance, packet_run: str, results: Sequence[HandoffResult]) -> None:
     """`awp/pull_request` on the packet run's first run: its URLs, one tag on one run (every run's tags cost the
     Runs list a line each)."""
-    urls = " ".join(r.url for r in results if r.ok and r.url)
+    urls = pull_request_urls(results)
     first = instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}), limit=1, ascending=True)
     if urls and first:
         instance.add_run_tags(first[0].dagster_run.run_id, {tags.PULL_REQUEST: urls})

@@ -1,10 +1,8 @@
-"""A packet run's hand-off (core/handoff/), run on the packet run as the instance holds it, its results kept there
-(handoff_store.py). Called where a packet run ends: `awp run` (api.py), the recovery sensor (sensors/recovery.py),
-and `awp handoff` by hand."""
+"""A packet run's hand-off (core/handoff/), run on the packet run as the ledger holds it, its results kept there
+(`Ledger.keep_handoff`, with the pull request's tag on the first run). Called where a packet run ends: `awp run`
+(api.py), the recovery sensor (sensors/recovery.py), and `awp handoff` by hand."""
 
 from __future__ import annotations
-
-from dagster import DagsterInstance
 
 from awp_pipelines.core.decisions.agent_run import ENDED
 from awp_pipelines.core.handoff.handoff import hand_off
@@ -12,19 +10,18 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import has_handoff, tag_root_run
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.status_read import status_report
 
 
-def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packet_run: str, *,
+def hand_off_packet_run(ledger: Ledger, binding: PacketBinding, packet_run: str, *,
                         automatic: bool) -> list[HandoffResult]:
     """Hand the packet run off and keep the results. `automatic` (a packet run that may just have ended): only
     one whose AgentRuns all ended, each repo as its `when` says, and not again once it succeeded (the sensor may
     see the packet run end twice); a skipped or failed one is tried again."""
     if not has_handoff(binding.packet):
         return []
-    ledger = InstanceLedger(instance)
     if automatic:
         done = ledger.handoff(binding.packet.name, packet_run)
         if done and all(r.ok for r in done):
@@ -33,6 +30,5 @@ def hand_off_packet_run(instance: DagsterInstance, binding: PacketBinding, packe
     if automatic and any(p.state not in ENDED and p.state != "not_selected" for p in report.prompts):
         return []
     results = hand_off(binding.packet, binding.catalog or Catalog(), report, attempt_page_url, automatic=automatic)
-    ledger.keep_handoff(binding.packet.name, packet_run, results)
-    tag_root_run(instance, packet_run, results)
+    ledger.keep_handoff(binding.packet.name, packet_run, results)  # with the pull request's tag on the first run
     return results

@@ -21,9 +21,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 from dagster import DagsterInstance, DagsterRun, RunsFilter
 
@@ -76,6 +77,11 @@ class Beat:
     def stale(self, now: float) -> bool:
         return self.silent_for(now) > self.bound_s
 
+    def why_reaped(self, now: float) -> str:
+        """Why a run with this beat, stale, was failed."""
+        return (f"its worker (pid {self.pid} on host {self.host}) has not beaten for {self.silent_for(now):.0f} s "
+                f"(bound {self.bound_s:.0f} s): killed, or its host is gone")
+
     def dump(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
@@ -97,21 +103,29 @@ def beats(instance: DagsterInstance) -> list[Beat]:
             if (beat := Beat.parse(value)) is not None]
 
 
+class BeatStore(Protocol):
+    """What `beating` needs of a ledger (`Ledger` has both; ledger.py imports this module, not the reverse)."""
+
+    def beat(self, beat: Beat) -> None: ...
+
+    def drop_beats(self, keys: Collection[str]) -> None: ...
+
+
 @contextmanager
-def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
+def beating(ledger: BeatStore, run_id: str, step: str, packet: str,
             every: float | None = None, on_beat: Callable[[], object] | None = None) -> Iterator[Beat]:
-    """Beat for the block, from a daemon thread (the compute may block for hours in its agent). A failed write
-    (the database briefly down) is skipped: the next one may succeed, and the bound allows for four.
-    `on_beat`: also done at each beat after the first (the run worker repairs its pool queue: lease.py)."""
+    """Beat for the block in `ledger`, from a daemon thread (the compute may block for hours in its agent). A
+    failed write (the database briefly down) is skipped: the next one may succeed, and the bound allows for four.
+    `on_beat`: also done at each beat after the first (the run worker repairs its pool queue: `repair_turns`)."""
     every = every or every_s()
     first = Beat(run_id, step, packet, host_id(), os.getpid(), time.time(), every)
-    write_beat(instance, first)
+    ledger.beat(first)
     done = threading.Event()
 
     def _beat() -> None:
         while not done.wait(every):
             try:
-                write_beat(instance, Beat(**{**asdict(first), "at": time.time()}))
+                ledger.beat(Beat(**{**asdict(first), "at": time.time()}))
                 if on_beat is not None:
                     on_beat()
             except Exception:  # noqa: BLE001 - a beat is best effort; a missed one is what the bound is for
@@ -124,9 +138,9 @@ def beating(instance: DagsterInstance, run_id: str, step: str, packet: str,
     finally:
         done.set()
         thread.join(timeout=every + 5)
-        # A beat left behind (the database down just now) belongs to an ended run: reap_silent_runs drops it.
+        # A beat left behind (the database down just now) belongs to an ended run: the next reap drops it.
         with contextlib.suppress(Exception):
-            kv_delete(instance, [first.key])
+            ledger.drop_beats([first.key])
 
 
 def reap_silent_runs(instance: DagsterInstance, packet: str | None = None,
@@ -150,9 +164,7 @@ def reap_silent_runs(instance: DagsterInstance, packet: str | None = None,
         run = silent.get(beat.run_id)
         if run is None or run in reaped:
             continue
-        instance.report_run_failed(run, f"its worker (pid {beat.pid} on host {beat.host}) has not beaten for "
-                                   f"{beat.silent_for(now):.0f} s (bound {beat.bound_s:.0f} s): killed, or its "
-                                   "host is gone")
+        instance.report_run_failed(run, beat.why_reaped(now))
         reaped.append(run)
         # No grace as for a run that just ended (reaper.py): its compute has been silent past the bound.
         free_run_slots(instance, run.run_id)

@@ -12,6 +12,7 @@ from dagster import (
     AssetObservation,
     DagsterEventType,
     DagsterInstance,
+    DagsterRun,
     MetadataValue,
     RunsFilter,
 )
@@ -23,15 +24,26 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.dagster_compat.events import latest_event_time, report_materialization, report_observation
 from awp_pipelines.dagster_compat.kvs import kv_delete, kv_get, kv_prefixed, kv_set
-from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, free_run_slots, free_slot, slot_holders
+from awp_pipelines.dagster_compat.pools import (
+    claim_slot,
+    ensure_pool,
+    free_run_slots,
+    free_slot,
+    pools_supported,
+    repair_lost_turns,
+    slot_holders,
+)
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, join
 from awp_pipelines.orchestration.ledger.claims import claim_attempt
-from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, keep_handoff
-from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
+from awp_pipelines.orchestration.ledger.ended_runs import EndedRun, ended_since
+from awp_pipelines.orchestration.ledger.handoff_store import handoff_of, keep_handoff, tag_root_run
+from awp_pipelines.orchestration.ledger.heartbeat import Beat, reap_silent_runs, write_beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
-from awp_pipelines.orchestration.ledger.packet_index import note_packet_run, packet_runs_of
+from awp_pipelines.orchestration.ledger.packet_index import latest_history, note_packet_run, packet_runs_of
+from awp_pipelines.orchestration.ledger.reaper import end_run, free_slots_of_ended_runs, reap_dead_runs
 from awp_pipelines.orchestration.ledger.runners import note_runner, runners_of
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
@@ -39,7 +51,8 @@ from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 class InstanceLedger:
     """The ledger in a Dagster instance: the key-value table, the event log, the pools and the runs, through
-    the modules of this folder (each keeps its own functions for the clients not moved yet)."""
+    the modules of this folder (their functions take the instance: this class is their one caller outside the
+    folder's tests, but for `awp serve`'s Attempt page and `awp run --parallel`'s event pages, docs/architecture.md)."""
 
     def __init__(self, instance: DagsterInstance) -> None:
         self.instance = instance
@@ -67,9 +80,31 @@ class InstanceLedger:
         failures = self.instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
         return "\n".join(entry.message or "" for entry in failures) if failures else None
 
+    def latest_history(self, packet: str, keys: Mapping[AssetKey, str], prompt: str) -> PacketRunHistory | None:
+        return latest_history(self, packet, keys, prompt)
+
     def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
         times = {run_id: latest_event_time(self.instance, run_id) for run_id in run_ids}
         return {run_id: at for run_id, at in times.items() if at is not None}
+
+    def reap(self, packet: str | None = None, now: float | None = None) -> dict[str, str]:
+        reaped = reap_dead_runs(self.instance, packet, now) if packet else reap_silent_runs(self.instance, None, now)
+        return {run.run_id: run.tags.get(tags.PACKET_RUN, "") for run in reaped}
+
+    def free_ended_slots(self, now: float | None = None) -> list[str]:
+        return free_slots_of_ended_runs(self.instance, now) if pools_supported(self.instance) else []
+
+    def close_run(self, run_id: str) -> None:
+        end_run(self.instance, run_id)
+
+    def ended_runs(self, after: float, limit: int) -> list[EndedRun]:
+        return ended_since(self.instance, after, limit)
+
+    def join_run(self, run: DagsterRun, packet: str, packet_run: str) -> None:
+        join(self.instance, run, packet, packet_run)
+
+    def claim_run(self, run_id: str, packet: str) -> DagsterRun | None:
+        return claim_ended_run(self.instance, run_id, packet)
 
     def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
         return adopt_committed(self, binding, history)
@@ -120,17 +155,24 @@ class InstanceLedger:
         return AccountStore(self.instance).availability(accounts, at_ms)
 
     def claim_slot(self, pool: str, run_id: str, holder: str) -> bool:
-        ensure_pool(self.instance, pool)
+        if not pools_supported(self.instance):
+            return True
+        ensure_pool(self.instance, pool)  # asks the storage once per process, again after a failed claim
         return claim_slot(self.instance, pool, run_id, holder)
 
     def free_slot(self, run_id: str, holder: str) -> None:
-        free_slot(self.instance, run_id, holder)
+        if pools_supported(self.instance):
+            free_slot(self.instance, run_id, holder)
+
+    def repair_turns(self, run_id: str) -> int:
+        return repair_lost_turns(self.instance, run_id) if pools_supported(self.instance) else 0
 
     def free_run_slots(self, run_id: str) -> None:
-        free_run_slots(self.instance, run_id)
+        if pools_supported(self.instance):
+            free_run_slots(self.instance, run_id)
 
     def slot_holders(self) -> set[str]:
-        return slot_holders(self.instance)
+        return slot_holders(self.instance) if pools_supported(self.instance) else set()
 
     def note_packet_run(self, packet: str, packet_run: str, at_ms: int) -> None:
         note_packet_run(self.instance, packet, packet_run, at_ms)
@@ -158,6 +200,7 @@ class InstanceLedger:
         return handoff_of(self.instance, packet, packet_run)
 
     def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        tag_root_run(self.instance, packet_run, results)  # first: results never stand without their tag
         keep_handoff(self.instance, packet, packet_run, results)
 
     def _job(self, run_id: str) -> str:

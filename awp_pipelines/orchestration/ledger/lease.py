@@ -1,9 +1,10 @@
-"""One lease for the work tree and the account: a slot of a Dagster concurrency pool (limit 1) per work tree
-(`<repo pool>_tree`) and per account (`awp_account_<name>`), taken by the compute.
+"""One lease for the work tree and the account: a slot of a pool (limit 1) per work tree (`<repo pool>_tree`) and
+per account (`awp_account_<name>`), taken by the compute through the ledger (`Ledger.claim_slot`).
 
-The pools live in the instance's storage, so every process and every run shares them, and they show on the
-UI's concurrency page. A run that dies holding one is freed by Dagster's run monitoring
-(`free_slots_after_run_end_seconds`), or by the next `awp run` (reaper.py), like any op's pool slot.
+In a Dagster instance the pools are Dagster's concurrency pools, in its storage, so every process and every run
+shares them, and they show on the UI's concurrency page. A run that dies holding one is freed by Dagster's run
+monitoring (`free_slots_after_run_end_seconds`), or by the next `awp run` (`Ledger.reap`, `free_ended_slots`),
+like any op's pool slot.
 
 A `Lease` holds its pools in one fixed order, the work tree's before the account's (the tree is known before
 the Attempt is decided, the account only after): every Attempt takes them in that order, so no two wait on
@@ -18,17 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-from dagster import DagsterInstance, Failure
+from dagster import Failure
 
 from awp_pipelines.core.engine import interrupts
-from awp_pipelines.dagster_compat.pools import (
-    claim_slot,
-    ensure_pool,
-    free_slot,
-    pools_supported,
-    repair_lost_turns,
-)
 from awp_pipelines.orchestration.compile.naming import dagster_name
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 _POLL_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 Kind = Literal["tree", "account"]
@@ -48,9 +43,9 @@ def tree_pool(repo_pool: str) -> str:
 class Lease:
     """The pools one Attempt holds, claimed one kind at a time in `_ORDER`, given back together."""
 
-    def __init__(self, instance: DagsterInstance, run_id: str, step_key: str,
+    def __init__(self, ledger: Ledger, run_id: str, step_key: str,
                  on_wait: Callable[[str], None] = lambda msg: None) -> None:
-        self._instance, self._run_id, self._step_key, self._on_wait = instance, run_id, step_key, on_wait
+        self._ledger, self._run_id, self._step_key, self._on_wait = ledger, run_id, step_key, on_wait
         self._held: list[str] = []  # holder keys
         self._kinds: list[Kind] = []
 
@@ -59,15 +54,13 @@ class Lease:
         if self._kinds and _ORDER.index(kind) <= _ORDER.index(self._kinds[-1]):
             raise ValueError(f"a {kind} lease is taken before any {self._kinds[-1]} lease, once")
         self._kinds.append(kind)
-        if name is None or not pools_supported(self._instance):
+        if name is None:
             return
         pool = tree_pool(name) if kind == "tree" else account_pool(name)
         # Its own holder key: the op's own pool slot and each lease are freed independently.
         holder = f"{self._step_key}@{kind}"
-        ensure_pool(self._instance, pool)
         waited = 0
-        while not claim_slot(self._instance, pool, self._run_id, holder):
-            ensure_pool(self._instance, pool)  # asks again only after a failed claim (storage.py)
+        while not self._ledger.claim_slot(pool, self._run_id, holder):
             if waited == 0:
                 self._on_wait(f"{_BUSY[kind].format(name)}; waiting for it (pool {pool})")
             _pause(_POLL_S[min(waited, len(_POLL_S) - 1)], pool)
@@ -76,16 +69,16 @@ class Lease:
 
     def release(self) -> None:
         for holder in reversed(self._held):
-            free_slot(self._instance, self._run_id, holder)
+            self._ledger.free_slot(self._run_id, holder)
         self._held.clear()
 
 
 @contextmanager
-def leased(instance: DagsterInstance, run_id: str, step_key: str, pools: dict[Kind, str | None] | None = None,
+def leased(ledger: Ledger, run_id: str, step_key: str, pools: dict[Kind, str | None] | None = None,
            on_wait: Callable[[str], None] = lambda msg: None) -> Iterator[Lease]:
     """A Lease for the block, holding `pools` (kind → repo pool or account) at once, in the fixed order; more
     are taken with `take` inside the block. Everything it holds is given back when the block ends."""
-    lease = Lease(instance, run_id, step_key, on_wait)
+    lease = Lease(ledger, run_id, step_key, on_wait)
     try:
         for kind in _ORDER:
             if pools and kind in pools:
@@ -114,9 +107,3 @@ def _pause(seconds: float, pool: str) -> None:
             return
         time.sleep(min(left, 0.1))
 
-
-def repair_waiting(instance: DagsterInstance, run_id: str) -> int:
-    """Assign the run's steps waiting in a pool whose free slot nobody is assigned to: a database that lost its
-    last commits kept the free slot and lost the turn (dagster_compat/pools.py). The run worker does it at each
-    beat, so Dagster's own wait for an op's pool ends within one beat of the repair. How many it assigned."""
-    return repair_lost_turns(instance, run_id) if pools_supported(instance) else 0

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from dagster import AssetKey
+from dagster import AssetKey, DagsterRun
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.ended_runs import EndedRun
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
 
@@ -58,9 +59,75 @@ class Ledger(Protocol):
         """What the run's failure was stored with (`fail_run`'s `why` among it); None when it has not failed."""
         ...
 
+    def latest_history(self, packet: str, keys: Mapping[AssetKey, str], prompt: str) -> PacketRunHistory | None:
+        """The history of the packet run, of the packet's newest (`packet_runs`, at most 200), in which `prompt` has
+        an Attempt record: what `awp repair` and a repair launched without a packet run repair. None when none
+        has. Reads the packet runs one by one, as `history` does, so a record stored meanwhile may be missed
+        until the next read. Lost commits: a lost record (or packet-run note) makes an older packet run the
+        newest with one, until the record is adopted back (`adopt`)."""
+        ...
+
     def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
         """Run id → when its newest event was stored (epoch s), for those with any: how long a run has been
         quiet (`awp watch`). A read, no lock: an event stored meanwhile may be missed until the next."""
+        ...
+
+    # --- reaping: runs whose driver is gone -----------------------------------------------------------------
+    def reap(self, packet: str | None = None, now: float | None = None) -> dict[str, str]:
+        """End for good the unfinished runs whose driver is gone, which `history` already counts ended: each is
+        failed (`fail_run`, its `why` naming the driver) and every slot it holds freed at once. Of `packet`: its
+        runs whose `awp run` noted on this host died (pid + start time), and those with a beat of the packet past
+        its bound; of every packet (None, the housekeeping sensor): by beats alone (a runner's pid is judged on
+        its own host, by its packet's next `awp run`). The beats of ended runs are dropped. Run id → its packet
+        run ("" when it has none), for the runs failed now. Two reapers at once may both fail a run: it ends
+        once, and the second `why` is logged beside the first. A crash mid-way leaves the rest to the next reap
+        (a run already failed keeps its slots until `free_ended_slots`). Lost commits: a lost failure leaves the
+        run unfinished, still read as ended by every view (its driver is still gone), and the next reap fails it
+        again."""
+        ...
+
+    def free_ended_slots(self, now: float | None = None) -> list[str]:
+        """Free every slot and queue entry held by a run that has ended or no longer exists (nothing else frees
+        them without Dagster's run monitoring): an `awp run` run's at once, a run worker's once it ended more
+        than SLOT_GRACE_S ago (its step may outlive the run's end by a moment; run monitoring waits as long).
+        The run ids freed. Idempotent: two at once free the same slots. Lost commits: a lost free keeps the slot
+        held until the next call frees it again; a lost end keeps it held by a run that reads unfinished."""
+        ...
+
+    def close_run(self, run_id: str) -> None:
+        """A run this process executed is over, however it ended: failed if its end was never stored (the
+        database was down when it ended: `why_failed` says so, `reaper.OUTAGE_MARK`), and every slot it still
+        holds freed (a step frees its own as it ends, which fails while the database is down). Idempotent; an
+        ended run stays as it ended. Lost commits: as `reap`, the next `awp run` of the packet ends it again."""
+        ...
+
+    # --- runs that ended, and the packet run a run joins ----------------------------------------------------
+    def ended_runs(self, after: float, limit: int) -> list[EndedRun]:
+        """The runs that reached a finished status after `after` (epoch s, their last update), oldest update
+        first, at most `limit`: the recovery sensor's one read a tick for every packet, its cursor the last
+        one's `updated_at`. A read, no lock: a run that ends meanwhile comes in a later read (its update time is
+        later). Lost commits: a lost end is no end (the run reads unfinished; its driver, gone, is reaped and
+        ends it again, and it comes then)."""
+        ...
+
+    def join_run(self, run: DagsterRun, packet: str, packet_run: str) -> None:
+        """The run belongs to `packet_run` of `packet` (its first compute says so): the packet's index notes the
+        packet run now, then the run gets the tags a packet job's run carries (`asset_job_runs.joining_tags`)
+        that `run` (the caller's copy: no read) lacks. The caller passes the packet run the run carries, when
+        it has one. Idempotent; two joiners of
+        one run at once write the same. A crash between leaves a noted packet run the run has not joined yet
+        (it has no run more: harmless); lost commits lose a suffix, so a run never carries a tag its packet's
+        index lacks, and the next compute of the run joins it again."""
+        ...
+
+    def claim_run(self, run_id: str, packet: str) -> DagsterRun | None:
+        """An ended run with no packet-run tag (one of Dagster's asset jobs whose worker died before its first
+        compute) joins a packet run of its own, `pr-<run id[:8]>` of `packet` (`join_run`): the run as stored
+        afterwards. A run that carries a packet-run tag already (another packet's sensor claimed it first: a
+        selection across packets joins the first) is left as it is and returned so; None when there is no such
+        run. Two claimers at once give it the same tags (its packet run is named after it), and each notes it
+        in its own packet's index. A crash or lost commits before the tag: the sensor's cursor, stored after
+        it, is lost too, and the next tick claims it again."""
         ...
 
     # --- adoption and settling ----------------------------------------------------------------------------
@@ -151,13 +218,23 @@ class Ledger(Protocol):
 
     # --- leases (one holder per pool) ---------------------------------------------------------------------
     def claim_slot(self, pool: str, run_id: str, holder: str) -> bool:
-        """Take the pool's one slot for `holder` of `run_id`: of two claims at once exactly one succeeds. A run
+        """Take the pool's one slot for `holder` of `run_id` (`lease.Lease`: a work tree's, an account's; a storage
+        without pools, none shipped, grants every claim and holds nothing): of two claims at once exactly one
+        succeeds. A run
         that dies holding one keeps it until `free_run_slots` (the reaper, for ended runs). Lost commits:
         a lost claim frees the slot (a second holder may start: the work tree's claim of its Attempt still
         refuses a second start); a lost free keeps it held until the reaper frees it again."""
         ...
 
     def free_slot(self, run_id: str, holder: str) -> None:
+        ...
+
+    def repair_turns(self, run_id: str) -> int:
+        """Assign the run's waiters whose pool has a free slot nobody is assigned to: a database that lost its
+        last commits kept a free and lost the turn it gave (dagster_compat/pools.py), and the waiter would wait
+        forever. The run worker calls it at each beat; `claim_slot` does it too. How many it assigned. Never
+        takes a slot from its holder; two repairs at once may both assign a waiter, which is then assigned once.
+        A memory loses no commit: nothing to repair there."""
         ...
 
     def free_run_slots(self, run_id: str) -> None:
@@ -195,8 +272,11 @@ class Ledger(Protocol):
         ...
 
     def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
-        """Keep a hand-off's results (handoffs.py). Last writer wins: of two hand-offs at once (the sensor and
-        `awp handoff`) one's results stand. Lost commits: a lost result reads as the one before it (or none),
-        and the next automatic hand-off of the packet run tries again (the open pull request of its branch is
-        updated, not opened twice)."""
+        """Keep a hand-off's results (handoffs.py), and first their pull requests' URLs as the `awp/pull_request`
+        tag of the packet run's first run, where Dagster's run page and Runs list show them (one tag on one run;
+        none when no repo's hand-off has a URL). Last writer wins: of two hand-offs at once (the sensor and
+        `awp handoff`) one's results stand. The tag is stored first, so results never stand without it: a crash
+        between leaves the tag and no result, and the hand-off is tried again. Lost commits: a lost result reads
+        as the one before it (or none), and the next automatic hand-off of the packet run tries again (the open
+        pull request of its branch is updated, not opened twice)."""
         ...

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRun
 
+from awp_pipelines.core.engine.runlock import live_holder
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
@@ -51,3 +53,15 @@ def drivers_gone(unfinished: Iterable[str], runners: Mapping[str, str], beats: I
                      f"{min(b.silent_for(now) for b in found):.0f} s (bound {found[0].bound_s:.0f} s)"
              for run_id, found in by_run.items() if all(b.stale(now) for b in found)}
     return gone
+
+
+def driven_in_process(runners: Mapping[str, str], state_root: Path) -> bool:
+    """An `awp run` (or SDK `run`) that launched some of a packet run's runs (`runners`: run id → runner, as
+    `Ledger.runners` reads them) still drives them, holding the packet's lock: it decides and launches what
+    comes next for their packet run itself, so the recovery sensor must not launch it a second time. A process
+    that ran them and lives on without the lock (a notebook) drives nothing."""
+    holder = live_holder(state_root, "packet")
+    if holder is None:
+        return False
+    runner = f"{holder.host}:{holder.pid}:{holder.start_time or 0}"
+    return runner in runners.values()

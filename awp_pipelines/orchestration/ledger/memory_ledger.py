@@ -26,19 +26,29 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.adoption import adopt_committed
+from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
 from awp_pipelines.orchestration.ledger.claims import this_process
+from awp_pipelines.orchestration.ledger.ended_runs import EndedRun
+from awp_pipelines.orchestration.ledger.handoff_store import pull_request_urls
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
-from awp_pipelines.orchestration.ledger.history import PacketRunHistory, history_of
+from awp_pipelines.orchestration.ledger.history import FINISHED, PacketRunHistory, history_of
 from awp_pipelines.orchestration.ledger.liveness import drivers_gone
+from awp_pipelines.orchestration.ledger.packet_index import latest_history
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_WHY, SLOT_GRACE_S, runner_gone
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
-from awp_pipelines.orchestration.ledger.runners import this_runner
+from awp_pipelines.orchestration.ledger.runners import runner_alive, this_runner
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
 
 
 @dataclass
 class _Run:
     run: DagsterRun
+    updated_at: float = field(default_factory=time.time)  # its status or tags last changed, as Dagster's
     ended_at: float | None = None
+
+    def add_tags(self, new: Mapping[str, str]) -> None:
+        self.run = self.run.with_tags({**self.run.tags, **new})
+        self.updated_at = time.time()
 
 
 @dataclass
@@ -58,10 +68,12 @@ class MemoryLedger:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- runs: what Dagster does for the instance's ledger ---------------------------------------------------
-    def add_run(self, packet_run: str, assets: Sequence[AssetKey] | None = None,
+    def add_run(self, packet_run: str | None, assets: Sequence[AssetKey] | None = None,
                 status: DagsterRunStatus = DagsterRunStatus.STARTED, job_name: str = "__awp_memory__") -> str:
+        """A run of `packet_run` (None: a run of one of Dagster's asset jobs, which joins none until claimed)."""
         run_id = str(uuid.uuid4())
-        run = DagsterRun(job_name=job_name, run_id=run_id, status=status, tags={tags.PACKET_RUN: packet_run},
+        run = DagsterRun(job_name=job_name, run_id=run_id, status=status,
+                         tags={tags.PACKET_RUN: packet_run} if packet_run else {},
                          asset_selection=frozenset(assets) if assets else None)
         with self._lock:
             self.runs[run_id] = _Run(run)
@@ -74,7 +86,7 @@ class MemoryLedger:
             entry = self.runs[run_id]
             if entry.run.status in UNFINISHED:
                 entry.run = entry.run.with_status(status)
-                entry.ended_at = time.time() if at is None else at
+                entry.ended_at = entry.updated_at = time.time() if at is None else at
                 self.event_at[run_id] = entry.ended_at  # Dagster logs the run's end as an event
 
     # --- the ledger's operations ----------------------------------------------------------------------------
@@ -121,9 +133,70 @@ class MemoryLedger:
                 return None
             return self.failures.get(run_id, "")
 
+    def latest_history(self, packet: str, keys: Mapping[AssetKey, str], prompt: str) -> PacketRunHistory | None:
+        return latest_history(self, packet, keys, prompt)
+
     def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
         with self._lock:
             return {run_id: self.event_at[run_id] for run_id in run_ids if run_id in self.event_at}
+
+    def reap(self, packet: str | None = None, now: float | None = None) -> dict[str, str]:
+        now = time.time() if now is None else now
+        with self._lock:
+            live = {e.run.run_id: e.run for e in self.runs.values() if e.run.status in UNFINISHED}
+            why: dict[str, str] = {}
+            if packet is not None:  # the runners of the packet's runs, as the next `awp run` of it judges them
+                mine = set(self.packet_runs(packet))
+                runners = self.runners([r for r, run in live.items() if run.tags.get(tags.PACKET_RUN) in mine])
+                why |= {r: runner_gone(runner) for r, runner in runners.items() if not runner_alive(runner)}
+            beats = [b for b in self.beat_store.values() if packet is None or b.packet == packet]
+            for beat in beats:
+                if beat.run_id in live and beat.run_id not in why and beat.stale(now):
+                    why[beat.run_id] = beat.why_reaped(now)
+            for run_id, reason in why.items():
+                self.fail_run(run_id, reason)
+                self.free_run_slots(run_id)
+            self.drop_beats([b.key for b in beats if b.run_id in why or b.run_id not in live])
+            return {run_id: live[run_id].tags.get(tags.PACKET_RUN, "") for run_id in why}
+
+    def free_ended_slots(self, now: float | None = None) -> list[str]:
+        cutoff = (time.time() if now is None else now) - SLOT_GRACE_S
+        with self._lock:
+            def keeps(run_id: str) -> bool:  # as reaper._keeps_slots: an `awp run` run (a runner) has no grace
+                entry = self.runs.get(run_id)
+                return entry is not None and (entry.run.status in UNFINISHED or (
+                    tags.RUNNER_KEY + run_id not in self.kv and (entry.ended_at or 0) > cutoff))
+
+            ended = sorted(run_id for run_id in self.slot_holders() if not keeps(run_id))
+            for run_id in ended:
+                self.free_run_slots(run_id)
+        return ended
+
+    def close_run(self, run_id: str) -> None:
+        with self._lock:
+            self.fail_run(run_id, OUTAGE_WHY)  # only a run not ended: its end was never stored
+            self.free_run_slots(run_id)
+
+    def ended_runs(self, after: float, limit: int) -> list[EndedRun]:
+        with self._lock:
+            ended = [EndedRun(e.run, e.updated_at, e.ended_at) for e in self.runs.values()
+                     if e.run.status in FINISHED and e.updated_at > after]
+        return sorted(ended, key=lambda e: e.updated_at)[:limit]
+
+    def join_run(self, run: DagsterRun, packet: str, packet_run: str) -> None:
+        with self._lock:
+            self.note_packet_run(packet, packet_run, int(time.time() * 1000))
+            missing = {k: v for k, v in joining_tags(packet_run).items() if run.tags.get(k) != v}
+            if missing and run.run_id in self.runs:
+                self.runs[run.run_id].add_tags(missing)
+
+    def claim_run(self, run_id: str, packet: str) -> DagsterRun | None:
+        with self._lock:
+            entry = self.runs.get(run_id)
+            if entry is None or tags.PACKET_RUN in entry.run.tags:
+                return entry.run if entry else None
+            self.join_run(entry.run, packet, own_packet_run(entry.run))
+            return entry.run
 
     def adopt(self, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
         return adopt_committed(self, binding, history)
@@ -222,6 +295,9 @@ class MemoryLedger:
     def free_slot(self, run_id: str, holder: str) -> None:
         self._free(lambda held: held == (run_id, holder))
 
+    def repair_turns(self, run_id: str) -> int:
+        return 0  # a turn is taken at the waiter's claim, and a memory loses no commit: none is ever lost
+
     def free_run_slots(self, run_id: str) -> None:
         self._free(lambda held: held[0] == run_id)
 
@@ -267,5 +343,9 @@ class MemoryLedger:
             return list(self.handoffs.get((packet, packet_run), []))
 
     def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
+        urls = pull_request_urls(results)
         with self._lock:
+            first = next((e for e in self.runs.values() if e.run.tags.get(tags.PACKET_RUN) == packet_run), None)
+            if urls and first is not None:
+                first.add_tags({tags.PULL_REQUEST: urls})
             self.handoffs[(packet, packet_run)] = list(results)

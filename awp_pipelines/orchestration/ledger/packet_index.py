@@ -10,14 +10,17 @@ never writes."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from dagster import DagsterInstance, DagsterRun, RunsFilter
+from dagster import AssetKey, DagsterInstance, DagsterRun, RunsFilter
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed, kv_set
-from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.history import PacketRunHistory, packet_run_history
+from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+
+if TYPE_CHECKING:
+    from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 
 def _prefix(packet: str) -> str:
@@ -55,18 +58,15 @@ def runs_of_packet(instance: DagsterInstance, packet: str, statuses: Sequence[ob
     return list({run.run_id: run for run in instance.get_runs(of_packet, limit=limit)}.values())
 
 
-_RECENT_RUNS = 200  # runs of the packet looked through for the prompt's latest packet run
+_RECENT = 200  # packet runs of the packet looked through for the prompt's latest one
 
 
-def latest_history(instance: DagsterInstance, binding: PacketBinding, prompt: str) -> PacketRunHistory | None:
-    """The newest packet run in which the prompt has an Attempt record."""
-    seen: set[str] = set()
-    for run in runs_of_packet(instance, binding.packet.name, limit=_RECENT_RUNS):  # newest first
-        packet_run = run.tags.get(tags.PACKET_RUN)
-        if not packet_run or packet_run in seen:
-            continue
-        seen.add(packet_run)
-        history = packet_run_history(instance, packet_run, binding.keys)
+def latest_history(ledger: Ledger, packet: str, keys: Mapping[AssetKey, str],
+                   prompt: str) -> PacketRunHistory | None:
+    """`Ledger.latest_history`, for both ledgers: the packet's packet runs newest first (the index), each read
+    until one holds an Attempt record of the prompt."""
+    for packet_run in ledger.packet_runs(packet)[:_RECENT]:
+        history = ledger.history(packet_run, keys)
         if prompt in history.agent_runs and history.agent_runs[prompt].records:
             return history
     return None

@@ -12,12 +12,10 @@ saved as a checkpoint of its AgentRun before anything else edits the tree.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
-from pathlib import Path
+from collections.abc import Collection
 
 from dagster import DagsterInstance, DagsterRun, RunRecord, RunsFilter
 
-from awp_pipelines.core.engine.runlock import live_holder
 from awp_pipelines.dagster_compat.pools import free_run_slots, slot_holders
 from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
 from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
@@ -27,34 +25,26 @@ from awp_pipelines.orchestration.ledger.runners import note_runner, runner_alive
 __all__ = ["note_runner", "runner_alive", "runners_of", "this_host", "this_runner"]  # their home was here
 
 OUTAGE_MARK = "the instance's database failed"  # how end_run words a run whose end could not be stored
+OUTAGE_WHY = f"its end was never stored: {OUTAGE_MARK} during it"
 # Dagster's own `free_slots_after_run_end_seconds` in the shipped configs.
 SLOT_GRACE_S = 30.0
 
 
-def driven_in_process(runners: Mapping[str, str], state_root: Path) -> bool:
-    """An `awp run` (or SDK `run`) that launched some of a packet run's runs (`runners`: run id → runner, as
-    `Ledger.runners` reads them) still drives them, holding the packet's lock: it decides and launches what
-    comes next for their packet run itself, so the recovery sensor must not launch it a second time. A process
-    that ran them and lives on without the lock (a notebook) drives nothing."""
-    holder = live_holder(state_root, "packet")
-    if holder is None:
-        return False
-    runner = f"{holder.host}:{holder.pid}:{holder.start_time or 0}"
-    return runner in runners.values()
+def runner_gone(runner: str) -> str:
+    """Why a run whose `awp run` died was failed."""
+    return f"its awp run process ({runner}) is gone: killed or crashed"
 
 
-def reap_dead_runs(instance: DagsterInstance, packet: str) -> list[DagsterRun]:
-    """Mark the packet's unfinished runs whose runner is gone failed, then free the slots of every ended run
-    (theirs, and any an outage left held). A runner on this host is judged by its pid; a run on another host
-    (or a run worker's) by its compute's heartbeat."""
+def reap_dead_runs(instance: DagsterInstance, packet: str, now: float | None = None) -> list[DagsterRun]:
+    """Mark the packet's unfinished runs whose runner is gone failed, their slots freed (`Ledger.reap`). A runner
+    on this host is judged by its pid; a run on another host (or a run worker's) by its compute's heartbeat."""
     unfinished = runs_of_packet(instance, packet, UNFINISHED)
     runners = runners_of(instance, [run.run_id for run in unfinished])
     reaped = [run for run in unfinished if run.run_id in runners and not runner_alive(runners[run.run_id])]
     for run in reaped:
-        instance.report_run_failed(run, f"its awp run process ({runners[run.run_id]}) is gone: killed or crashed")
-    reaped += reap_silent_runs(instance, packet)
-    free_slots_of_ended_runs(instance)
-    return reaped
+        instance.report_run_failed(run, runner_gone(runners[run.run_id]))
+        free_run_slots(instance, run.run_id)
+    return reaped + reap_silent_runs(instance, packet, now)
 
 
 def end_run(instance: DagsterInstance, run_id: str) -> None:
@@ -63,7 +53,7 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     which fails while the database is down)."""
     run = instance.get_run_by_id(run_id)
     if run is not None and run.status in UNFINISHED:
-        instance.report_run_failed(run, f"its end was never stored: {OUTAGE_MARK} during it")
+        instance.report_run_failed(run, OUTAGE_WHY)
     free_run_slots(instance, run_id)
 
 
@@ -78,7 +68,7 @@ def _keeps_slots(record: RunRecord | None, cutoff: float, in_process: Collection
     return run.status in UNFINISHED or (run.run_id not in in_process and (record.end_time or 0) > cutoff)
 
 
-def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
+def free_slots_of_ended_runs(instance: DagsterInstance, now: float | None = None) -> list[str]:
     """Free the pool slots and queue entries held by runs that have ended (or no longer exist): nothing will ever
     free them without a daemon, and every later step of their pools would wait forever. The run ids freed.
     Two reads: the holders of every pool, then their runs (a third, their runners, when one just ended)."""
@@ -86,7 +76,7 @@ def free_slots_of_ended_runs(instance: DagsterInstance) -> list[str]:
     if not holders:
         return []
     records = {r.dagster_run.run_id: r for r in instance.get_run_records(RunsFilter(run_ids=sorted(holders)))}
-    cutoff = time.time() - SLOT_GRACE_S
+    cutoff = (time.time() if now is None else now) - SLOT_GRACE_S
     just_ended = [r.dagster_run.run_id for r in records.values()
                   if r.dagster_run.status not in UNFINISHED and (r.end_time or 0) > cutoff]
     in_process = runners_of(instance, just_ended)  # no read when none ended within the grace

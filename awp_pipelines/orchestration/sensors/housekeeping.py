@@ -2,14 +2,14 @@
 
 What no packet owns is done here once a tick, one query per concern, whatever the number of packets:
 - silent runs: the unfinished runs whose compute stopped beating (a Celery worker killed, a host lost) are
-  failed and their slots freed, and the beats of ended runs dropped (heartbeat.py: every beat in one read,
+  failed and their slots freed, and the beats of ended runs dropped (`Ledger.reap`: every beat in one read,
   their runs in one more);
-- ended runs' pool slots and queue rows: given back (reaper.py: the holders in one read, their runs in one
-  more), unless Dagster's run monitoring does it (`run_monitoring.free_slots_after_run_end_seconds` on an
+- ended runs' pool slots and queue rows: given back (`Ledger.free_ended_slots`: the holders in one read, their
+  runs in one more), unless Dagster's run monitoring does it (`run_monitoring.free_slots_after_run_end_seconds` on an
   enabled run monitoring: the daemon that ticks this sensor runs it too).
 
 The recovery sensor (sensors.py) then reads only what its packets need. `awp run`, which has no daemon,
-does the same work for its packet before it starts (reaper.reap_dead_runs).
+does the same work for its packet before it starts (`Ledger.reap` of its packet).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from dagster import (
     sensor,
 )
 
-from awp_pipelines.orchestration.ledger.heartbeat import reap_silent_runs
-from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
 HOUSEKEEPING_SENSOR = "awp_housekeeping"
@@ -54,8 +53,9 @@ def run_monitoring_frees_slots(instance: DagsterInstance) -> bool:
 
 def sweep(instance: DagsterInstance, slots: bool = True) -> Swept:
     """One round of the instance's housekeeping; `slots=False` leaves the ended runs' slots to run monitoring."""
-    failed = [run.run_id for run in reap_silent_runs(instance)]
-    return Swept(failed, free_slots_of_ended_runs(instance) if slots else [])
+    ledger = InstanceLedger(instance)
+    failed = list(ledger.reap())
+    return Swept(failed, ledger.free_ended_slots() if slots else [])
 
 
 def housekeeping_sensor() -> SensorDefinition:

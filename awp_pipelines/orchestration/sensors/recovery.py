@@ -1,13 +1,13 @@
 """The recovery sensor: under the daemon, what `awp run` does in process. One per code location, for every
 packet of it (a packet alone in its definitions, as a `PacketComponent`, has one of its own).
 
-Each tick reads the runs that ended since its cursor once, for every packet (ended_runs.py), gives each to its
-packet by its job (a run of Dagster's own asset job by the prompts it selected; one that ended untagged is claimed
-first: asset_job_runs.py), and looks at those packet runs and the ones still waiting for a backoff or stopped: it
-passes over those a live `awp run` drives (it launches their next Attempts itself), asks `next_launches` what comes
-next, and returns each due launch as a `RunRequest` of one prompt of its packet's job, the launch itself its run
-config (attempt_config.py). A packet with nothing new costs nothing beyond the shared read. The run key is the
-Attempt's id, so a launch is requested once however often it is computed.
+Each tick reads the runs that ended since its cursor once, for every packet (`Ledger.ended_runs`), gives each to
+its packet by its job (a run of Dagster's own asset job by the prompts it selected; one that ended untagged is
+claimed first: `Ledger.claim_run`), and looks at those packet runs and the ones still waiting for a backoff or
+stopped: it passes over those a live `awp run` drives (it launches their next Attempts itself), asks
+`next_launches` what comes next, and returns each due launch as a `RunRequest` of one prompt of its packet's job,
+the launch itself its run config (attempt_config.py). A packet with nothing new costs nothing beyond the shared
+read. The run key is the Attempt's id, so a launch is requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
 A packet run with nothing left to launch whose AgentRuns all ended is handed off (ledger/handoffs.py) when its
@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
-    DagsterInstance,
     DagsterRun,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -43,13 +42,12 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.asset_job_runs import claim_ended_run, claimant, of_packet
-from awp_pipelines.orchestration.ledger.ended_runs import ended_since
+from awp_pipelines.orchestration.ledger.asset_job_runs import claimant, of_packet
 from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.reaper import driven_in_process
+from awp_pipelines.orchestration.ledger.liveness import driven_in_process
 from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
 from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
 
@@ -145,15 +143,14 @@ def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served
                 after: float, in_view: dict[str, set[str]]) -> float:
     """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
     `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
-    instance = ledger.instance  # the runs that ended: Dagster's runs table, which the ledger does not keep
     bindings = [p.binding for p in served.values()]
     by_job = {p.job.name: name for name, p in served.items()}
-    for record in ended_since(instance, after, _BATCH):
-        after = max(after, record.update_timestamp.timestamp())
-        run = record.dagster_run
+    for ended in ledger.ended_runs(after, _BATCH):
+        after = max(after, ended.updated_at)
+        run = ended.run
         owner = claimant(run, bindings)  # a run of `__ASSET_JOB` that ended before its first compute tagged it
         if owner is not None:
-            run = _claim(context, instance, run, owner)
+            run = _claim(context, ledger, run, owner)
         packet_run = run.tags.get(tags.PACKET_RUN)
         # Its packet: the packet job it ran, else (one of Dagster's asset jobs) the packet whose prompts it selected.
         packet = by_job.get(run.job_name) or next(
@@ -161,15 +158,15 @@ def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served
         if packet is None or not packet_run:
             continue
         in_view.setdefault(packet, set()).add(packet_run)
-        marker = cancel_marker(run, record.end_time or record.update_timestamp.timestamp())
+        marker = cancel_marker(run, ended.ended_at or ended.updated_at)
         if marker is not None:
             ledger.stop(packet_run, marker)
     return after
 
 
-def _claim(context: SensorEvaluationContext, instance: DagsterInstance, run: DagsterRun,
+def _claim(context: SensorEvaluationContext, ledger: InstanceLedger, run: DagsterRun,
            owner: PacketBinding) -> DagsterRun:
-    claimed = claim_ended_run(instance, run, owner)
+    claimed = ledger.claim_run(run.run_id, owner.packet.name) or run
     if claimed.tags.get(tags.PACKET_RUN):
         context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
                          f"{claimed.tags.get(tags.PACKET_RUN)} of packet {owner.packet.name}")
@@ -200,6 +197,6 @@ def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: 
                                    tags=launch_tags(binding, history, launch)))
     if outlook.idle and has_handoff(binding.packet):
         # Nothing comes next: if every AgentRun ended, the packet run's work is handed off (once it succeeded).
-        for result in hand_off_packet_run(ledger.instance, binding, packet_run, automatic=True):
+        for result in hand_off_packet_run(ledger, binding, packet_run, automatic=True):
             context.log.info(f"packet run {packet_run}: hand-off: {result.line()}")
     return requests, bool(outlook.waiting)
