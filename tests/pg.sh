@@ -6,6 +6,11 @@
 #   tests/pg.sh stop DIR    stop that server and remove DIR
 #   tests/pg.sh pause DIR   stop that server (pg_ctl stop -m fast: clients are disconnected) and keep DIR
 #   tests/pg.sh resume DIR  start a paused server again, on the same port (a database outage, for tests)
+#   tests/pg.sh backup DIR  copy the running server's data to DIR/backup (pg_basebackup: consistent, and the
+#                           server goes on serving its clients meanwhile)
+#   tests/pg.sh restore DIR crash the server (pg_ctl stop -m immediate), put DIR/backup in place of its data and
+#                           start it: every commit after the backup is lost, though its clients were told it was
+#                           stored (what `synchronous_commit=off` and a kill -9 do, made deterministic)
 #
 #   export AWP_TEST_PG_URL="$(tests/pg.sh start "$dir")"
 #
@@ -22,7 +27,7 @@ log() { echo "pg.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 usage() {
-  echo "usage: $0 start DIR | stop DIR | pause DIR | resume DIR" >&2
+  echo "usage: $0 start DIR | stop DIR | pause DIR | resume DIR | backup DIR | restore DIR" >&2
   exit 2
 }
 
@@ -203,6 +208,32 @@ resume() {
     { tail -n 30 "$dir/server.log" >&2 || true; die "pg_ctl start failed (log: $dir/server.log)"; }
 }
 
+backup() {
+  local dir port tool
+  dir=$(server_dir "$1")
+  PG_BIN=$(find_pg_bin) || die "pg_ctl not found"
+  # Beside the server's own pg_ctl (PG_BIN may hold a link to it only): the backup tool of the server's version.
+  tool="$(dirname "$(readlink -f "$PG_BIN/pg_ctl")")/pg_basebackup"
+  [ -x "$tool" ] || die "$tool not found"
+  port=$(sed -n 's|.*:\([0-9][0-9]*\)/.*|\1|p' "$dir/url")
+  rm -rf "$dir/backup"
+  cd "$dir"
+  # -c fast: checkpoint at once; -X stream: the WAL of the copy's span goes with it, so it starts consistent.
+  as_pg "$tool" -h 127.0.0.1 -p "$port" -U "$PG_USER" -w -D "$dir/backup" -X stream -c fast
+}
+
+restore() {
+  local dir
+  dir=$(server_dir "$1")
+  [ -d "$dir/backup" ] || die "no backup in $dir: run '$0 backup $dir' first"
+  PG_BIN=$(find_pg_bin) || die "pg_ctl not found"
+  cd "$dir"
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null
+  rm -rf "$dir/data"
+  mv "$dir/backup" "$dir/data"
+  resume "$dir"
+}
+
 [ $# -eq 2 ] || usage
 unset PGHOST PGPORT PGUSER PGDATABASE PGDATA PGSERVICE PGOPTIONS
 case "$1" in
@@ -210,5 +241,7 @@ case "$1" in
   stop) stop "$2" ;;
   pause) pause "$2" ;;
   resume) resume "$2" ;;
+  backup) backup "$2" ;;
+  restore) restore "$2" ;;
   *) usage ;;
 esac

@@ -20,7 +20,7 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.handoff_record import HandoffResult
-from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, OUTAGE_REASON
+from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, LOST_REASON, OUTAGE_REASON, lost_commits
 from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags
 from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
@@ -287,6 +287,55 @@ def test_an_attempt_whose_run_failed_in_an_outage_is_adopted_as_the_outage_s(sub
     _commit(tmp_path / "p" / "workspace", history.attempt_of("01", 1))
     assert len(ledger.adopt(binding, history)) == 1
     assert ledger.history("pr", binding.keys).agent_runs["01"].records[0].target.reason == OUTAGE_REASON
+
+
+def _trailed_commit(repo: Path, packet: str, attempt: str, run: str) -> str:
+    """A commit with the trailers the engine writes (core/engine/attempts.py), for Attempt `attempt`."""
+    packet_run, prompt, number = attempt.split(".")
+    trailers = {"AWP-Packet": packet, "AWP-Prompt": prompt, "AWP-Agent-Run": f"{packet_run}.{prompt}",
+                "AWP-Attempt": attempt, "AWP-Mode": "run" if number == "a1" else "repair",
+                "AWP-Provider": "simulated", "AWP-Account": "none", "AWP-Model": "m", "AWP-Dagster-Run": run}
+    with (repo / "work.txt").open("a") as work:
+        work.write(f"{packet} {attempt}\n")
+    body = "\n".join(f"{k}: {v}" for k, v in trailers.items())
+    for args in (["add", "-A"], ["commit", "--quiet", "-m", f"Work\n\n{body}"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_an_attempt_the_ledger_lost_whole_is_shown_then_adopted_from_its_commit_once(subject: Subject, tmp_path: Path,
+                                                                                     make_git_repo) -> None:
+    """Lost commits (issue 32): git holds the commit of Attempt pr.02.a2 while the ledger lost its start marker and
+    record, and its run too. A view sees it completed and stores nothing; `adopt` stores its start and record."""
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}, "03_c": {}})
+    ledger, workspace = subject.ledger, tmp_path / "p" / "workspace"
+    run = subject.add_run("pr", DagsterRunStatus.STARTED)
+    ledger.record_started(run, binding.key("01"), _marker(1, binding.intents["01"]))
+    known = CommitResult(repo="app", status="committed", sha=_trailed_commit(workspace, "mem", "pr.01.a1", run))
+    ledger.record_attempt(run, binding.key("01"), a_record("pr", 1, "completed", run, "01").model_copy(
+        update={"commits": [known]}))  # git is read from this commit on
+    subject.end_run(run)
+    sha = _trailed_commit(workspace, "mem", "pr.02.a2", "a-run-the-database-lost")
+    _trailed_commit(workspace, "mem", "pr-other.03.a1", run)  # another packet run's: not this one's
+    _trailed_commit(workspace, "other", "pr.03.a1", run)  # another packet's
+    driven = subject.add_run("pr", DagsterRunStatus.STARTED)
+    ledger.note_runner(driven)
+    _trailed_commit(workspace, "mem", "pr.03.a1", driven)  # its run lives: it stores its own record
+    view = ledger.history("pr", binding.keys)
+    [(prompt, home, shown)] = lost_commits(binding, view)
+    assert (prompt, shown.identity.attempt_id, shown.result, shown.adopted) == ("02", "pr.02.a2", "completed", True)
+    assert view.agent_runs["02"].records == [shown] and "02" not in ledger.history("pr", binding.keys).agent_runs
+    history = ledger.history("pr", binding.keys)
+    assert ledger.adopt(binding, history) == ["pr.02.a2"]
+    after = ledger.history("pr", binding.keys)
+    [record] = after.agent_runs["02"].records
+    assert (record.identity.number, record.identity.mode, record.target.reason) == (2, "repair", LOST_REASON)
+    assert record.commits == [CommitResult(repo="app", status="committed", sha=sha)]
+    assert record.identity.dagster_run == home and home in {run, driven}  # kept in a run of the packet run
+    assert after.agent_runs["02"].started[2][:2] == (home, "repair")  # the count goes on from 2
+    assert "03" not in after.agent_runs
+    assert ledger.adopt(binding, after) == []  # adopted once
 
 
 def test_a_new_packet_run_stops_an_earlier_unfinished_one_once_and_again_when_it_gains_runs(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from reliability.canaries import ENV
+from reliability.crash import PG_SH
 from reliability.summary import ROW_KEY, make_row
 
 
@@ -38,3 +43,20 @@ def home_folders(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (base / f"xdg-{name.lower()}").mkdir(exist_ok=True)
         monkeypatch.setenv(f"XDG_{name}_HOME", str(base / f"xdg-{name.lower()}"))
     return base
+
+
+@pytest.fixture
+def private_pg() -> Iterator[tuple[Path, sa.URL]]:
+    """A PostgreSQL server of the test's own, to stop, crash or restore (`crash.pg_sh`), and its URL; under /tmp:
+    the server's user must reach it."""
+    folder = Path(tempfile.mkdtemp(prefix="awp-private-pg."))
+    started = subprocess.run(["bash", str(PG_SH), "start", str(folder)], capture_output=True, text=True,
+                             timeout=180)
+    if started.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.fail(f"tests/pg.sh start failed: {started.stderr}")
+    try:
+        yield folder, sa.make_url(started.stdout.strip())
+    finally:
+        subprocess.run(["bash", str(PG_SH), "stop", str(folder)], capture_output=True, timeout=120)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
@@ -28,6 +30,8 @@ from awp_pipelines.orchestration.ledger.instance import open_instance
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 AWP = str(Path(sys.executable).parent / "awp")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PG_SH = REPO_ROOT / "tests" / "pg.sh"
 
 A_TXT = {"path": "a.txt", "text": "a\n"}
 SLOW = {"messages": ["writing a.txt"], "delay_ms": 1500, "writes": [A_TXT]}
@@ -231,3 +235,17 @@ def rerun_completes(packet: Path, providers: Path, packet_run: str) -> dict[str,
     repo = packet / "workspace"
     assert not dirty(repo)
     return commits_per_prompt(repo)
+
+
+def pg_sh(action: str, folder: Path) -> None:
+    """tests/pg.sh `action` (pause, resume, backup, restore) on the test's own server in `folder`."""
+    subprocess.run(["bash", str(PG_SH), action, str(folder)], check=True, capture_output=True, timeout=120)
+
+
+def shipped_instance(home: Path, db: sa.URL) -> dict[str, str]:
+    """The repo's own dagster.yaml (queued coordinator, pools of one, run monitoring) in `home`, and the
+    environment it reads the server from."""
+    home.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    return {"AWP_PG_USER": db.username or "", "AWP_PG_PASSWORD": db.password or "", "AWP_PG_HOST": db.host or "",
+            "AWP_PG_DB": db.database or "", "AWP_PG_PORT": str(db.port), "AWP_DAGSTER_HOME": str(home)}

@@ -2,27 +2,25 @@
 started again on the same port. The run ends cleanly (or carries on), nothing is doubled, and the next
 `awp run --packet-run` neither waits on a slot the dead run held nor leaves a run STARTED.
 
-The server is the test's own (tests/pg.sh in a folder of its own): stopping it disturbs no other test."""
+The server is the test's own (`private_pg`, tests/reliability/conftest.py): stopping it disturbs no other test."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 import yaml
 from dagster import DagsterInstance
-from reliability.crash import commits_per_prompt
+from reliability.crash import commits_per_prompt, pg_sh, shipped_instance
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
@@ -34,8 +32,6 @@ from awp_pipelines.orchestration.ledger.instance import open_instance
 from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PG_SH = REPO_ROOT / "tests" / "pg.sh"
 AWP = str(Path(sys.executable).parent / "awp")
 # What issue 9 asks for: the database is gone for a full minute while an Attempt runs.
 OUTAGE_S = 60.0
@@ -44,35 +40,6 @@ AGENT_DELAY_MS = 4000
 # Bounds against a hang (not speed assertions): a run that neither ends nor carries on within these is wedged.
 AFTER_OUTAGE_S = 240.0
 RERUN_S = 300.0
-
-
-@pytest.fixture
-def private_pg() -> Iterator[tuple[Path, sa.URL]]:
-    """A PostgreSQL server of this test's own (under /tmp: the server's user must reach it)."""
-    folder = Path(tempfile.mkdtemp(prefix="awp-outage-pg."))
-    started = subprocess.run(["bash", str(PG_SH), "start", str(folder)], capture_output=True, text=True,
-                             timeout=180)
-    if started.returncode != 0:
-        shutil.rmtree(folder, ignore_errors=True)
-        pytest.fail(f"tests/pg.sh start failed: {started.stderr}")
-    try:
-        yield folder, sa.make_url(started.stdout.strip())
-    finally:
-        subprocess.run(["bash", str(PG_SH), "stop", str(folder)], capture_output=True, timeout=120)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _pg(action: str, folder: Path) -> None:
-    subprocess.run(["bash", str(PG_SH), action, str(folder)], check=True, capture_output=True, timeout=120)
-
-
-def _shipped_instance(home: Path, db: sa.URL) -> dict[str, str]:
-    """The repo's own dagster.yaml (queued coordinator, pools of one, run monitoring) in `home`, and the
-    environment it reads the server from."""
-    home.mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
-    return {"AWP_PG_USER": db.username or "", "AWP_PG_PASSWORD": db.password or "", "AWP_PG_HOST": db.host or "",
-            "AWP_PG_DB": db.database or "", "AWP_PG_PORT": str(db.port), "AWP_DAGSTER_HOME": str(home)}
 
 
 def _packet(root: Path, make_git_repo: Callable[[Path], Path]) -> Path:
@@ -124,7 +91,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
     started = time.monotonic()
     folder, db = private_pg
     home = tmp_path / "dagster-home"
-    for name, value in _shipped_instance(home, db).items():
+    for name, value in shipped_instance(home, db).items():
         monkeypatch.setenv(name, value)  # this process reads the same instance as the runs
     env = dict(os.environ)
     packet = _packet(tmp_path / "outage", make_git_repo)
@@ -138,7 +105,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
             assert proc.poll() is None, "awp run ended before its first Attempt began"
             assert time.monotonic() < deadline, "Attempt 01.a1 never began"
             time.sleep(0.05)
-        _pg("pause", folder)
+        pg_sh("pause", folder)
         down = time.monotonic()
         while time.monotonic() - down < OUTAGE_S and proc.poll() is None:
             time.sleep(0.2)
@@ -146,7 +113,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
         failed_after = time.monotonic() - down if ended_during_outage else None
         while time.monotonic() - down < OUTAGE_S:
             time.sleep(0.2)
-        _pg("resume", folder)
+        pg_sh("resume", folder)
         try:
             code = proc.wait(timeout=AFTER_OUTAGE_S)
         except subprocess.TimeoutExpired:
@@ -236,7 +203,7 @@ def test_awp_run_on_an_unreachable_database_fails_in_one_line(tmp_path: Path,
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = _shipped_instance(tmp_path / "dagster-home", sa.make_url(f"postgresql+psycopg2://nobody@127.0.0.1:{port}/x"))
+    env = shipped_instance(tmp_path / "dagster-home", sa.make_url(f"postgresql+psycopg2://nobody@127.0.0.1:{port}/x"))
     packet = _packet(tmp_path / "outage", make_git_repo)
     done = subprocess.run([AWP, "run", str(packet), "--json"], env={**os.environ, **env}, capture_output=True,
                           text=True, timeout=AFTER_OUTAGE_S)

@@ -403,3 +403,21 @@ def commit_of_attempt(repo: Path | str, attempt: str) -> str | None:
         return None
     out = git(repo, "log", "--fixed-strings", f"--grep=AWP-Attempt: {attempt}", "--format=%H", "-1", "HEAD").stdout
     return out.strip() or None
+
+
+def commits_naming(repo: Path | str, prefix: str, after: str | None = None) -> list[tuple[str, str, dict[str, str]]]:
+    """The commits on HEAD (those since commit `after`, if given: git walks no further) whose AWP-Attempt trailer
+    starts with `prefix` (a packet run's `<id>.`), newest first: (sha, commit time, their trailers; the last
+    value of a key wins). One `git log` for all of them."""
+    if head(repo) is None:
+        return []
+    out = git(repo, "log", "--fixed-strings", f"--grep=AWP-Attempt: {prefix}",
+              "--format=%H%x1f%cI%x1f%(trailers:only,unfold)%x1e", f"{after}..HEAD" if after else "HEAD").stdout
+    found = []
+    for entry in out.split("\x1e"):
+        sha, _, rest = entry.strip().partition("\x1f")
+        at, _, text = rest.partition("\x1f")
+        trailers = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+        if sha and trailers.get("AWP-Attempt", "").startswith(prefix):
+            found.append((sha, at, trailers))
+    return found

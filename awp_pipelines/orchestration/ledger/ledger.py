@@ -137,7 +137,9 @@ class Ledger(Protocol):
         `history`. The Attempt ids adopted. The commit (its `AWP-Attempt` trailer on HEAD) is the proof, so
         a run still driven is never adopted. Two adopters at once (`awp run`, the sensor, a compute) may both
         store the record: it reads once. A crash before the store leaves it to the next reader; lost commits
-        lose the adopted record, and the next reader adopts it again from the same commit."""
+        lose the adopted record, and the next reader adopts it again from the same commit. An Attempt the
+        ledger lost whole (start marker and record) whose commit of this packet run is on HEAD is adopted from
+        its trailers too, its start and record stored in a run of the packet run (`lost_commits`)."""
         ...
 
     def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:

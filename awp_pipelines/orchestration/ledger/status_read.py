@@ -12,6 +12,7 @@ from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
+from awp_pipelines.orchestration.ledger.adoption import lost_commits
 from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
@@ -39,6 +40,7 @@ def status_report(ledger: Ledger, binding: PacketBinding, packet_run: str | None
         return StatusReport(packet=packet.name, packet_run=None, state="not_started", prompts=prompts,
                             totals=totals_of(prompts, 0))
     history = ledger.history(packet_run, binding.keys)
+    lost_commits(binding, history)  # what git holds and the ledger lost is shown adopted, and not stored: a read
     states, statuses = agent_run_truth(binding, history)
     state, reason = packet_run_state(statuses)
     finished = history.finished_runs()
