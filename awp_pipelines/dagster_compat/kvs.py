@@ -19,7 +19,10 @@ def kv_get(instance: DagsterInstance, keys: set[str]) -> dict[str, str]:
 
 
 def kv_set(instance: DagsterInstance, values: Mapping[str, str]) -> None:
-    instance.run_storage.set_cursor_values(dict(values))
+    # One key per write: on SQLite, a batch with a key that exists updates it and silently drops the new ones
+    # (SqlRunStorage.set_cursor_values, docs/upstream.md 9).
+    for key, value in values.items():
+        instance.run_storage.set_cursor_values({key: value})
 
 
 def _sql_run_storage(instance: DagsterInstance) -> SqlRunStorage:

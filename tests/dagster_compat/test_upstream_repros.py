@@ -19,6 +19,8 @@ UPSTREAM = REPO_ROOT / "tools" / "upstream"
                                     "unevaluated_checks_read_passed.py",
                                     # two writers tagging one run (a run counted twice)
                                     "add_run_tags_read_then_write.py",
+                                    # several keys at once on SQLite: the new ones dropped
+                                    "sqlite_cursor_values_new_keys_lost.py",
                                     # a process started in the background ignores SIGTERM after a run
                                     "sigterm_ignored_after_capture_interrupts.py",
                                     # what 200 packets cost the daemon (issue 25)
