@@ -57,6 +57,7 @@ AWP_PHASES: list[tuple[str, tuple[str, ...], str]] = [
     ("orchestration/assets.py", ("*",), "asset compute entry"),
 ]
 DAGSTER_PHASES: list[tuple[str, tuple[str, ...], str]] = [
+    ("execution/compute_logs.py", ("*",), "compute log capture (a tail -F and a Python watcher per stream)"),
     ("", ("create_run_for_job", "create_run", "_construct_run_with_snapshots", "create_run_for_test"),
      "run creation (snapshots, run row)"),
     ("", ("create_execution_plan", "_get_execution_plan_from_run", "build"), "execution plan"),
@@ -112,7 +113,9 @@ def _classify(frame: FrameType | None) -> tuple[str, str]:
         frame = frame.f_back
     # The innermost AWP frame decides the owner: the engine's, AWP's own (any AWP frame inside the run), or
     # Dagster's (only the driver's `_execute` above Dagster's frames).
-    awp = next((i for i, (file, _) in enumerate(frames) if "awp_pipelines/" in file), None)
+    # AWP's patch of Dagster's log mirrors only changes their process group: their start is Dagster's.
+    awp = next((i for i, (file, _) in enumerate(frames)
+                if "awp_pipelines/" in file and "dagster_compat/log_mirrors.py" not in file), None)
     if awp is None:
         return "other", "outside run_packet"
     if any(ENGINE[0] in file and func == ENGINE[1] for file, func in frames[awp:]):
