@@ -109,8 +109,8 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     from awp_pipelines.core.engine.status_report import AttemptSummary
     from awp_pipelines.orchestration.compile.metadata import record_metadata
     from awp_pipelines.orchestration.compile.naming import job_name, prompt_key
-    from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
     from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
+    from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, marker_metadata
 
     prompts = [p.id for p in packet.prompts]
     job = job_name(packet)
@@ -136,10 +136,11 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
                                         asset_selection=frozenset({key})))
             ended.append((run_id, DagsterEventType.RUN_SUCCESS if completed else DagsterEventType.RUN_FAILURE))
             record = _record(packet_run, prompt, number, mode, completed, run_id)
-            marker = AssetObservation(asset_key=key, description=f"Attempt {number} started ({mode})", metadata={
-                "awp/event": ATTEMPT_STARTED, "awp/attempt": record.identity.attempt_id,
-                "awp/attempt_number": number, "awp/mode": mode, "awp/provider": "simulated",
-                "awp/model": "simulated-demo"})
+            marker = AssetObservation(asset_key=key, description=f"Attempt {number} started ({mode})",
+                                      metadata=marker_metadata({
+                                          "awp/event": ATTEMPT_STARTED, "awp/attempt": record.identity.attempt_id,
+                                          "awp/attempt_number": number, "awp/mode": mode,
+                                          "awp/provider": "simulated", "awp/model": "simulated-demo"}))
             meta = record_metadata(record, transcript, history[prompt])
             history[prompt].append(AttemptSummary.of(record))
             payloads = [(DagsterEventType.ASSET_OBSERVATION, AssetObservationData(marker))]

@@ -146,6 +146,8 @@ HEAVY: dict[str, str] = {
     "tests/ledger/test_lost_commits.py": "an embedded Dagster instance",
     "tests/ledger/test_packet_index.py": "an embedded Dagster instance",
     "tests/ledger/test_pool_claims.py": "an embedded Dagster instance",
+    "tests/ledger/test_start_marker.py::test_markers_of_both_forms_are_read_by_the_history_and_the_attempt_lookup":
+        "an embedded Dagster instance",
     "tests/cli/test_accounts_cmd.py": "an embedded Dagster instance and the CLI",
     "tests/core/records/test_live_dagster.py": "a Dagster run in process",
     "tests/orchestration/sensors/test_housekeeping.py": "an embedded Dagster instance per sweep",

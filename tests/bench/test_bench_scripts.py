@@ -36,6 +36,7 @@ TINY = {
 OUTSIDE_SUITE = {
     "blame_speed.py": ["--commits", "30", "--repeat", "1", "--json"],
     "sql_profile.py": ["--size", "2", "--top", "3"],
+    "attempt_phases.py": ["--repeat", "1"],
     "private_speedups.py": ["--names-only", "--json"],  # every speed-up's patched names, none run
 }
 # The shell scripts, each on one small test module or one round, with a line of its output that says it measured.

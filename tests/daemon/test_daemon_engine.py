@@ -73,7 +73,7 @@ def _records(instance: DagsterInstance, runs: list) -> list[dict]:
 def _started(instance: DagsterInstance, run_id: str) -> bool:
     from dagster import DagsterEventType
 
-    return any("awp/event" in (e.dagster_event.event_specific_data.asset_observation.metadata or {})
+    return any("awp/started" in (e.dagster_event.event_specific_data.asset_observation.metadata or {})
                for e in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_OBSERVATION))
 
 

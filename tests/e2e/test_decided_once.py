@@ -12,8 +12,10 @@ import pytest
 from e2e_support import stored_events
 
 from awp_pipelines import api
+from awp_pipelines.core.decisions.agent_run import AWP_RUN_LAUNCHES
 from awp_pipelines.core.engine.progress import AttemptStarted, LaunchDecided, LaunchWaiting, ProgressEvent
 from awp_pipelines.core.planning import plan
+from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 
@@ -135,3 +137,34 @@ def test_an_attempt_s_start_line_is_its_start_marker_not_a_log_row_of_its_own(de
     assert not [m for m in logged if m in lines], "a start line stored as a log row of its own"
     assert sorted(d.split("when it ends. ", 1)[1] for d in observed if d and "its record follows" in d) \
         == sorted(lines)
+
+
+
+def test_a_compute_asks_for_its_run_s_runner_once_per_run(demo_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage round trips per Attempt (issue 32 item 5): each compute read its run's runner two or three times
+    (the daemon warning, the user's choice, who launches next), though it is noted once, before the run exists."""
+    calls: Counter[tuple[str, str]] = Counter()
+    real_runners, real_note = InstanceLedger.runners, InstanceLedger.note_runner
+
+    def runners(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[("runners", sys._getframe(1).f_globals["__name__"].rsplit(".", 1)[-1])] += 1
+        return real_runners(self, *args, **kwargs)
+
+    def note_runner(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[("note_runner", "")] += 1
+        return real_note(self, *args, **kwargs)
+
+    monkeypatch.setattr(InstanceLedger, "runners", runners)
+    monkeypatch.setattr(InstanceLedger, "note_runner", note_runner)
+    events: list[ProgressEvent] = []
+    assert api.run(demo_copy, on_progress=events.append).ok
+    assert len([e for e in events if isinstance(e, AttemptStarted)]) == 5
+    assert calls[("note_runner", "")] == 3, calls  # the selection's run, then 02's repair and 03's retry
+    compute = sum(n for (name, module), n in calls.items() if name == "runners"
+                  and module in ("launch_choice", "prompt_compute"))
+    assert compute == 3, calls  # once per run, for its five Attempts (and `awp run` said who launches next)
+    # The answer is the stored one: the failed Attempts' next step names `awp run` as its launcher.
+    failures = [e.dagster_event.step_failure_data.user_failure_data for e in stored_events(demo_copy)
+                if e.dagster_event is not None and e.dagster_event.is_step_failure]
+    nexts = [str(f.metadata[tags.NEXT].value) for f in failures if f is not None and tags.NEXT in f.metadata]
+    assert len(nexts) == 2 and all(AWP_RUN_LAUNCHES in n for n in nexts), nexts

@@ -115,10 +115,12 @@ def _check_asset_page(instance) -> None:  # type: ignore[no-untyped-def]
     assert "awp/events" not in materialized and ".awp/events/" in materialized["awp/transcript"].value
     assert all(getattr(v, "value", v) not in ("", "none", None) for v in materialized.values())
     observed = [r.asset_observation for r in instance.fetch_observations(CHANGELOG, limit=10).records]
-    marker = next(o for o in observed if o.metadata.get("awp/event"))
+    marker = next(o for o in observed if o.metadata.get("awp/started"))
     assert marker.description.startswith("Attempt 2 started (repair)")
-    assert "awp/account" not in marker.metadata and "awp/record" not in marker.metadata
-    assert ".awp/events/" in marker.metadata["awp/events"].value
+    # The page link, then the rest as one JSON entry (each entry costs every Attempt ~110 bytes of envelope).
+    assert list(marker.metadata) == ["awp/page", "awp/started"]
+    fields = marker.metadata["awp/started"].value
+    assert "account" not in fields and fields["mode"] == "repair" and ".awp/events/" in fields["events"]
     failed = next(o for o in observed if "awp/result" in o.metadata)
     # What comes next first, and who launches it: here the `awp run` that drives the packet run.
     assert failed.description.startswith("repair next: Attempt ") and "did not complete: verification failed" \
@@ -155,7 +157,8 @@ def _assert_read_paths_agree(instance, demo: Path) -> None:  # type: ignore[no-u
     by_run = storage.events_by_run(instance, run_ids, keys)
     assert len(by_run) == 10  # five Attempts: a marker and a record each
     assert by_sql == by_run
-    assert isinstance(by_sql[-1][2]["awp/record"], dict) and isinstance(by_sql[0][2]["awp/attempt_number"], int)
+    assert isinstance(by_sql[-1][2]["awp/record"], dict) and isinstance(by_sql[0][2]["awp/started"]["attempt_number"],
+                                                                          int)
 
 
 def _check(asset: AssetKey, name: str):  # type: ignore[no-untyped-def]

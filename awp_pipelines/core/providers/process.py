@@ -81,21 +81,29 @@ class ProcStat(NamedTuple):
     session: int
 
 
+def process_ids() -> Iterator[int]:
+    """Every process's id, from /proc (none without one)."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        yield from (int(entry.name) for entry in proc.iterdir() if entry.name.isdigit())
+
+
+def process_stat(pid: int) -> ProcStat | None:
+    """One process's state and ids from /proc; None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, session, ...
+    return ProcStat(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3])) if len(fields) > 3 else None
+
+
 def process_stats() -> Iterator[ProcStat]:
     """Every process, from /proc (none without one)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, session, ...
-        if len(fields) > 3:
-            yield ProcStat(int(entry.name), fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+    for pid in process_ids():
+        stat = process_stat(pid)
+        if stat is not None:
+            yield stat
 
 
 def _feed_stdin(stream: IO[bytes], text: str) -> None:

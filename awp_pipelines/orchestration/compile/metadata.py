@@ -36,7 +36,6 @@ def record_metadata(record: AttemptRecord, transcript: str, history: Sequence[At
         tags.NEXT: redact(coming) if coming else None,
         tags.AGENT_RUN_STATE: redact(state) if state else None,
         tags.REASON: target.reason,
-        tags.ROLE: record.role,
         tags.TARGET: "/".join(part for part in (target.provider, target.account, target.model) if part),
         tags.COST_USD: MetadataValue.float(record.usage.cost_usd) if record.usage.cost_usd is not None else None,
         tags.COMMIT: " ".join(f"{c.repo}@{c.sha[:12]}" for c in record.commits if c.sha) or None,

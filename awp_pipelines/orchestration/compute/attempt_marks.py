@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetObservation, Failure, MetadataValue
+from dagster import AssetExecutionContext, AssetObservation, Failure
 
 from awp_pipelines.core.decisions.intent import superseded_status
 from awp_pipelines.core.decisions.next_launches import Launch
@@ -20,9 +20,9 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 from awp_pipelines.orchestration.ledger.account_store import now_ms
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import fail_if_stopping
+from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, marker_metadata
 
 
 def said(context: AssetExecutionContext, event: ProgressEvent) -> None:
@@ -48,17 +48,17 @@ def mark_started(context: AssetExecutionContext, binding: PacketBinding, prompt_
         ledger.record_use(target.account, now_ms())
     page = attempt_page_url(identity.attempt_id)
     marker: dict[str, Any] = {
-        tags.PAGE: MetadataValue.url(page),  # first: the asset page opens the running Attempt in one click
+        tags.PAGE: page,  # first: the asset page opens the running Attempt in one click
         tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT: identity.attempt_id, tags.ATTEMPT_NUMBER: launch.number,
         tags.MODE: launch.mode, tags.PROVIDER: target.provider, tags.MODEL: target.model,
         tags.ACCOUNT: target.account, tags.EFFORT: target.effort, tags.INTENT: binding.intents[prompt_id],
         # Where its events go as it runs: the page follows the Attempt from here until its record is stored.
-        tags.EVENTS: MetadataValue.path(str(events)) if events is not None else None}
+        tags.EVENTS: str(events) if events is not None else None}
     context.log_event(AssetObservation(
         asset_key=binding.key(prompt_id),
         description=f"Attempt {launch.number} started ({launch.mode}), follow it at {page} ; its record follows "
         f"when it ends. {line}",
-        metadata={k: v for k, v in marker.items() if v}))
+        metadata=marker_metadata(marker)))
 
 
 def mark_superseded(context: AssetExecutionContext, binding: PacketBinding, prompt_id: str, last: str,

@@ -35,6 +35,7 @@ _DAEMON_STALE_S = 120
 # (`context.run`) are those of its start, so each step of a run of several prompts wrote the same packet-run
 # tag and note again (a storage write per step). They never change once added.
 _TAGGED: dict[str, str] = {}
+_DRIVEN: dict[str, bool] = {}  # run id → whether an `awp run` drives it (driven_by_awp_run)
 
 
 def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str:
@@ -55,6 +56,17 @@ def packet_run_of(context: AssetExecutionContext, binding: PacketBinding) -> str
         _TAGGED.clear()
     _TAGGED[run.run_id] = packet_run
     return packet_run
+
+
+def driven_by_awp_run(instance: DagsterInstance, run_id: str) -> bool:
+    """Whether an `awp run` drives the run: it notes itself before the run exists, and never again, so the
+    answer holds for the run's life and is asked of the storage once per run in a process (each compute
+    asked two or three times: the daemon warning, the user's choice, who launches next)."""
+    if run_id not in _DRIVEN:
+        if len(_DRIVEN) > 256:
+            _DRIVEN.clear()
+        _DRIVEN[run_id] = bool(InstanceLedger(instance).runners([run_id]))
+    return _DRIVEN[run_id]
 
 
 def _repair_target(context: AssetExecutionContext, binding: PacketBinding, held: set[str]) -> str | None:
@@ -95,7 +107,7 @@ def chosen_by_user(instance: DagsterInstance, run: DagsterRun, binding: PacketBi
     asset selection short of the whole packet, and no launcher's marks — the recovery sensor hands its launches
     their decided launch as run config, `awp run` notes its runs' runner (and tags them awp/ignore_deps when
     its user chose the prompts)."""
-    launched = decided_by_launcher(run.run_config) or bool(InstanceLedger(instance).runners([run.run_id]))
+    launched = decided_by_launcher(run.run_config) or driven_by_awp_run(instance, run.run_id)
     return not launched and bool(run.asset_selection) and prompts_of_run(run, binding.keys) != set(
         binding.keys.values())
 
@@ -127,7 +139,7 @@ def choose_launch(context: AssetExecutionContext, binding: PacketBinding, prompt
 
 def warn_without_daemon(context: AssetExecutionContext) -> None:
     """Say so in the run when nothing will launch what comes after it."""
-    if InstanceLedger(context.instance).runners([context.run.run_id]):
+    if driven_by_awp_run(context.instance, context.run.run_id):
         return  # awp run recovers in process
     beat = context.instance.get_daemon_heartbeats().get("SENSOR")
     if beat is None or time.time() - beat.timestamp > _DAEMON_STALE_S:

@@ -26,6 +26,7 @@ from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.metadata import check_results, record_metadata, unmet_summary
 from awp_pipelines.orchestration.compute.attempt_compute import run_attempt
 from awp_pipelines.orchestration.compute.attempt_stops import signal_stop
+from awp_pipelines.orchestration.compute.launch_choice import driven_by_awp_run
 from awp_pipelines.orchestration.ledger.heartbeat import beating
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
@@ -77,7 +78,7 @@ def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prom
 
 def _launcher(context: AssetExecutionContext, packet_run: str) -> str:
     """Who launches the next Attempt: the `awp run` that drives this run (it noted itself), else the daemon."""
-    if InstanceLedger(context.instance).runners([context.run.run_id]):
+    if driven_by_awp_run(context.instance, context.run.run_id):
         return AWP_RUN_LAUNCHES
     return SENSOR_LAUNCHES.format(packet_run=packet_run)
 

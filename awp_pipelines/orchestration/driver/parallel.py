@@ -46,7 +46,8 @@ from awp_pipelines.dagster_compat.execution import execute_run
 from awp_pipelines.dagster_compat.executor import start_step_server
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, run_events_page
+from awp_pipelines.orchestration.ledger.history import run_events_page
+from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.execution import ExecutionResult
@@ -192,7 +193,7 @@ def _attempt_event(entry: EventLogEntry, prompts: Mapping[AssetKey, str]) -> Pro
     prompt = prompts.get(asset.asset_key) if asset is not None else None
     if asset is None or prompt is None:
         return None
-    meta = {k: getattr(v, "value", v) for k, v in asset.metadata.items()}
+    meta = flat({k: getattr(v, "value", v) for k, v in asset.metadata.items()})
     if meta.get(tags.EVENT) == ATTEMPT_STARTED:
         return AttemptStarted(prompt, str(meta.get(tags.ATTEMPT, "")), str(meta.get(tags.MODE, "")),
                               str(meta.get(tags.PROVIDER, "")), meta.get(tags.MODEL), meta.get(tags.ACCOUNT), "")

@@ -12,8 +12,9 @@ from dagster import DagsterInstance
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_prefixed
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, packet_run_records, run_asset_events
+from awp_pipelines.orchestration.ledger.history import packet_run_records, run_asset_events
 from awp_pipelines.orchestration.ledger.liveness import gone_runs
+from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
 
 
 @dataclass
@@ -104,7 +105,8 @@ def _attempts(instance: DagsterInstance, packet_run: str, prefix: str) -> list[F
     gone = gone_runs(instance, [run.dagster_run for run in runs])
     for run in sorted(runs, key=lambda r: r.create_timestamp):
         run_id, status = run.dagster_run.run_id, run.dagster_run.status.value
-        for key, meta in run_asset_events(instance, run_id):
+        for key, stored in run_asset_events(instance, run_id):
+            meta = flat(stored)
             attempt = str(meta.get(tags.ATTEMPT) or "")
             if not attempt.startswith(prefix):
                 continue

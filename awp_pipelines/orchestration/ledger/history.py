@@ -30,9 +30,9 @@ from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, p
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.orchestration.ledger.liveness import gone_runs
+from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
-ATTEMPT_STARTED = "attempt_started"
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})
 
 
@@ -192,8 +192,9 @@ def history_of(packet_run: str, runs: list[DagsterRun], ended: dict[str, float],
     """The packet run's history from what a ledger stored: its runs, their end times, and its prompts' start
     markers and records as (run id, asset, metadata as plain values), in the order they were stored."""
     agent_runs: dict[str, AgentRunHistory] = {}
-    for run_id, key, meta in events:
+    for run_id, key, stored in events:
         history = agent_runs.setdefault(keys[key], AgentRunHistory())
+        meta = flat(stored)
         if meta.get(tags.EVENT) == ATTEMPT_STARTED:
             number = int(str(meta.get(tags.ATTEMPT_NUMBER) or 0))
             target = Target(str(meta.get(tags.PROVIDER) or ""), _opt(meta.get(tags.MODEL)),

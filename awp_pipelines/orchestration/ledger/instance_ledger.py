@@ -46,6 +46,7 @@ from awp_pipelines.orchestration.ledger.packet_index import latest_history, note
 from awp_pipelines.orchestration.ledger.reaper import end_run, free_slots_of_ended_runs, reap_dead_runs
 from awp_pipelines.orchestration.ledger.runners import note_runner, runners_of
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
+from awp_pipelines.orchestration.ledger.start_marker import marker_metadata
 from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 
@@ -61,9 +62,8 @@ class InstanceLedger:
         return packet_run_history(self.instance, packet_run, keys)
 
     def record_started(self, run_id: str, key: AssetKey, marker: Mapping[str, object]) -> None:
-        metadata: dict[str, Any] = {k: v for k, v in marker.items() if v is not None}
-        report_observation(self.instance, run_id, self._job(run_id), AssetObservation(asset_key=key,
-                                                                                      metadata=metadata))
+        report_observation(self.instance, run_id, self._job(run_id),
+                           AssetObservation(asset_key=key, metadata=marker_metadata(marker)))
 
     def record_attempt(self, run_id: str, key: AssetKey, record: AttemptRecord,
                        shown: Mapping[str, Any] | None = None, description: str | None = None) -> None:

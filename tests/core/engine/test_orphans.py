@@ -44,3 +44,30 @@ def test_a_marked_agent_is_found_by_its_packet_and_tree_only_and_ended_with_its_
         if agent.poll() is None:
             os.killpg(agent.pid, 9)
         agent.wait(timeout=10)
+
+
+def test_only_a_marked_process_has_its_stat_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Attempt scans: the other processes (~130 on a shared machine) cost one read each, their environment's
+    bytes searched for the mark, not a parse and a stat read as well."""
+    from awp_pipelines.core.engine import orphans
+
+    packet, tree = tmp_path / "packet", tmp_path / "tree"
+    for folder in (packet, tree):
+        folder.mkdir()
+    agent = _agent(packet, [tree])
+    stats: list[int] = []
+    real = orphans.process_stat
+    monkeypatch.setattr(orphans, "process_stat", lambda pid: stats.append(pid) or real(pid))
+    try:
+        found = []
+        for _ in range(100):
+            stats.clear()
+            found = list(marked(packet, [tree]))
+            if len(found) >= 2:
+                break
+            time.sleep(0.05)
+        assert {o.group for o in found} == {agent.pid}
+        assert sorted(stats) == sorted(o.pid for o in found)  # the shell and its child, no other process
+    finally:
+        os.killpg(agent.pid, 9)
+        agent.wait(timeout=10)
