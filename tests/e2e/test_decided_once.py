@@ -42,10 +42,12 @@ def test_each_attempt_reads_history_once_to_decide_and_follows_the_launchers_dec
     for where in ("awp_pipelines.api", "awp_pipelines.orchestration.compile.binding"):
         monkeypatch.setattr(f"{where}.build_plan", build)
 
-    # A backoff of 1.5 s before 03's retry: `awp run` says once what it waits for, then launches it.
+    # A backoff of 5 s before 03's retry: `awp run` says once what it waits for, then launches it. The backoff
+    # counts from the Attempt's end, and under load the run's end and the history read took more than 1.5 s,
+    # so a shorter one could be over before `awp run` decided (no wait to say; CI of stop 37).
     manifest = demo_copy / "packet.yaml"
     manifest.write_text(manifest.read_text().replace("base_delay_ms: 0\n    max_delay_ms: 0",
-                                                     "base_delay_ms: 1500\n    max_delay_ms: 1500"))
+                                                     "base_delay_ms: 5000\n    max_delay_ms: 5000"))
     events: list[ProgressEvent] = []
     result = api.run(demo_copy, on_progress=events.append)
     assert result.ok
@@ -104,18 +106,9 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
             monkeypatch.setattr(instance.event_log_storage, "get_concurrency_keys", storage_keys)
 
     monkeypatch.setattr("awp_pipelines.orchestration.ledger.instance_ledger.ensure_pool", ensure_pool)
-    # A backoff of 1.5 s before 03's retry: `awp run` says once what it waits for, then launches it.
-    manifest = demo_copy / "packet.yaml"
-    manifest.write_text(manifest.read_text().replace("base_delay_ms: 0\n    max_delay_ms: 0",
-                                                     "base_delay_ms: 1500\n    max_delay_ms: 1500"))
     events: list[ProgressEvent] = []
     result = api.run(demo_copy, on_progress=events.append)
     assert result.ok
-    waits = [(i, e) for i, e in enumerate(events) if isinstance(e, LaunchWaiting)]
-    assert [(e.prompt, e.number, e.mode) for _, e in waits] == [("03", 2, "retry")], waits
-    [(at, wait)] = waits
-    assert isinstance(events[at + 1], LaunchDecided) and events[at + 1].prompt == "03"  # type: ignore[union-attr]
-    assert "rate_limit" in wait.reason and "waits until" in wait.line()
     attempts = [e for e in events if isinstance(e, AttemptStarted)]
     assert len(attempts) == 5
     assert sum(stop_reads.values()) == len(attempts), stop_reads  # once per Attempt, with its history
