@@ -29,6 +29,7 @@ from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
 from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK, SLOT_GRACE_S
+from awp_pipelines.orchestration.ledger.watching import watch_reading
 
 KEY = AssetKey(["contract", "p01"])
 KEYS = {KEY: "01"}
@@ -319,6 +320,7 @@ def test_an_attempt_the_ledger_lost_whole_is_shown_then_adopted_from_its_commit_
     sha = _trailed_commit(workspace, "mem", "pr.02.a2", "a-run-the-database-lost")
     _trailed_commit(workspace, "mem", "pr-other.03.a1", run)  # another packet run's: not this one's
     _trailed_commit(workspace, "other", "pr.03.a1", run)  # another packet's
+    assert watch_reading(ledger, binding, "pr", 60).agent_runs["02"] == "completed"  # as `awp status` shows it
     driven = subject.add_run("pr", DagsterRunStatus.STARTED)
     ledger.note_runner(driven)
     _trailed_commit(workspace, "mem", "pr.03.a1", driven)  # its run lives: it stores its own record

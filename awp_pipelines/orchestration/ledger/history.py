@@ -142,8 +142,10 @@ class PacketRunHistory:
         return [r for r in self.runs if r.status not in FINISHED and r.run_id not in self.gone]
 
     def scope(self, packet: Packet, keys: Mapping[AssetKey, str]) -> list[str]:
-        """The prompts this packet run was asked to run, in packet order."""
-        selected: set[str] = set()
+        """The prompts this packet run was asked to run, in packet order: its runs' selections, and every prompt
+        it holds an Attempt of (a run the database lost, whose Attempt came back adopted from its commit,
+        adoption.py, still had it in its selection)."""
+        selected = {prompt for prompt, agent_run in self.agent_runs.items() if agent_run.records or agent_run.started}
         for run in self.runs:
             selected |= prompts_of_run(run, keys)
         return [p.id for p in packet.prompts if p.id in selected]

@@ -23,6 +23,7 @@ from awp_pipelines.core.engine.status_report import (
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.agent_files import last_activity
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.ledger.adoption import lost_commits
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     agent_run_truth,
@@ -46,6 +47,7 @@ def watch_reading(ledger: Ledger, binding: PacketBinding, packet_run: str | None
         return WatchReading(packet=packet.name, packet_run=None, at=at, state="not_started",
                             prompts=len(packet.prompts), completed=0)
     history = ledger.history(packet_run, binding.keys)
+    lost_commits(binding, history)  # as `awp status` shows it: what git holds and the ledger lost, adopted, not stored
     finished = history.finished_runs()
     states, statuses = agent_run_truth(binding, history)
     outlook = next_launches(list(states.values()), now, history.stopped)
