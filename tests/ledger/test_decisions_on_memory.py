@@ -120,6 +120,30 @@ def test_status_and_watch_say_interrupted_at_once_when_the_awp_run_driving_the_p
     assert any(killed[:8] in line for line in reading.details)
 
 
+def test_status_and_watch_say_interrupted_when_awp_run_was_killed_between_two_attempts(tmp_path: Path,
+                                                                                       make_git_repo) -> None:
+    """`kill -9` of `awp run` after 01's Attempt and before 02's started, in the one run that holds both (found
+    by hand): no Attempt was cut, but nothing will start 02 until a resume, so every view says interrupted and
+    names the run whose driver is gone, not `running (due: 02)`."""
+    binding = a_binding(tmp_path / "p", make_git_repo, {"01_a": {}, "02_b": {}})
+    ledger = MemoryLedger()
+    ledger.note_packet_run("mem", "pr-1", 1_000)
+    both = ledger.add_run("pr-1", [binding.key("01"), binding.key("02")])
+    ledger.record_started(both, binding.key("01"), {tags.EVENT: ATTEMPT_STARTED, tags.ATTEMPT_NUMBER: 1,
+                                                    tags.MODE: "run", tags.PROVIDER: "simulated",
+                                                    tags.INTENT: binding.intents["01"]})
+    ledger.record_attempt(both, binding.key("01"), a_record("pr-1", 1, "completed", both, "01"))
+    ledger.note_runner(both)
+    assert status_report(ledger, binding, state_root=tmp_path / "state").state == "running"  # driven: 02 next
+
+    ledger.kv[tags.RUNNER_KEY + both] = dead_runner()
+    report = status_report(ledger, binding, state_root=tmp_path / "state")
+    assert report.state == "interrupted" and both[:8] in report.reason and "02" in report.reason
+    assert [p.state for p in report.prompts] == ["completed", "planned"]
+    reading = watch_reading(ledger, binding, None, 30, state_root=tmp_path / "state")
+    assert (reading.state, reading.reason) == ("interrupted", report.reason) and "not_running" in reading.violations
+
+
 @pytest.mark.parametrize("driver", ["awp_run_killed", "worker_silent"])
 def test_a_reap_ends_the_run_whose_driver_is_gone_every_view_still_says_interrupted_and_its_retry_gets_the_tree(
         driver: str, tmp_path: Path, make_git_repo) -> None:

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunRecord, RunsFilter
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, agent_run_states
+from awp_pipelines.core.decisions.agent_run import (
+    AgentRunStatus,
+    DecisionInput,
+    PacketRunState,
+    agent_run_states,
+    packet_run_state,
+)
 from awp_pipelines.core.decisions.budget import Budget, Spend, total
 from awp_pipelines.core.decisions.intent import change_line, superseded_status
 from awp_pipelines.core.decisions.policy import AttemptFact, Chain, Target, adopted_fact, interrupted_fact
@@ -267,6 +273,18 @@ def agent_run_truth(binding: PacketBinding, history: PacketRunHistory, also: Col
     wanted = set(history.scope(packet, binding.keys)) | set(also)
     states = decision_inputs(binding, history, [p.id for p in packet.prompts if p.id in wanted], exclude_run)
     return {s.prompt: s for s in states}, agent_run_states(states, history.stopped)
+
+
+def driven_state(history: PacketRunHistory, statuses: Mapping[str, AgentRunStatus]) -> tuple[PacketRunState, str]:
+    """The packet run's state as every view says it: `packet_run_state`, except that prompts due while no run
+    is driven and a run's driver is gone (its `awp run` killed between two Attempts, before any reap) read
+    `interrupted`, not `running`: nothing will start them until `awp resume` (or, under a daemon, the recovery
+    sensor once housekeeping has reaped the run)."""
+    state, reason = packet_run_state(statuses)
+    if state == "running" and history.gone and not history.unfinished_runs():
+        gone = "; ".join(f"run {run_id[:8]}: {why}" for run_id, why in history.gone.items())
+        return "interrupted", f"{reason} — {gone}"
+    return state, reason
 
 
 def superseded_runs(binding: PacketBinding, history: PacketRunHistory,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, packet_run_state, resumable_prompts
+from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
@@ -18,6 +18,7 @@ from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
     agent_run_truth,
+    driven_state,
     superseded_ids,
     superseded_runs,
 )
@@ -42,7 +43,7 @@ def status_report(ledger: Ledger, binding: PacketBinding, packet_run: str | None
     history = ledger.history(packet_run, binding.keys)
     lost_commits(binding, history)  # what git holds and the ledger lost is shown adopted, and not stored: a read
     states, statuses = agent_run_truth(binding, history)
-    state, reason = packet_run_state(statuses)
+    state, reason = driven_state(history, statuses)
     finished = history.finished_runs()
     adopted = {s.prompt: {f.number for f in s.facts if f.result == "completed"} for s in states.values()}
     root = state_root or packet.root / ".awp"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from dagster import DagsterRunStatus
 
-from awp_pipelines.core.decisions.agent_run import packet_run_state
 from awp_pipelines.core.decisions.next_launches import next_launches
 from awp_pipelines.core.engine.status_report import (
     AttemptSummary,
@@ -28,6 +27,7 @@ from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     agent_run_truth,
     current_ids,
+    driven_state,
     superseded_ids,
     superseded_runs,
 )
@@ -86,7 +86,7 @@ def watch_reading(ledger: Ledger, binding: PacketBinding, packet_run: str | None
             minutes_quiet=round(run_quiet / 60, 1) if run_quiet is not None else None))
     completed = sum(s.state == "completed" for s in statuses.values())
     repos = [repo_activity(name, str(repo.path), packet_run) for name, repo in packet.repos.items()]
-    overall, reason = packet_run_state(statuses)
+    overall, reason = driven_state(history, statuses)
     quiet_all = [now - t for t in last_event.values() if t is not None]
     return WatchReading(packet=packet.name, packet_run=packet_run, at=at, state=overall, reason=reason,
                         prompts=len(states), completed=completed,
