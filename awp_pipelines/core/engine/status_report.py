@@ -131,7 +131,8 @@ class StatusReport(_Out):
     packet_run: str | None = Field(description="The packet run shown: the newest, or --packet-run; null "
                                    "when the instance holds none for this packet.")
     state: RunState = Field(description="From its AgentRuns: running while one is active, queued, waiting or due; "
-                            "stopped / interrupted when a resume would go on (the reason counts them); completed "
+                            "stopped / interrupted when a resume would go on (the reason counts them, or names "
+                            "the run whose driver is gone with prompts still due); completed "
                             "when all completed; blocked when those that did not complete are blocked; failed; "
                             "not_started when the instance holds no packet run.")
     reason: str = Field("", description="Why, in words (e.g. `resumable: 2 prompts`).")
