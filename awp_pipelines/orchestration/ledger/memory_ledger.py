@@ -34,7 +34,7 @@ from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import FINISHED, PacketRunHistory, history_of
 from awp_pipelines.orchestration.ledger.liveness import drivers_gone
 from awp_pipelines.orchestration.ledger.packet_index import latest_history
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_WHY, SLOT_GRACE_S, runner_gone
+from awp_pipelines.orchestration.ledger.reaper import OUTAGE_WHY, SLOT_GRACE_S, keeps_slots, runner_gone
 from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 from awp_pipelines.orchestration.ledger.runners import runner_alive, this_runner
 from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
@@ -162,10 +162,10 @@ class MemoryLedger:
     def free_ended_slots(self, now: float | None = None) -> list[str]:
         cutoff = (time.time() if now is None else now) - SLOT_GRACE_S
         with self._lock:
-            def keeps(run_id: str) -> bool:  # as reaper._keeps_slots: an `awp run` run (a runner) has no grace
+            def keeps(run_id: str) -> bool:
                 entry = self.runs.get(run_id)
-                return entry is not None and (entry.run.status in UNFINISHED or (
-                    tags.RUNNER_KEY + run_id not in self.kv and (entry.ended_at or 0) > cutoff))
+                return entry is not None and keeps_slots(entry.run.status in UNFINISHED, entry.ended_at, cutoff,
+                                                         tags.RUNNER_KEY + run_id in self.kv)
 
             ended = sorted(run_id for run_id in self.slot_holders() if not keeps(run_id))
             for run_id in ended:

@@ -57,15 +57,20 @@ def end_run(instance: DagsterInstance, run_id: str) -> None:
     free_run_slots(instance, run_id)
 
 
+def keeps_slots(unfinished: bool, ended_at: float | None, cutoff: float, by_awp_run: bool) -> bool:
+    """Whether a run holding slots keeps them (the rule of every ledger): it has not ended, or the daemon
+    launched it and it ended after `cutoff` (a run worker's step can outlive the run's end by a moment, so
+    Dagster's run monitoring waits SLOT_GRACE_S before it frees their slots; so do we). An `awp run` run (one with
+    a runner) has no such step: its slots go at once."""
+    return unfinished or (not by_awp_run and (ended_at or 0) > cutoff)
+
+
 def _keeps_slots(record: RunRecord | None, cutoff: float, in_process: Collection[str]) -> bool:
-    """Whether a holder keeps its slots: its run has not ended, or the daemon launched it and it ended after
-    `cutoff` (a run worker's step can outlive the run's end by a moment, so Dagster's run monitoring waits
-    SLOT_GRACE_S before it frees their slots; so do we). An `awp run` run (`in_process`: one with a runner) has no
-    such step: its slots go at once. A run that no longer exists keeps nothing."""
+    """`keeps_slots` of a stored run; a run that no longer exists keeps nothing."""
     if record is None:
         return False
     run = record.dagster_run
-    return run.status in UNFINISHED or (run.run_id not in in_process and (record.end_time or 0) > cutoff)
+    return keeps_slots(run.status in UNFINISHED, record.end_time, cutoff, run.run_id in in_process)
 
 
 def free_slots_of_ended_runs(instance: DagsterInstance, now: float | None = None) -> list[str]:
