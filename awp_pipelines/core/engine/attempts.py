@@ -202,7 +202,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     checkpoint = {name: state.head for name, state in before.items()}
     metadata = read_metadata(targets)  # compared after the session, before AWP's first git command on the trees
     if spec.verify_first and (spec.identity.number, spec.identity.mode) == (1, "run"):
-        met = _verify(spec, profile)
+        met = _verify(spec, profile, metadata)
         if met is not None and met.passed:
             sink.verifier_completed(True, [])
             trail.append(transition("terminal", "completed: the contract already passed (verify first); no session"))
@@ -298,7 +298,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return left_alone(guarded, outcome, resumes)
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
-    report = _verify(spec, profile)
+    report = _verify(spec, profile, metadata)
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
@@ -569,25 +569,34 @@ def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: E
     return outcome, resumes
 
 
-def _verify(spec: AttemptSpec, profile: ExecutionProfile) -> VerifierReport | None:
+def _verify(spec: AttemptSpec, profile: ExecutionProfile,
+            metadata: Mapping[str, Metadata] | None = None) -> VerifierReport | None:
     """The contract the AgentRun is held to now: the prompt's, with a person's amendments applied."""
     contract = amendments.enforced(spec.prompt.front.verify, amendments.read(spec.operator))
     if contract is None or contract.is_empty():
         return None
-    report = run_contract(contract, verify_context(spec, profile))
+    report = run_contract(contract, verify_context(spec, profile, metadata))
     if spec.operator is not None:
         note_verdict(spec.operator, spec.identity.attempt_id, report.passed)
     return report
 
 
-def verify_context(spec: AttemptSpec, profile: ExecutionProfile) -> VerifyContext:
+def verify_context(spec: AttemptSpec, profile: ExecutionProfile,
+                   metadata: Mapping[str, Metadata] | None = None) -> VerifyContext:
     """Where the Attempt's contracts are checked: their commands in the verifier's sandbox unless the agent
     itself ran with `isolation: none` (a check never gets more rights than the agent whose code it runs),
-    with the state folder hidden."""
+    with the state folder hidden; its git clauses only after the tamper check against `metadata` (the trees'
+    git metadata before the session) passed."""
+    targets = {t.name: Path(t.path) for t in spec.plan.repos}
+
+    def guard() -> str | None:
+        failure = _tamper_failure(metadata, targets) if metadata is not None else None
+        return failure.message if failure is not None else None
+
     return VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
                          default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id,
                          isolation="none" if profile.isolation == "none" else "sandbox",
-                         state=(spec.agent_root,) if spec.agent_root is not None else ())
+                         state=(spec.agent_root,) if spec.agent_root is not None else (), git_guard=guard)
 
 
 def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:

@@ -6,7 +6,6 @@ A failure raises `CommitError`; the caller records the prompt as failed (`commit
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from awp_pipelines.core.records.commit_seal import SEAL_TRAILER, seal, seal_key
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.core.records.secret_scan import SecretInWork
-from awp_pipelines.core.records.workspace import WorkspaceError, head, identity, store_tree
+from awp_pipelines.core.records.workspace import WorkspaceError, head, identity, index_unlocked, store_tree
 
 CommitStatus = Literal["committed", "no_changes"]
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -94,10 +93,7 @@ def _commit_one(name: str, repo: Path, text: str, secrets: tuple[str, ...], base
     repository, found, tree = store_tree(repo, base, secrets, name, text)
     if tree is None:
         return CommitResult(repo=name, status="no_changes", skipped=found.skipped)
-    lock = Path(repository.path) / "index.lock"
-    if os.path.lexists(lock):  # before the branch moves: a commit whose index cannot follow is not made
-        raise WorkspaceError(repo, ["commit"], f"{lock} exists: another git process holds the index (or one died "
-                             "holding it); delete it if none is running")
+    index_unlocked(repository, repo, "commit")  # before the branch moves: the index must be able to follow
     parents = [base] if base else []
     who = identity(repository)
     try:

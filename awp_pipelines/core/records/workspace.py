@@ -277,12 +277,24 @@ def discard_changes(repo: Path | str) -> None:
     without following a link (tree_restore.py); the index then matches HEAD, so `git status` is clean."""
     repository = open_repo(repo)
     refuse_links(repository, repo, "reset")
+    index_unlocked(repository, repo, "reset")
     at = _head_commit(repository)
     tree = at.tree if at is not None else repository[repository.TreeBuilder().write()]
     materialize(repository, repo, tree)  # type: ignore[arg-type]
     index = repository.index
     index.read_tree(tree)
     index.write()
+
+
+def index_unlocked(repository: pygit2.Repository, repo: Path | str, step: str) -> None:
+    """WorkspaceError when `index.lock` is there (another git process holds the index, or one died holding
+    it): checked before AWP writes anything a step would leave half done."""
+    import os
+
+    lock = Path(repository.path) / "index.lock"
+    if os.path.lexists(lock):
+        raise WorkspaceError(repo, [step], f"{lock} exists: another git process holds the index (or one died "
+                             "holding it); delete it if none is running")
 
 
 def restore_checkpoint(repo: Path | str, sha: str) -> bool:
