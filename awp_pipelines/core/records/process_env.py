@@ -4,7 +4,7 @@ The runner's environment holds what the agent must never reach and most programs
 database URL and password, a forge token during a hand-off, cloud credentials. Every subprocess AWP starts is
 given an environment built here (or by the agent's own builder, providers/environment.py), and the
 secret a step needs is passed to that step's process alone (`extra`): the forge token to the one `git push`.
-`tests/test_process_env.py` checks every subprocess call of the package passes one.
+`tests/core/records/test_process_env.py` checks every subprocess call of the package passes one.
 """
 
 from __future__ import annotations

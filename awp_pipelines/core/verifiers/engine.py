@@ -18,7 +18,7 @@ CHECKS: dict[str, Check] = {clause.name: clause.check for clause in CLAUSE_TABLE
 
 # The clauses that read a repository's git data: they run after every other item (a command may have run
 # the agent's code), and only once the Attempt's tamper check has passed (VerifyContext.git_guard).
-GIT_CLAUSES = frozenset({"repos_clean", "changed_paths"})
+GIT_CLAUSES = frozenset({"repos_clean", "changed_paths_only"})
 
 
 def run_contract(contract: VerifyContract, ctx: VerifyContext) -> VerifierReport:
