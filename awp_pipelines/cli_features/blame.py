@@ -150,7 +150,7 @@ def blame(file: Path | str, line: int | None = None, base_url: str | None = None
     except WorkspaceError as err:
         raise BlameError(f"{file}: {err.detail}") from None
     rel = os.path.relpath(path.resolve(), top)
-    lines = _lines(repository, rel, path.read_bytes())
+    lines = _lines(repository, rel, path.read_bytes(), line)
     if line is not None:
         if line > len(lines):
             raise BlameError(f"{file}:{line}: the file has only {len(lines)} lines")
@@ -169,20 +169,25 @@ def _top(folder: Path) -> Path | None:
     return None
 
 
-def _lines(repository: pygit2.Repository, rel: str, data: bytes) -> list[tuple[str, int, str]]:
+def _lines(repository: pygit2.Repository, rel: str, data: bytes, only: int | None = None
+           ) -> list[tuple[str, int, str]]:
     """(sha, line number, text) per line of the file as it is: a line HEAD's version has too is blamed on
-    HEAD's history, any other is uncommitted."""
+    HEAD's history, any other is uncommitted. `only`: the one line asked about (the others get no sha)."""
     work = data.decode("utf-8", "replace").splitlines()
     try:
         committed = repository.head.peel(pygit2.Tree)[rel]
         old = repository[committed.id].data.decode("utf-8", "replace").splitlines()  # type: ignore[attr-defined]
-        blamed = repository.blame(rel)
     except (KeyError, ValueError, pygit2.GitError):
         return [(_UNCOMMITTED, n, text) for n, text in enumerate(work, 1)]
     at_head: dict[int, int] = {}
     for block in difflib.SequenceMatcher(None, old, work, autojunk=False).get_matching_blocks():
         at_head.update({block.b + i: block.a + i for i in range(block.size)})
-    return [(str(blamed.for_line(at_head[i] + 1).final_commit_id) if i in at_head else _UNCOMMITTED, i + 1, text)
+    asked = [i for i in range(len(work)) if i in at_head and (only is None or i == only - 1)]
+    if not asked:
+        return [(_UNCOMMITTED, i + 1, text) for i, text in enumerate(work)]
+    low, high = at_head[asked[0]] + 1, at_head[asked[-1]] + 1
+    blamed = repository.blame(rel, min_line=low, max_line=high)
+    return [(str(blamed.for_line(at_head[i] + 1).final_commit_id) if i in asked else _UNCOMMITTED, i + 1, text)
             for i, text in enumerate(work)]
 
 
