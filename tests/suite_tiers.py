@@ -168,6 +168,7 @@ HEAVY: dict[str, str] = {
     "tests/verifiers/test_verify_items_report.py::test_check_names_are_unique_valid_and_short":
         "200 generated contracts",
     "tests/core/records/test_git_enumeration.py": "every program git documents, planted in four git dirs",
+    "tests/core/records/test_git_boundary.py": "real repositories shaped by git's own CLI, a submodule",
     "tests/core/records/test_process_env.py": "parses every module of the package; a real push",
 }
 

@@ -169,7 +169,7 @@ def test_a_secret_in_a_name_a_link_target_or_the_message_is_refused_and_no_objec
     for shape in ("content", "name", "link", "message"):
         repo = make_git_repo(tmp_path / shape)
         objects = sorted(p.relative_to(repo) for p in (repo / ".git" / "objects").rglob("*") if p.is_file())
-        (repo / "big.bin").write_bytes(os.urandom(3 << 20))  # several chunks: the secret is not in the first
+        (repo / "big.bin").write_bytes(os.urandom(3 << 19))  # several chunks: the secret is not in the first
         if shape == "content":
             with (repo / "big.bin").open("ab") as out:
                 out.write(b"\n" + secret.encode())
