@@ -8,7 +8,8 @@ adoption of lost commits and `awp blame` accept an AWP-Attempt trailer only wher
 The key is a file of the operator's, outside every tree and every sandbox (the agent's and the verifier's HOME
 is private): `AWP_SEAL_KEY_FILE`, else `$XDG_DATA_HOME/awp/seal.key` (`~/.local/share/awp/seal.key`), 32
 random bytes made on first use, mode 0600. It is not in the instance's database, so a restore of the database
-keeps it; hosts that adopt each other's commits share the same file (docs/security.md).
+keeps it; hosts that adopt each other's commits share the same file (docs/security.md). Where no key can be
+made (a read-only HOME), commits carry no seal and are never adopted: set AWP_SEAL_KEY_FILE.
 """
 
 from __future__ import annotations
@@ -48,11 +49,13 @@ def seal_key(create: bool = True) -> bytes | None:
         return None
     if not create:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         return path.read_bytes()
+    except OSError:  # a read-only HOME: commits go unsealed, so none is ever adopted (the safe side)
+        return None
     with os.fdopen(fd, "wb") as out:
         out.write(secrets.token_bytes(_KEY_BYTES))
     return path.read_bytes()

@@ -77,10 +77,9 @@ class BranchMoved(WorkspaceError):
 
 def _sealed(text: str, attempt: str, tree: str, parents: list[str]) -> str:
     """The message with AWP's seal as its last trailer (commit_seal.py); without an Attempt, as it is."""
-    if not attempt:
+    key = seal_key() if attempt else None
+    if key is None:  # no Attempt, or no key could be made: unsealed, so never adopted
         return text
-    key = seal_key()
-    assert key is not None
     line = f"{SEAL_TRAILER}: {seal(key, attempt, tree, parents)}\n"
     return text + line if "\n\n" in text.rstrip("\n") else text + "\n" + line
 
