@@ -254,3 +254,14 @@ def test_a_trailer_without_awps_seal_is_no_proof(make_git_repo: MakeRepo, tmp_pa
     sh_git(repo, "add", "-A")
     sh_git(repo, "commit", "-q", "-m", message.replace("r.01.a2", "r.01.a3"))
     assert commit_of_attempt(repo, "r.01.a3") is None
+
+
+def test_where_no_seal_key_can_be_made_the_commit_is_made_unsealed_and_never_proof(
+        make_git_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWP_SEAL_KEY_FILE", str(tmp_path / "a-file" / "seal.key"))
+    (tmp_path / "a-file").write_text("not a folder: nothing can be made under it\n")
+    repo = make_git_repo(tmp_path / "app")
+    (repo / "a.txt").write_text("a\n")
+    [result] = commit_targets({"app": repo}, "feat", {"AWP-Attempt": "r.01.a1"}).values()
+    assert result.status == "committed" and "AWP-Seal" not in sh_git(repo, "log", "-1", "--format=%B")
+    assert commit_of_attempt(repo, "r.01.a1") is None
