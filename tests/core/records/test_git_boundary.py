@@ -265,3 +265,26 @@ def test_where_no_seal_key_can_be_made_the_commit_is_made_unsealed_and_never_pro
     [result] = commit_targets({"app": repo}, "feat", {"AWP-Attempt": "r.01.a1"}).values()
     assert result.status == "committed" and "AWP-Seal" not in sh_git(repo, "log", "-1", "--format=%B")
     assert commit_of_attempt(repo, "r.01.a1") is None
+
+
+def test_libgit2_reads_no_global_config_and_honours_the_repositorys_own_ignore_rules(
+        make_git_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's (or a planted) ~/.gitconfig and XDG config are not read: their excludes hide nothing and
+    their identity is taken by AWP outright, never by libgit2; `.gitignore` and `info/exclude` still count."""
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / "global-excludes").write_text("*.txt\n")
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'global-excludes'}\n"
+                                     "[user]\n\temail = operator@example.invalid\n")
+    (home / ".config" / "git" / "ignore").write_text("*.md\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    repo = make_git_repo(tmp_path / "app")
+    sh_git(repo, "config", "--unset", "user.email")
+    (repo / ".git" / "info" / "exclude").write_text("*.tmp\n")
+    for name in ("a.txt", "b.md", "c.tmp"):
+        (repo / name).write_text("x\n")
+    assert changed_paths(repo) == ["a.txt", "b.md"]
+    [result] = commit_targets({"app": repo}, "feat", TRAILERS).values()
+    assert sh_git(repo, "log", "-1", "--format=%ae").strip() == "operator@example.invalid"  # AWP read it itself
+    assert sh_git(repo, "ls-tree", "--name-only", str(result.sha)).split() == ["README.md", "a.txt", "b.md"]
