@@ -62,10 +62,14 @@ def layout_files() -> list[str]:
 
 
 def attributes() -> list[str]:
-    """The attributes that select a driver whose program git runs (gitattributes(5))."""
-    text = _plain(_man("5", "gitattributes"))
-    found = [name for name in ("filter", "diff", "merge") if re.search(rf"^\.SS \"?{name}\"?$", text, re.MULTILINE)]
-    assert "textconv" in text and "!command" in _plain(_man("5", "gitmodules"))
+    """The attributes of gitattributes(5) whose section says they select a driver that runs a command."""
+    found = []
+    for block in _man("5", "gitattributes").split(".ps +1\n")[1:]:
+        heading = re.match(r"\\fB([a-z-]+)\\fR\n", block)
+        body = _plain(block)
+        if heading and "driver" in body and "command" in body and heading.group(1) not in found:
+            found.append(heading.group(1))
+    assert "!command" in _plain(_man("5", "gitmodules"))
     return found
 
 
@@ -192,6 +196,7 @@ def test_no_program_git_documents_runs_under_awps_git(planted: dict[str, object]
           f"{planted['entries']} config entries in all")
     assert len(keys) >= 40 and {"core.fsmonitor", "filter.<driver>.clean", "credential.helper"} <= set(keys)
     assert len(hook_names) >= 25 and "pre-commit" in hook_names and "post-index-change" in hook_names
+    assert {"filter", "diff", "merge"} <= set(attributes())
     # The control: plain git on a copy of the same tree runs the agent's programs.
     repo, worktree = planted["repo"], planted["worktree"]
     assert isinstance(repo, Path) and isinstance(worktree, Path)
