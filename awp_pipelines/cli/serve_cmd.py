@@ -34,7 +34,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import read_diff
 from awp_pipelines.core.records.events import iter_events
 from awp_pipelines.core.records.redact import redact
-from awp_pipelines.core.records.workspace import WorkspaceError, commit_message
+from awp_pipelines.core.records.workspace import WorkspaceError, message_of_commit
 from awp_pipelines.orchestration.compile.page_link import DEFAULT_PAGE_PORT
 from awp_pipelines.orchestration.ledger.attempt_lookup import (
     FoundAttempt,
@@ -87,7 +87,7 @@ def attempt_view(found: FoundAttempt) -> AttemptView:
         repo = rec.workspace.get(commit.repo) if rec else None
         if commit.sha and repo:
             try:
-                messages[commit.repo] = redact(commit_message(repo, commit.sha).strip())
+                messages[commit.repo] = redact(message_of_commit(repo, commit.sha).strip())
             except WorkspaceError:
                 messages[commit.repo] = "(the commit is not in this repository any more)"
     return AttemptView(attempt_id=found.attempt_id, number=found.number, run_id=found.run_id,

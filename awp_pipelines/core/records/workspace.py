@@ -308,7 +308,11 @@ def restore_checkpoint(repo: Path | str, sha: str) -> bool:
     if parent.id == saved.tree.id:
         return True
     refuse_links(repository, repo, "restore")
-    merged = repository.merge_trees(parent, ours, saved.tree)  # type: ignore[arg-type]
+    try:
+        merged = repository.merge_trees(parent, ours, saved.tree)  # type: ignore[arg-type]
+    except pygit2.GitError:  # a merge libgit2 cannot do (a driver it does not know): it no longer applies
+        discard_changes(repo)
+        return False
     if merged.conflicts is not None:
         discard_changes(repo)
         return False
@@ -427,7 +431,7 @@ def commit_time(commit: pygit2.Commit) -> str:
     return datetime.fromtimestamp(commit.commit_time, zone).isoformat()
 
 
-def commit_message(repo: Path | str, sha: str) -> str:
+def message_of_commit(repo: Path | str, sha: str) -> str:
     """A commit's message (WorkspaceError when the repository no longer has it)."""
     try:
         return open_repo(repo).revparse_single(sha).peel(pygit2.Commit).message
