@@ -65,7 +65,7 @@ class Graph:
 
     def floors(self) -> tuple[dict[str, int], list[list[str]]]:
         """Module → its floor (a loop's modules share one), and the loops (two modules or more each)."""
-        loops, component = _components(set(self.lines), self.arrows)
+        loops, component = strongly_connected(set(self.lines), self.arrows)
         below: dict[int, set[int]] = {}
         for a, b in self.arrows:
             if component[a] != component[b]:
@@ -110,8 +110,9 @@ class Graph:
         }
 
 
-def _components(nodes: set[str], arrows: set[tuple[str, str]]) -> tuple[list[list[str]], dict[str, int]]:
-    """Strongly connected components (Tarjan's): the loops among them, and each node's component number."""
+def strongly_connected(nodes: set[str], arrows: set[tuple[str, str]]) -> tuple[list[list[str]], dict[str, int]]:
+    """Strongly connected components (Tarjan's): the loops among them (two nodes or more each, sorted), and each
+    node's component number. tests/orchestration/test_definitions.py finds the package's import loops with it."""
     out: dict[str, list[str]] = {n: sorted(b for a, b in arrows if a == n) for n in nodes}
     index: dict[str, int] = {}
     low: dict[str, int] = {}

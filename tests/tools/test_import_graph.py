@@ -10,8 +10,7 @@ from pathlib import Path
 
 from repo_paths import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "tools"))
-from import_graph import import_graph  # noqa: E402 - the tool is a script, not a package module
+from tools.import_graph import import_graph
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
