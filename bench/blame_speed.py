@@ -2,13 +2,13 @@
 
     .venv/bin/python bench/blame_speed.py [--commits N] [--repeat N] [--json]
 
-The repo is built with `git fast-import` in a temporary folder: every commit appends one line to
-ARTIFACT.md and carries the AWP trailers `attempts._commit` writes. Two lines are asked about: the newest
+The repo is built through libgit2 in a temporary folder: every commit appends one line to ARTIFACT.md and
+carries the AWP trailers and seal `attempts._commit` writes. Two lines are asked about: the newest
 (line N, written by the last commit) and the oldest (line 1, which git has to follow back through every
 commit). Each answer is timed three ways, the median of --repeat runs:
 
   git       `git blame --porcelain -L n,n` on the same line (the floor: what git alone costs)
-  core      `awp_pipelines.cli_features.blame.blame()` in this process (git blame + one `git log` for the trailers)
+  core      `awp_pipelines.cli_features.blame.blame()` in this process (libgit2's blame, the trailers and seals)
   cli       the `awp blame FILE:LINE --json` command as a user runs it (Python start-up and imports included)
 
 Only the ratios in one run mean anything on a shared machine; the goal is `cli` under 1 s.
@@ -31,25 +31,29 @@ AWP = Path(sys.executable).parent / "awp"
 
 
 def build_repo(root: Path, commits: int) -> Path:
-    """A repo of `commits` trailered commits, each appending line i to ARTIFACT.md (one fast-import stream)."""
-    subprocess.run(["git", "init", "--quiet", "--initial-branch=main", str(root)], check=True)
-    stream: list[str] = []
-    content = ""
+    """A repo of `commits` commits as AWP makes them (trailers and AWP's seal), each appending line i to
+    ARTIFACT.md, written object by object through libgit2."""
+    import pygit2
+
+    from awp_pipelines.core.records.commit_seal import SEAL_TRAILER, seal, seal_key
+
+    repo = pygit2.init_repository(str(root), initial_head="main")
+    key = seal_key()
+    assert key is not None
+    content, parents = "", []
     for i in range(1, commits + 1):
         content += f"line {i}: written by attempt r1.{i:04d}.a1\n"
+        builder = repo.TreeBuilder()
+        builder.insert("ARTIFACT.md", repo.create_blob(content.encode()), pygit2.enums.FileMode.BLOB)
+        tree = builder.write()
+        attempt = f"r1.{i:04d}.a1"
         message = (f"docs: step {i}\n\nAWP-Packet: bench\nAWP-Prompt: {i:04d}\nAWP-Agent-Run: r1.{i:04d}\n"
-                   f"AWP-Attempt: r1.{i:04d}.a1\nAWP-Mode: run\nAWP-Reason: primary target of the plan\n"
+                   f"AWP-Attempt: {attempt}\nAWP-Mode: run\nAWP-Reason: primary target of the plan\n"
                    f"AWP-Provider: simulated\nAWP-Account: none\nAWP-Model: simulated-demo\n"
-                   f"AWP-Dagster-Run: 00000000-0000-4000-8000-{i:012d}\n")
-        data = content.encode()
-        msg = message.encode()
-        stream.append(f"commit refs/heads/main\nmark :{i}\n"
-                      f"author AWP Bench <bench@awp.invalid> {1_700_000_000 + i} +0000\n"
-                      f"committer AWP Bench <bench@awp.invalid> {1_700_000_000 + i} +0000\n"
-                      f"data {len(msg)}\n{message}\n"
-                      + (f"from :{i - 1}\n" if i > 1 else "")
-                      + f"M 100644 inline ARTIFACT.md\ndata {len(data)}\n{content}\n")
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input="".join(stream).encode(), check=True)
+                   f"AWP-Dagster-Run: 00000000-0000-4000-8000-{i:012d}\n"
+                   f"{SEAL_TRAILER}: {seal(key, attempt, str(tree), [str(p) for p in parents])}\n")
+        who = pygit2.Signature("AWP Bench", "bench@awp.invalid", 1_700_000_000 + i, 0)
+        parents = [repo.create_commit("refs/heads/main", who, who, message, tree, parents)]
     subprocess.run(["git", "-C", str(root), "checkout", "--quiet", "main"], check=True)
     return root / "ARTIFACT.md"
 

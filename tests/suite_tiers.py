@@ -54,6 +54,12 @@ EXTENDED: dict[str, str] = {
     # A bare-Dagster reproduction of an upstream bug (docs/upstream.md): a minute of a daemon on 200 jobs.
     "test_the_reproduction_shows_the_dagster_bug[daemon_refetches_unchanged_jobs.py]":
         "the workaround's own figures: bench/sensor_daemon_cpu.py (its tiny run in tests/bench/test_bench_scripts.py)",
+    # The git table of issue 31: the digest rows and the honest row meet AWP's own reads at the records layer now.
+    "test_git_attack_rows[digest_zero-sandbox]":
+        "links to /dev/zero and FIFOs: tests/core/records/test_git_hardening.py and test_git_boundary.py",
+    "test_git_attack_rows[digest_fifo-sandbox]": "the digest never blocks: tests/core/records/test_git_hardening.py",
+    "test_git_attack_rows[digest_names-sandbox]": "names with a newline, a linked folder: test_git_hardening.py",
+    "test_git_attack_rows[honest-sandbox]": "the honest rows of tests/e2e/security/test_git_boundary_attacks.py",
 }
 
 
@@ -172,6 +178,9 @@ HEAVY: dict[str, str] = {
         "300 generated examples",
     "tests/verifiers/test_verify_items_report.py::test_check_names_are_unique_valid_and_short":
         "200 generated contracts",
+    "tests/core/records/test_git_enumeration.py": "every program git documents, planted in four git dirs",
+    "tests/core/records/test_git_boundary.py": "real repositories shaped by git's own CLI, a submodule",
+    "tests/core/records/test_process_env.py": "parses every module of the package; a real push",
 }
 
 

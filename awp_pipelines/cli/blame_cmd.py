@@ -59,6 +59,10 @@ def _print_line(entry: BlamedLines) -> None:
     if entry.commit is None:
         out.print(Text("not committed yet: no commit, so no Attempt wrote this line", style="yellow"))
         return
+    if entry.awp.forged:
+        out.print(Text(f"not written by AWP: {_commit_line(entry)} claims an AWP-Attempt trailer, but AWP's seal "
+                       "does not hold (a forged or altered commit)", style="red"))
+        return
     if not entry.by_awp:
         out.print(Text(f"not written by AWP: {_commit_line(entry)} has no AWP-Attempt trailer", style="yellow"))
         return

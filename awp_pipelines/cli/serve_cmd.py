@@ -33,7 +33,7 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.diffs import read_diff
 from awp_pipelines.core.records.events import iter_events
 from awp_pipelines.core.records.redact import redact
-from awp_pipelines.core.records.workspace import WorkspaceError, git
+from awp_pipelines.core.records.workspace import WorkspaceError, message_of_commit
 from awp_pipelines.orchestration.compile.page_link import DEFAULT_PAGE_PORT
 from awp_pipelines.orchestration.ledger.factory import open_ledger
 from awp_pipelines.orchestration.ledger.instance import instance_to_serve
@@ -86,8 +86,7 @@ def attempt_view(found: FoundAttempt) -> AttemptView:
         repo = rec.workspace.get(commit.repo) if rec else None
         if commit.sha and repo:
             try:
-                messages[commit.repo] = redact(git(repo, "show", "-s", "--format=%B", commit.sha, read_only=True,
-                                                   timeout_s=10).stdout.strip())
+                messages[commit.repo] = redact(message_of_commit(repo, commit.sha).strip())
             except WorkspaceError:
                 messages[commit.repo] = "(the commit is not in this repository any more)"
     return AttemptView(attempt_id=found.attempt_id, number=found.number, run_id=found.run_id,

@@ -1,19 +1,25 @@
-"""From a line of a committed artifact to the Attempt that wrote it: `git blame`, then the commit's trailers.
+"""From a line of a committed artifact to the Attempt that wrote it: blame, then the commit's trailers.
 
-Pure core: git through subprocess, no Dagster. Two git calls answer one line (blame, then the trailers of
-the commits it names), so it stays fast on long histories: git walks back only as far as the line's commit.
+Through libgit2 (no git process: nothing of the repository's config or attributes runs), no Dagster. A line
+the work tree changed since HEAD is "not committed yet"; the others are blamed on HEAD's history. A commit's
+AWP trailers count only where its seal holds (commit_seal.py): a commit anyone else wrote with `AWP-Attempt:`
+in its message is shown as forged, never as the Attempt's.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pygit2
+
+from awp_pipelines.core.records.commit_seal import seal_key
 from awp_pipelines.core.records.redact import REDACTED, Redactor, secret_named_values
-from awp_pipelines.core.records.workspace import WorkspaceError, git
+from awp_pipelines.core.records.workspace import WorkspaceError, open_repo, seal_holds, trailers_of
 
 DAGSTER_URL_ENV = "AWP_DAGSTER_URL"
 # Trailer → field of `Provenance`. AWP-Attempt is what makes a commit "written by AWP".
@@ -30,7 +36,6 @@ TRAILER_FIELDS: dict[str, str] = {
     "AWP-Dagster-Run": "dagster_run",
 }
 _UNCOMMITTED = "0" * 40
-_RECORD_SEP = "\x1e"
 
 
 class BlameError(Exception):
@@ -52,6 +57,7 @@ class Provenance:
     model: str | None = None
     dagster_run: str | None = None
     dagster_run_url: str | None = None
+    forged: bool = False  # AWP trailers without AWP's seal: the commit is not AWP's, whatever it says
 
     @property
     def by_awp(self) -> bool:
@@ -125,7 +131,7 @@ def provenance(trailers: Mapping[str, str], base_url: str | None = None) -> Prov
     values: dict[str, str | None] = {TRAILER_FIELDS[k]: v for k, v in trailers.items() if k in TRAILER_FIELDS and v}
     if values.get("account") == "none":  # _commit writes "none" for a provider without accounts
         values["account"] = None
-    return Provenance(**values, dagster_run_url=dagster_run_url(values.get("dagster_run"), base_url))
+    return Provenance(**values, dagster_run_url=dagster_run_url(values.get("dagster_run"), base_url))  # type: ignore[arg-type]
 
 
 def blame(file: Path | str, line: int | None = None, base_url: str | None = None) -> list[BlamedLines]:
@@ -136,38 +142,53 @@ def blame(file: Path | str, line: int | None = None, base_url: str | None = None
     path = Path(file)
     if not path.is_file():
         raise BlameError(f"{file}: no such file")
-    folder = path.resolve().parent
+    top = _top(path.resolve().parent)
+    if top is None:
+        raise BlameError(f"{file}: not inside a git repository")
     try:
-        repo = git(folder, "rev-parse", "--show-toplevel").stdout.strip()
-    except WorkspaceError:
-        raise BlameError(f"{file}: not inside a git repository") from None
-    args = ["blame", "--porcelain"]
+        repository = open_repo(top)
+    except WorkspaceError as err:
+        raise BlameError(f"{file}: {err.detail}") from None
+    rel = os.path.relpath(path.resolve(), top)
+    lines = _lines(repository, rel, path.read_bytes(), line)
     if line is not None:
-        args += ["-L", f"{line},{line}"]
-    proc = git(folder, *args, "--", path.name, ok_codes=(0, 128))
-    if proc.returncode == 128:
-        detail = proc.stderr.strip().removeprefix("fatal: ")
-        raise BlameError(f"{file}{f':{line}' if line else ''}: {detail}")
-    rel = os.path.relpath(path.resolve(), Path(repo).resolve())
-    hunks = redacted_lines(_porcelain_lines(proc.stdout), Redactor(secret_named_values()))
+        if line > len(lines):
+            raise BlameError(f"{file}:{line}: the file has only {len(lines)} lines")
+        lines = [lines[line - 1]]
+    hunks = redacted_lines(lines, Redactor(secret_named_values()))
     shas = sorted({sha for sha, _, _ in hunks if sha != _UNCOMMITTED})
-    commits = _commits(repo, shas, base_url)
-    return _group(rel, repo, hunks, commits)
+    commits = _commits(repository, shas, base_url)
+    return _group(rel, str(top), hunks, commits)
 
 
-def _porcelain_lines(out: str) -> list[tuple[str, int, str]]:
-    """(sha, final line number, text) per line of `git blame --porcelain` output."""
-    result: list[tuple[str, int, str]] = []
-    sha, final = "", 0
-    for raw in out.split("\n"):
-        if raw.startswith("\t"):
-            result.append((sha, final, raw[1:]))
-            continue
-        parts = raw.split(" ")
-        # A header line: `<40-hex sha> <orig line> <final line> [<group size>]`.
-        if len(parts) >= 3 and len(parts[0]) == 40 and parts[1].isdigit() and parts[2].isdigit():
-            sha, final = parts[0], int(parts[2])
-    return result
+def _top(folder: Path) -> Path | None:
+    """The work tree holding `folder`: the nearest folder up with a `.git` of its own."""
+    for place in (folder, *folder.parents):
+        if os.path.lexists(place / ".git"):
+            return place
+    return None
+
+
+def _lines(repository: pygit2.Repository, rel: str, data: bytes, only: int | None = None
+           ) -> list[tuple[str, int, str]]:
+    """(sha, line number, text) per line of the file as it is: a line HEAD's version has too is blamed on
+    HEAD's history, any other is uncommitted. `only`: the one line asked about (the others get no sha)."""
+    work = data.decode("utf-8", "replace").splitlines()
+    try:
+        committed = repository.head.peel(pygit2.Tree)[rel]
+        old = repository[committed.id].data.decode("utf-8", "replace").splitlines()  # type: ignore[attr-defined]
+    except (KeyError, ValueError, pygit2.GitError):
+        return [(_UNCOMMITTED, n, text) for n, text in enumerate(work, 1)]
+    at_head: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(None, old, work, autojunk=False).get_matching_blocks():
+        at_head.update({block.b + i: block.a + i for i in range(block.size)})
+    asked = [i for i in range(len(work)) if i in at_head and (only is None or i == only - 1)]
+    if not asked:
+        return [(_UNCOMMITTED, i + 1, text) for i, text in enumerate(work)]
+    low, high = at_head[asked[0]] + 1, at_head[asked[-1]] + 1
+    blamed = repository.blame(rel, min_line=low, max_line=high)
+    return [(str(blamed.for_line(at_head[i] + 1).final_commit_id) if i in asked else _UNCOMMITTED, i + 1, text)
+            for i, text in enumerate(work)]
 
 
 def redacted_lines(hunks: list[tuple[str, int, str]], redactor: Redactor) -> list[tuple[str, int, str]]:
@@ -185,20 +206,21 @@ def redacted_lines(hunks: list[tuple[str, int, str]], redactor: Redactor) -> lis
     return out
 
 
-def _commits(repo: str, shas: Sequence[str], base_url: str | None) -> dict[str, tuple[BlameCommit, Provenance]]:
-    """One `git log --no-walk` for every commit at once: author, time, subject and trailers."""
-    if not shas:
-        return {}
-    fmt = f"%H%n%an%n%at%n%s%n%(trailers:only,unfold){_RECORD_SEP}"
-    out = git(repo, "log", "--no-walk=unsorted", "--stdin", f"--format={fmt}", input="\n".join(shas) + "\n").stdout
+def _commits(repository: pygit2.Repository, shas: Sequence[str], base_url: str | None
+             ) -> dict[str, tuple[BlameCommit, Provenance]]:
+    """Author, time, subject and the AWP trailers of each commit, read from the object store."""
+    key = seal_key(create=False)
     found: dict[str, tuple[BlameCommit, Provenance]] = {}
-    for record in out.split(_RECORD_SEP):
-        lines = record.strip("\n").split("\n")
-        if len(lines) < 4:
-            continue
-        sha, author, when, summary = lines[:4]
-        info = BlameCommit(sha=sha, author=author, author_time=int(when or 0), summary=Redactor()(summary))
-        found[sha] = (info, provenance(parse_trailers("\n".join(lines[4:])), base_url))
+    for sha in shas:
+        commit = repository[sha].peel(pygit2.Commit)
+        summary = commit.message.split("\n", 1)[0]
+        info = BlameCommit(sha=sha, author=commit.author.name, author_time=commit.author.time,
+                           summary=Redactor()(summary))
+        claimed = provenance(parse_trailers("\n".join(f"{k}: {v}" for k, v in trailers_of(commit).items())),
+                             base_url)
+        if claimed.by_awp and not seal_holds(commit, key):
+            claimed = Provenance(forged=True)
+        found[sha] = (info, claimed)
     return found
 
 

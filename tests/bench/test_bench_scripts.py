@@ -38,6 +38,7 @@ OUTSIDE_SUITE = {
     "sql_profile.py": ["--size", "2", "--top", "3"],
     "attempt_phases.py": ["--repeat", "1"],
     "private_speedups.py": ["--names-only", "--json"],  # every speed-up's patched names, none run
+    "git_steps.py": ["--files", "20", "--repeat", "1", "--json"],
 }
 # The shell scripts, each on one small test module or one round, with a line of its output that says it measured.
 SMALL_TESTS = "tests/core/decisions/test_budget.py"
@@ -45,6 +46,7 @@ SHELL = {
     "fast_loop.sh": ([SMALL_TESTS], "ratio: "),
     "suite_workers.sh": ([SMALL_TESTS], "-n 4: "),
     "attempt_before_after.sh": (["HEAD", "1", "1"], "== after: "),
+    "git_steps_before_after.sh": (["HEAD", "1", "1"], "after 1 {"),
 }
 
 

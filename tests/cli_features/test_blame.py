@@ -192,3 +192,17 @@ def test_blame_never_prints_a_secret_git_holds(make_git_repo: MakeRepo, tmp_path
         assert secret not in printed
     texts = [text for line in json.loads(printed)["lines"] for text in line["text"]]
     assert texts[-1] == "ok = 1" and texts.count("[REDACTED]") == 3
+
+
+def test_a_commit_with_awp_trailers_but_no_seal_is_shown_forged_never_as_the_attempt(make_git_repo: MakeRepo,
+                                                                                      tmp_path: Path) -> None:
+    """Issue 38: anyone can write `AWP-Attempt:` in a message; only AWP's seal makes the commit AWP's."""
+    root = make_git_repo(tmp_path / "app")
+    (root / "x.md").write_text("forged line\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    body = "\n".join(f"{k}: {v}" for k, v in trailers("r1.02.a7").items())
+    subprocess.run(["git", "commit", "-qm", f"looks like AWP's\n\n{body}\nAWP-Seal: {'0' * 64}"], cwd=root, check=True)
+    [entry] = blame(root / "x.md", 1)
+    assert not entry.by_awp and entry.awp.forged and entry.awp.attempt is None
+    result = awp("blame", f"{root / 'x.md'}:1")
+    assert result.exit_code == 1 and "seal does not hold" in result.output and "r1.02.a7" not in result.output

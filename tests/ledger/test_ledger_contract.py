@@ -85,12 +85,24 @@ def _marker(number: int, intent: str = "body:1") -> dict[str, object]:
 
 
 def _commit(repo: Path, attempt: str) -> str:
-    """The Attempt's commit, as the engine makes it: its `AWP-Attempt` trailer names it."""
+    """The Attempt's commit, as the engine makes it: its `AWP-Attempt` trailer names it, AWP's seal holds."""
     (repo / f"{attempt}.txt").write_text("work\n")
-    for args in (["add", "-A"], ["commit", "--quiet", "-m", f"Work\n\nAWP-Attempt: {attempt}"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return _git_commit(repo, f"Work\n\nAWP-Attempt: {attempt}", attempt)
+
+
+def _git_commit(repo: Path, message: str, attempt: str, sealed: bool = True) -> str:
+    """`git add -A` and a commit of `message`, with AWP's seal over its tree and parent as its last trailer."""
+    from awp_pipelines.core.records.commit_seal import seal, seal_key
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("add", "-A")
+    key = seal_key()
+    assert key is not None
+    stamp = seal(key, attempt, git("write-tree"), [git("rev-parse", "HEAD")]) if sealed else "0" * 64
+    git("commit", "--quiet", "-m", f"{message}\nAWP-Seal: {stamp}")
+    return git("rev-parse", "HEAD")
 
 
 def test_both_implementations_are_ledgers(subject: Subject) -> None:
@@ -316,7 +328,7 @@ def test_an_attempt_whose_run_failed_in_an_outage_is_adopted_as_the_outage_s(sub
     assert ledger.history("pr", binding.keys).agent_runs["01"].records[0].target.reason == OUTAGE_REASON
 
 
-def _trailed_commit(repo: Path, packet: str, attempt: str, run: str) -> str:
+def _trailed_commit(repo: Path, packet: str, attempt: str, run: str, sealed: bool = True) -> str:
     """A commit with the trailers the engine writes (core/engine/attempts.py), for Attempt `attempt`."""
     packet_run, prompt, number = attempt.split(".")
     trailers = {"AWP-Packet": packet, "AWP-Prompt": prompt, "AWP-Agent-Run": f"{packet_run}.{prompt}",
@@ -325,10 +337,7 @@ def _trailed_commit(repo: Path, packet: str, attempt: str, run: str) -> str:
     with (repo / "work.txt").open("a") as work:
         work.write(f"{packet} {attempt}\n")
     body = "\n".join(f"{k}: {v}" for k, v in trailers.items())
-    for args in (["add", "-A"], ["commit", "--quiet", "-m", f"Work\n\n{body}"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return _git_commit(repo, f"Work\n\n{body}", attempt, sealed)
 
 
 def test_an_attempt_the_ledger_lost_whole_is_shown_then_adopted_from_its_commit_once(subject: Subject, tmp_path: Path,
@@ -346,6 +355,7 @@ def test_an_attempt_the_ledger_lost_whole_is_shown_then_adopted_from_its_commit_
     sha = _trailed_commit(workspace, "mem", "pr.02.a2", "a-run-the-database-lost")
     _trailed_commit(workspace, "mem", "pr-other.03.a1", run)  # another packet run's: not this one's
     _trailed_commit(workspace, "other", "pr.03.a1", run)  # another packet's
+    _trailed_commit(workspace, "mem", "pr.03.a2", run, sealed=False)  # forged: its trailers, not AWP's seal
     assert watch_reading(ledger, binding, "pr", 60).agent_runs["02"] == "completed"  # as `awp status` shows it
     driven = subject.add_run("pr", DagsterRunStatus.STARTED)
     ledger.note_runner(driven)

@@ -17,6 +17,14 @@ from awp_pipelines.core.isolation import network_setting as network_setting_modu
 from awp_pipelines.core.isolation import verifier_sandbox as verifier_sandbox_module
 from awp_pipelines.core.packet.model import contract as contract_module
 from awp_pipelines.core.packet.model import pathtext as pathtext_module
+from awp_pipelines.core.records import (
+    commit_seal,
+    git_repository,
+    process_env,
+    tree_restore,
+    tree_writer,
+    work_tree_scan,
+)
 from awp_pipelines.core.records import git_links as git_links_module
 from awp_pipelines.core.records import plural as plural_module
 from awp_pipelines.core.records import redact as redact_module
@@ -235,14 +243,17 @@ def test_unmet_text_is_empty_when_everything_passed(ws: Workspace) -> None:
 def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_model() -> None:
     """The verifier stands alone: besides the stdlib, pydantic and yaml it reads only the contract it checks
     (the packet model's `verify:` block), which itself needs nothing but pydantic, the redactor (check names
-    must hold no secret), which needs nothing but pydantic either, the git runner with its lstat checks, its
-    reader of files that never follows a link, its secret scan and the counted nouns of its reports ("1 line";
-    all the stdlib alone), and the verifier's sandbox (bubblewrap, the way the agent's sandbox builds it) with the
+    must hold no secret), which needs nothing but pydantic either, AWP's git through libgit2 (pygit2: the
+    repository opened at its pinned path, the tree's scan, writer and restorer, the commit seal, the network
+    git's allow-listed environment) with its lstat checks, its reader of files that never follows a link, its
+    secret scan and the counted nouns of its reports ("1 line"), and the verifier's sandbox (bubblewrap, the
+    way the agent's sandbox builds it) with the
     `network` it may ask for."""
     package = Path(engine_module.__file__).parent
+    git_modules = (git_repository, work_tree_scan, tree_writer, tree_restore, commit_seal, process_env)
     contract_files = [Path(m.__file__ or "") for m in (contract_module, pathtext_module, redact_module,
                                                        workspace_module, regular_files_module, git_links_module,
-                                                       secret_scan_module, plural_module)]
+                                                       secret_scan_module, plural_module, *git_modules)]
     outside: set[str] = set()
     ours: set[str] = set()
     for source in [*package.rglob("*.py"), *contract_files]:
@@ -254,8 +265,8 @@ def test_the_verifier_imports_only_the_stdlib_pydantic_yaml_and_the_contract_mod
                     ours.add(node.module)
                 else:
                     outside.add(node.module.split(".")[0])
-    assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml"}
+    assert outside - set(sys.stdlib_module_names) == {"pydantic", "yaml", "pygit2"}
     assert {m.__name__ for m in (contract_module, workspace_module, verifier_sandbox_module)} <= ours <= {
         m.__name__ for m in (contract_module, pathtext_module, redact_module, workspace_module,
                              verifier_sandbox_module, network_setting_module, regular_files_module,
-                             git_links_module, secret_scan_module, plural_module)}
+                             git_links_module, secret_scan_module, plural_module, *git_modules)}

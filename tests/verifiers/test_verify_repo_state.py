@@ -156,3 +156,24 @@ def test_repos_clean_unreachable_remote_falls_back_to_the_cached_ref(ws: Workspa
     remote.rename(tmp_path / "moved.git")
     item = ws.item({"repos_clean": {"repo": "app", "pushed": True}})
     assert item.passed and "git ls-remote failed" in item.details[0] and "cached remote-tracking ref" in item.details[0]
+
+
+def test_git_clauses_run_after_every_command_and_only_once_the_tamper_check_passed(ws: Workspace) -> None:
+    """Issue 38: a command (the agent's code) runs first; the git clauses read the repository only when the
+    Attempt's guard finds its git metadata as before the session."""
+    seen: list[str] = []
+    ws.script("bin/mark", "echo ran > ran.txt")
+
+    def guard() -> str | None:
+        seen.append("guard:" + ("after" if (ws.repos["app"] / "ran.txt").exists() else "before"))
+        return tampered
+
+    contract = {"repos_clean": [{"repo": "app"}], "commands": [{"exec": "bin/mark"}]}
+    tampered: str | None = "the git metadata changed: .git/config"
+    report = ws.verify(contract, isolation="none", git_guard=guard)
+    [clean] = [i for i in report.items if i.kind == "repos_clean"]
+    assert seen == ["guard:after"]
+    assert clean.fault == "verifier_fault" and "not read: the git metadata changed" in clean.details[0]
+    tampered = None
+    report = ws.verify(contract, isolation="none", git_guard=guard)
+    assert [i for i in report.items if i.kind == "repos_clean"][0].fault is None

@@ -168,3 +168,17 @@ def test_a_check_ends_with_a_killed_runner(ws: Workspace, isolation: str, escape
     time.sleep(3)
     assert (tree / "started").exists()
     assert (tree / "late.txt").exists() is escapes
+
+
+@pytest.mark.parametrize(("isolation", "escapes"), [("sandbox", False), ("none", True)])
+def test_the_check_cannot_write_the_git_dir(ws: Workspace, isolation: str, escapes: bool) -> None:
+    """Issue 38: a check that stages a nested repository, writes MERGE_HEAD or moves the branch before AWP's
+    commit. The whole git dir is read-only in the sandbox, as in the agent's."""
+    git_dir = ws.repos["app"] / ".git"
+    before = sorted(p.name for p in git_dir.iterdir())
+    item = run(ws, "mkdir -p n && git -C n init -q && git add n 2>&1; echo 0000 > .git/MERGE_HEAD; "
+               "git update-ref refs/heads/main HEAD 2>&1; touch .git/planted; exit 0", isolation)
+    assert item.passed, item.details
+    assert (git_dir / "MERGE_HEAD").exists() is escapes and (git_dir / "planted").exists() is escapes
+    if not escapes:
+        assert sorted(p.name for p in git_dir.iterdir()) == before

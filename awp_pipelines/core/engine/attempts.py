@@ -61,7 +61,7 @@ from awp_pipelines.core.providers.environment import awp_shim, scoped_home
 from awp_pipelines.core.records.agent_files import control_folder
 from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, transition
 from awp_pipelines.core.records.committer import CommitError, CommitResult, commit_targets
-from awp_pipelines.core.records.diffs import DiffSource, attempt_diff, diff_path, write_diff
+from awp_pipelines.core.records.diffs import WORK_TREE, DiffSource, attempt_diff, diff_path, write_diff
 from awp_pipelines.core.records.events import EventSink
 from awp_pipelines.core.records.failures import CLI_CONFIRMATION_CLASSES, FailureEnvelope
 from awp_pipelines.core.records.git_tamper import Metadata, read_metadata, tamper_message, tampered
@@ -77,7 +77,6 @@ from awp_pipelines.core.records.workspace import (
     restore_checkpoint,
     save_checkpoint,
     snapshot,
-    worktree_tree,
 )
 from awp_pipelines.core.verifiers.context import VerifyContext
 from awp_pipelines.core.verifiers.engine import run_contract
@@ -203,7 +202,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     checkpoint = {name: state.head for name, state in before.items()}
     metadata = read_metadata(targets)  # compared after the session, before AWP's first git command on the trees
     if spec.verify_first and (spec.identity.number, spec.identity.mode) == (1, "run"):
-        met = _verify(spec, profile)
+        met = _verify(spec, profile, metadata)
         if met is not None and met.passed:
             sink.verifier_completed(True, [])
             trail.append(transition("terminal", "completed: the contract already passed (verify first); no session"))
@@ -299,7 +298,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
         return left_alone(guarded, outcome, resumes)
     changed = bool(changed_since(before, snapshot(targets)))
     sink.files_changed_since(targets, checkpoint)
-    report = _verify(spec, profile)
+    report = _verify(spec, profile, metadata)
     if report is not None:
         report = redactor.model(report)  # a verifier prints what it sees: an echoed key, a token in argv
         sink.verifier_completed(report.passed, [item.label for item in report.failures + report.faults])
@@ -317,12 +316,12 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
                             "saving the partial work"))
     if result == "completed" and spec.commit:
         try:
-            commits = _commit(spec, targets, redactor)
+            commits = _commit(spec, targets, redactor, checkpoint)
             for info in commits:
                 sink.commit_created(info.repo, info.status, info.sha)
         except CommitError as err:
-            if err.failure_class == "secret_in_work":
-                return left_alone(FailureEnvelope.for_class("secret_in_work", redactor(err.message)), outcome,
+            if err.failure_class in ("secret_in_work", "tree_tampered"):
+                return left_alone(FailureEnvelope.for_class(err.failure_class, redactor(err.message)), outcome,
                                   resumes, report)
             result, failure = "commit_failed", FailureEnvelope.for_class("commit_failed", redactor(str(err)))
     fault_pause("after_commit")
@@ -360,7 +359,7 @@ def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptReco
             elif name in record.wip:
                 repos[name] = (path, base, record.wip[name], "checkpoint")
             else:
-                repos[name] = (path, base, worktree_tree(path, base), "work_tree")
+                repos[name] = (path, base, WORK_TREE, "work_tree")
         file = diff_path(sink.path)
         write_diff(file, attempt_diff(record.identity.attempt_id, repos, redactor))
     except (WorkspaceError, OSError):
@@ -570,25 +569,34 @@ def _run_with_resume(adapter: ProviderAdapter, request: ProviderRequest, sink: E
     return outcome, resumes
 
 
-def _verify(spec: AttemptSpec, profile: ExecutionProfile) -> VerifierReport | None:
+def _verify(spec: AttemptSpec, profile: ExecutionProfile,
+            metadata: Mapping[str, Metadata] | None = None) -> VerifierReport | None:
     """The contract the AgentRun is held to now: the prompt's, with a person's amendments applied."""
     contract = amendments.enforced(spec.prompt.front.verify, amendments.read(spec.operator))
     if contract is None or contract.is_empty():
         return None
-    report = run_contract(contract, verify_context(spec, profile))
+    report = run_contract(contract, verify_context(spec, profile, metadata))
     if spec.operator is not None:
         note_verdict(spec.operator, spec.identity.attempt_id, report.passed)
     return report
 
 
-def verify_context(spec: AttemptSpec, profile: ExecutionProfile) -> VerifyContext:
+def verify_context(spec: AttemptSpec, profile: ExecutionProfile,
+                   metadata: Mapping[str, Metadata] | None = None) -> VerifyContext:
     """Where the Attempt's contracts are checked: their commands in the verifier's sandbox unless the agent
     itself ran with `isolation: none` (a check never gets more rights than the agent whose code it runs),
-    with the state folder hidden."""
+    with the state folder hidden; its git clauses only after the tamper check against `metadata` (the trees'
+    git metadata before the session) passed."""
+    targets = {t.name: Path(t.path) for t in spec.plan.repos}
+
+    def guard() -> str | None:
+        failure = _tamper_failure(metadata, targets) if metadata is not None else None
+        return failure.message if failure is not None else None
+
     return VerifyContext(packet_root=spec.packet.root, repos={n: r.path for n, r in spec.packet.repos.items()},
                          default_repo=spec.packet.default_repo, prompt_id=spec.prompt.id,
                          isolation="none" if profile.isolation == "none" else "sandbox",
-                         state=(spec.agent_root,) if spec.agent_root is not None else ())
+                         state=(spec.agent_root,) if spec.agent_root is not None else (), git_guard=guard)
 
 
 def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple[AttemptResult, FailureEnvelope | None]:
@@ -610,7 +618,8 @@ def completion(outcome: ProviderOutcome, report: VerifierReport | None) -> tuple
     return "verification_failed", None
 
 
-def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) -> list[CommitResult]:
+def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor,
+            bases: Mapping[str, str | None]) -> list[CommitResult]:
     ident, target = spec.identity, spec.target
     # `awp blame` reads these back: one short line each; an empty value (no Dagster run) is left out.
     reason = " ".join(target.reason.split())
@@ -619,7 +628,7 @@ def _commit(spec: AttemptSpec, targets: Mapping[str, Path], redactor: Redactor) 
                 "AWP-Attempt": ident.attempt_id, "AWP-Mode": ident.mode, "AWP-Reason": reason,
                 "AWP-Provider": target.provider, "AWP-Account": target.account or "none",
                 "AWP-Model": target.model, "AWP-Dagster-Run": ident.dagster_run or ""}
-    results = commit_targets(targets, spec.plan.commit_message, trailers, redactor)
+    results = commit_targets(targets, spec.plan.commit_message, trailers, redactor, bases)
     if spec.trees is not None:
         spec.trees.push_commits({n: targets[n] for n, r in results.items() if r.status == "committed"})
     return list(results.values())

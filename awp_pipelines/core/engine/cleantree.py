@@ -12,19 +12,22 @@ one of two things:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import pygit2
 
 from awp_pipelines.core.packet.model.manifest import DirtyTreePolicy
 from awp_pipelines.core.records.workspace import (
     WorkspaceError,
     changed_paths,
-    checkpoint_trees,
     discard_changes,
-    git,
+    equals_a_checkpoint,
     head,
-    identity_overrides,
-    worktree_tree,
+    identity,
+    open_repo,
+    refuse_links,
 )
 
 _SHOWN = 10  # files named in the refusal; the rest are counted
@@ -62,11 +65,11 @@ def ensure_committable(targets: Mapping[str, Path]) -> None:
     The work tree's lease is held, so no other Attempt's git holds it."""
     for name, repo in targets.items():
         try:
-            lock = repo / git(repo, "rev-parse", "--git-path", "index.lock").stdout.strip()
+            lock = Path(open_repo(repo).path) / "index.lock"
         except WorkspaceError:
             continue  # not a repository yet: the clean-tree check and the commit say so
-        if lock.exists():
-            raise CommitBlocked(name, lock.resolve())
+        if os.path.lexists(lock):
+            raise CommitBlocked(name, lock)
 
 
 def ensure_clean(targets: Mapping[str, Path], policy: DirtyTreePolicy, attempt: str) -> dict[str, str]:
@@ -97,8 +100,7 @@ def ensure_clean(targets: Mapping[str, Path], policy: DirtyTreePolicy, attempt: 
 
 def _saved_by_awp(repo: Path) -> bool:
     """The tree as it is equals a checkpoint AWP saved: discarding it loses nothing."""
-    saved = checkpoint_trees(repo)
-    return bool(saved) and worktree_tree(repo, head(repo)) in saved
+    return equals_a_checkpoint(repo)
 
 
 def _clean(name: str, repo: Path, paths: Sequence[str]) -> None:
@@ -110,15 +112,19 @@ def _clean(name: str, repo: Path, paths: Sequence[str]) -> None:
 
 
 def _stash(name: str, repo: Path, paths: Sequence[str], attempt: str) -> str:
-    """`git stash push --include-untracked`: staged, unstaged and untracked changes go, the tree is HEAD."""
+    """libgit2's `stash push --include-untracked`: staged, unstaged and untracked changes go, the tree is HEAD."""
     if head(repo) is None:
         raise DirtyTree(name, paths, "a repository without commits cannot set changes aside; commit them first")
     try:
-        git(repo, *identity_overrides(repo), "stash", "push", "--include-untracked", "--quiet",
-            "--message", f"AWP set aside before Attempt {attempt}")
-        sha = git(repo, "rev-parse", "--verify", "refs/stash").stdout.strip()
-    except WorkspaceError as err:
-        raise DirtyTree(name, paths, f"git could not set them aside ({err.detail})") from None
+        repository = open_repo(repo)
+        refuse_links(repository, repo, "stash")
+        # keep_all: libgit2 leaves the tree alone (its checkout would write through a linked folder); AWP's own
+        # reset then cleans it (tree_restore.py).
+        sha = str(repository.stash(identity(repository), f"AWP set aside before Attempt {attempt}",
+                                   include_untracked=True, keep_all=True))
+        discard_changes(repo)
+    except (WorkspaceError, pygit2.GitError) as err:
+        raise DirtyTree(name, paths, f"git could not set them aside ({getattr(err, 'detail', err)})") from None
     if changed_paths(repo):  # what stash leaves (a submodule's own changes): never swept into a commit
         raise DirtyTree(name, changed_paths(repo), f"they could not all be set aside (stash {sha[:12]} holds the "
                         "rest)")

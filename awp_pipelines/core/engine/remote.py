@@ -19,7 +19,15 @@ from awp_pipelines.core.packet.model.manifest import RemoteSpec
 from awp_pipelines.core.packet.packet import Packet, Repo
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitError
-from awp_pipelines.core.records.workspace import FALLBACK_IDENTITY, WorkspaceError, changed_paths, git, is_git_repo
+from awp_pipelines.core.records.workspace import (
+    FALLBACK_IDENTITY,
+    WorkspaceError,
+    changed_paths,
+    git,
+    head,
+    is_git_repo,
+    open_repo,
+)
 
 _CHECKPOINTS = "refs/awp/checkpoints"
 _NOT_IN_REF = re.compile(r"[^A-Za-z0-9._-]|\.\.|^\.|\.lock$|\.$")
@@ -46,10 +54,11 @@ def _clone(repo: Repo, remote: RemoteSpec, packet_root: Path) -> None:
             # --dissociate copies what it borrows: the clone never breaks when the cache is pruned.
             args += ["--reference-if-able", str(reference), "--dissociate"]
     git(repo.path.parent, *args, remote.url, str(repo.path))
+    config = open_repo(repo.path).config
     for key, fallback in FALLBACK_IDENTITY.items():
         # A clone AWP owns on a worker without a git identity: whoever commits in it (the agent too) has one.
-        if not git(repo.path, "config", "--get", key, ok_codes=(0, 1)).stdout.strip():
-            git(repo.path, "config", key, fallback)
+        if key not in config:
+            config[key] = fallback
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ class RemoteTrees:
             git(repo.path, "checkout", "--quiet", "--force", "-B", self.branch, start)
             if tip is None:  # the run's first touch: its base is pinned on the remote for every other host
                 git(repo.path, "push", "--quiet", _ORIGIN, f"HEAD:refs/heads/{self.branch}")
-            tips[repo.name] = git(repo.path, "rev-parse", "HEAD").stdout.strip()
+            tips[repo.name] = head(repo.path) or ""
         return tips
 
     def push_commits(self, paths: dict[str, Path]) -> None:

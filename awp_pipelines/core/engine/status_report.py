@@ -228,19 +228,17 @@ def liveness(started_quiet_s: dict[str, float], unfinished: int, pending: list[s
 def repo_activity(name: str, path: str, packet_run: str) -> RepoActivity:
     """Dirty files now, and the commits the packet run made: those whose AWP-Agent-Run trailer names it
     (exact, where a time window would count a commit made in the same second as the run started)."""
-    from awp_pipelines.core.records.workspace import WorkspaceError
-    from awp_pipelines.core.records.workspace import git as run_git
+    from awp_pipelines.core.records.workspace import WorkspaceError, changed_paths, commits_naming
 
-    def ask(*args: str) -> str | None:
-        try:  # read-only: a watcher must not take the index lock from the agent it watches
-            return run_git(path, *args, read_only=True, timeout_s=10).stdout
-        except WorkspaceError:
-            return None
-
-    status = ask("status", "--porcelain")
-    commits = ask("log", "--fixed-strings", f"--grep=AWP-Agent-Run: {packet_run}.", "--format=%H", "HEAD")
-    return RepoActivity(repo=name, dirty_files=len(status.splitlines()) if status is not None else None,
-                        new_commits=len(commits.split()) if commits is not None else None)
+    try:  # libgit2: no lock taken from the agent it watches, nothing of the tree run
+        dirty: int | None = len(changed_paths(path))
+    except (WorkspaceError, OSError):
+        dirty = None
+    try:
+        made: int | None = len(commits_naming(path, f"{packet_run}.", trailer="AWP-Agent-Run"))
+    except (WorkspaceError, OSError):
+        made = None
+    return RepoActivity(repo=name, dirty_files=dirty, new_commits=made)
 
 
 def with_live_progress(attempts: Sequence[AttemptSummary], state_root: Path, packet_run: str,

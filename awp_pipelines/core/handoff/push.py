@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from awp_pipelines.core.records.workspace import git
+import pygit2
+
+from awp_pipelines.core.records.workspace import WorkspaceError, git, open_repo
 
 TOKEN_VAR = "AWP_HANDOFF_TOKEN"
 USER_VAR = "AWP_HANDOFF_USER"
@@ -35,7 +37,10 @@ def token_env(forge: str, token: str | None) -> dict[str, str]:
 
 
 def commit_of(repo: Path, source: str) -> str:
-    return git(repo, "rev-parse", "--verify", f"{source}^{{commit}}").stdout.strip()
+    try:
+        return str(open_repo(repo).revparse_single(source).peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError) as err:
+        raise WorkspaceError(repo, ["rev-parse", source], str(err)) from None
 
 
 def push_branch(repo: Path, remote: str, source: str, branch: str, env: dict[str, str]) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from awp_pipelines.core.isolation.grants import Grants
+from awp_pipelines.core.records.process_env import allowed_env
 
 SANDBOX_UID = 1000  # the agent's user inside: never root
 SANDBOX_HOSTNAME = "awp-sandbox"
@@ -54,7 +55,8 @@ def bwrap_version() -> str | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10, check=False,
+                             env=allowed_env())
     except OSError:
         return None
     return out.stdout.strip().removeprefix("bubblewrap").strip() or None
@@ -74,7 +76,8 @@ def unavailable() -> str | None:
     probe = [exe, "--unshare-all", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--die-with-parent",
              *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=20, check=False, env={})
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20, check=False,
+                              env=allowed_env(source={}))
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"bubblewrap could not start: {err}; {OPT_OUT_HINT}"
     if done.returncode != 0:

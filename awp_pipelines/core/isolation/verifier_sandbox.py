@@ -5,7 +5,8 @@
 layer): the repositories read-write, as the agent had them (a check writes caches and regenerated files
 there; a copy would cost a tree's size per command and its writes would be lost); the packet folder
 read-only; AWP's state inside any of them (`.awp/`, the state folder, DAGSTER_HOME) hidden; each tree's
-`.git/config` and `.git/hooks` read-only, as in the agent's sandbox; the program and the runner's Python
+git metadata wholly read-only (its `.git`, a worktree's git dir and common dir), as in the agent's sandbox: a
+check can stage nothing, write no MERGE_HEAD and move no branch; the program and the runner's Python
 read-only; the system's folders read-only; a private /tmp, which is also HOME. Nothing else of the host:
 not the operator's HOME, not the host's /proc (a fresh one shows only the check's processes), not other
 accounts. Its environment is PATH, HOME, TMPDIR and LANG, then the contract's `env`: never the runner's.
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from awp_pipelines.core.isolation.bwrap import SYSTEM_RO, bwrap_argv, unavailable
 from awp_pipelines.core.isolation.egress import start_egress
-from awp_pipelines.core.isolation.grants import Grants, PathGrant
+from awp_pipelines.core.isolation.grants import Grants, PathGrant, git_metadata_grants
 from awp_pipelines.core.isolation.network_setting import policy
 
 INSIDE_HOME = "/tmp"  # the sandbox's own /tmp (a tmpfs): HOME is private and empty
@@ -62,8 +63,7 @@ class VerifierPlaces:
             path = Path(os.path.abspath(place))
             if any(path.is_relative_to(root) and path != root for root in (packet, *trees)):
                 paths.append(PathGrant(path=str(path), mode="hidden", why="AWP's state"))
-        paths += [PathGrant(path=str(t / ".git" / name), mode="ro", why="git runs it outside")
-                  for t in trees for name in ("config", "hooks") if (t / ".git" / name).exists()]
+        paths += [grant for t in trees for grant in git_metadata_grants(t)]
         return Grants(paths=paths)
 
 

@@ -13,16 +13,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
+import pygit2
 from pydantic import BaseModel, ConfigDict
 
 from awp_pipelines.core.records.plural import counted
-from awp_pipelines.core.records.workspace import EMPTY_TREE, git
+from awp_pipelines.core.records.work_tree_scan import scan
+from awp_pipelines.core.records.workspace import STAT_CAP_BYTES, WorkspaceError, open_repo, read_work_file, scan_paths
 
 FILE_MAX_LINES = 2_000
 FILE_MAX_CHARS = 200_000
 TOTAL_MAX_CHARS = 1_000_000
 FILES_MAX = 200
 DiffSource = Literal["commit", "checkpoint", "work_tree"]
+WORK_TREE = "work tree"  # `to` of a diff that reaches the work tree as it is (nothing stored in git for it)
 
 
 class FileDiff(BaseModel):
@@ -103,17 +106,44 @@ def _capped(patch: str) -> tuple[str, str | None]:
 
 
 def repo_files(repo_name: str, repo: Path, base: str | None, to: str, redact: Callable[[str], str]) -> list[FileDiff]:
-    """The redacted, per-file capped diff of `repo` from `base` to `to`."""
-    out = git(repo, "diff", "--no-color", "--no-renames", "--no-ext-diff", "--no-textconv", base or EMPTY_TREE,
-              to, "--").stdout
+    """The redacted, per-file capped diff of `repo` from `base` to `to` (a commit or tree; WORK_TREE: the work
+    tree as it is, read by AWP and diffed in memory: nothing is written to the object store)."""
     files = []
-    for path, status, hunks in _split_files(out):
+    for path, status, hunks in _split_files(_diff_text(repo, base, to)):
         body = [line for line in hunks.split("\n") if not line.startswith("@@")]
         patch, cut = _capped(redact(hunks))
         files.append(FileDiff(repo=repo_name, path=redact(path), status=status,  # type: ignore[arg-type]
                               added=sum(1 for line in body if line.startswith("+")),
                               removed=sum(1 for line in body if line.startswith("-")), patch=patch, cut=cut))
     return files
+
+
+def _diff_text(repo: Path, base: str | None, to: str) -> str:
+    """git's unified diff, from libgit2: no textconv, no external diff driver, no program."""
+    repository = open_repo(repo)
+    try:
+        old = repository.revparse_single(base).peel(pygit2.Tree) if base else None
+        if to != WORK_TREE:
+            new = repository.revparse_single(to).peel(pygit2.Tree)
+            diff = old.diff_to_tree(new) if old is not None else new.diff_to_tree(swap=True)
+            return diff.patch or ""
+    except (KeyError, ValueError, pygit2.GitError) as err:
+        raise WorkspaceError(repo, ["diff"], str(err)) from None
+    parts = []
+    found = scan(repository, repo, old)
+    for path in scan_paths(repository, found):
+        entry = found.changes.get(path)
+        before = _blob_data(repository, old, path)
+        after = None if entry is None else read_work_file(Path(repo) / path, STAT_CAP_BYTES)
+        parts.append(pygit2.Patch.create_from(before, after, old_as_path=path, new_as_path=path).text or "")
+    return "".join(parts)
+
+
+def _blob_data(repository: pygit2.Repository, tree: pygit2.Tree | None, path: str) -> bytes | None:
+    try:
+        return repository[tree[path].id].data if tree is not None else None  # type: ignore[attr-defined]
+    except KeyError:
+        return None
 
 
 def attempt_diff(attempt: str, repos: Mapping[str, tuple[Path, str | None, str, DiffSource]],

@@ -3,7 +3,7 @@ whether its commands run in the verifier's sandbox (isolation/verifier_sandbox.p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,6 +22,9 @@ class VerifyContext:
     # agent whose work it runs had. `none` runs the commands beside the runner, as before.
     isolation: Literal["sandbox", "none"] = "sandbox"
     state: tuple[Path, ...] = ()  # AWP's state folders, hidden from a sandboxed check where they fall in reach
+    # The Attempt's tamper check, asked before the git clauses (after every command): a message when the trees'
+    # git metadata changed since the session began, and then no git clause reads the repository.
+    git_guard: Callable[[], str | None] | None = None
 
     def roots(self) -> dict[str, Path]:
         """Repository roots by name; `packet` always names the packet folder (it wins over a repo so named)."""

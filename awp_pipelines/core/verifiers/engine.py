@@ -16,9 +16,28 @@ from .report import ItemResult, VerifierReport
 CHECKS: dict[str, Check] = {clause.name: clause.check for clause in CLAUSE_TABLE}
 
 
+# The clauses that read a repository's git data: they run after every other item (a command may have run
+# the agent's code), and only once the Attempt's tamper check has passed (VerifyContext.git_guard).
+GIT_CLAUSES = frozenset({"repos_clean", "changed_paths_only"})
+
+
 def run_contract(contract: VerifyContract, ctx: VerifyContext) -> VerifierReport:
-    results = [run_item(item, spec, ctx) for item, spec in planned_items(contract)]
-    return VerifierReport(prompt_id=ctx.prompt_id, items=results)
+    planned = list(planned_items(contract))
+    results: dict[int, ItemResult] = {}
+    for index, (item, spec) in enumerate(planned):
+        if item.kind not in GIT_CLAUSES:
+            results[index] = run_item(item, spec, ctx)
+    tampered = ctx.git_guard() if ctx.git_guard is not None and len(results) < len(planned) else None
+    for index, (item, spec) in enumerate(planned):
+        if index not in results:
+            results[index] = run_item(item, spec, ctx) if tampered is None else _not_read(item, tampered)
+    return VerifierReport(prompt_id=ctx.prompt_id, items=[results[i] for i in range(len(planned))])
+
+
+def _not_read(item: ContractItem, why: str) -> ItemResult:
+    return ItemResult(kind=item.kind, check_name=item.check_name, label=item.label, description=item.description,
+                      repo=item.repo, path=item.path, passed=False, fault="verifier_fault",
+                      details=[f"not read: {why}"])
 
 
 def run_item(item: ContractItem, spec: Any, ctx: VerifyContext) -> ItemResult:

@@ -132,7 +132,7 @@ class AwpResource(ConfigurableResource):
     def state_root(self, packet_root: Path) -> Path:
         root = Path(self.state_dir) if self.state_dir else packet_root / ".awp"
         root.mkdir(parents=True, exist_ok=True)
-        # A packet may live inside a target repo: `git add -A` must never commit AWP's own state.
+        # A packet may live inside a target repo: AWP's commit (which honours .gitignore) must never hold its state.
         ignore = root / ".gitignore"
         if not ignore.exists():
             ignore.write_text("*\n", encoding="utf-8")

@@ -34,7 +34,13 @@ from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
-from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, commits_naming, git
+from awp_pipelines.core.records.workspace import (
+    WorkspaceError,
+    commit_of_attempt,
+    commit_time,
+    commits_naming,
+    open_repo,
+)
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.metadata import record_metadata
 from awp_pipelines.orchestration.ledger.history import (
@@ -199,7 +205,7 @@ def _commits_of(binding: PacketBinding, prompt: str, attempt: str) -> dict[str, 
         try:
             sha = commit_of_attempt(path, attempt) if (path / ".git").exists() else None
             if sha:
-                found[repo.name] = (sha, git(path, "show", "-s", "--format=%cI", sha).stdout.strip())
+                found[repo.name] = (sha, commit_time(open_repo(path)[sha]))  # type: ignore[arg-type]
         except WorkspaceError:
             continue
     return {name: (sha, _iso(at)) for name, (sha, at) in found.items()}

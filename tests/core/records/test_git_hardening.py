@@ -1,6 +1,6 @@
-"""AWP's own git on a tree the agent prepared (issue 31): each attack's tree built in a real repository, and
-AWP's git neither runs the agent's program, nor reads another repository, nor writes through a link, nor
-blocks on what the digest reads."""
+"""AWP's own git on a tree the agent prepared (issues 31 and 38): each attack's tree built in a real repository,
+and AWP's git (libgit2) neither runs the agent's program, nor reads another repository, nor writes through a
+link, nor blocks on what it reads; its commit is built from objects with the parent AWP recorded."""
 
 from __future__ import annotations
 
@@ -122,16 +122,6 @@ def test_a_commit_never_writes_through_a_git_file_replaced_by_a_link(
     assert not outside.exists()
 
 
-def test_the_checkpoint_index_lives_outside_the_tree(make_git_repo: MakeRepo, tmp_path: Path) -> None:
-    """The old index, `.git/awp-checkpoint.index`, as a dangling link: a checkpoint writes nothing through it."""
-    repo = make_git_repo(tmp_path / "app")
-    outside = tmp_path / "planted"
-    (repo / ".git" / "awp-checkpoint.index").symlink_to(outside)
-    (repo / "work.txt").write_text("w\n")
-    assert save_checkpoint(repo, sh_git(repo, "rev-parse", "HEAD").strip(), "refs/awp/checkpoints/x/a1", "cp")
-    assert not outside.exists()
-
-
 def test_the_digest_reads_links_as_links_and_never_blocks(make_git_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "app")
     os.mkfifo(tmp_path / "fifo")
@@ -172,17 +162,16 @@ def test_the_runners_git_variables_never_reach_awps_git(make_git_repo: MakeRepo,
     assert not marker.exists()
 
 
-def test_the_secret_scan_names_the_new_sides_file_and_line_never_the_value() -> None:
-    from awp_pipelines.core.records.secret_scan import SecretHit, SecretInWork, secrets_in_diff
+def test_the_secret_scan_names_the_file_and_line_never_the_value_across_chunks() -> None:
+    from awp_pipelines.core.records.secret_scan import SecretHit, SecretInWork, secret_values, secrets_in_bytes
 
-    diff = ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -3,0 +4,2 @@\n+x = 1\n+key = 'tok-123456'\n"
-            "@@ -9 +11 @@\n-old\n+again tok-123456\n"
-            "diff --git a/b b/b\n--- /dev/null\n+++ b/b\n@@ -0,0 +1 @@\n+clean\n")
-    hits = secrets_in_diff(diff, ["tok-123456"])
-    assert hits == [SecretHit("a.py", 5), SecretHit("a.py", 11)]
-    assert secrets_in_diff(diff.replace("+key", "-key"), ["tok-123456"]) == [SecretHit("a.py", 11)]  # removed: fine
+    values = secret_values(["tok-123456"])
+    text = b"x = 1\n" * 3 + b"key = 'tok-123456'\n"
+    chunks = [text[:25], text[25:], b"again tok-12", b"3456\n"]  # the second one split across two chunks
+    hits = secrets_in_bytes(chunks, values, "a.py")
+    assert hits == [SecretHit("a.py", 4), SecretHit("a.py", 5)]
     message = str(SecretInWork("app", hits))
-    assert "a.py line 5, a.py line 11" in message and "tok-123456" not in message
+    assert "a.py line 4, a.py line 5" in message and "tok-123456" not in message
 
 
 def test_the_runners_secret_named_variables_are_known_secrets() -> None:
@@ -195,23 +184,9 @@ def test_the_runners_secret_named_variables_are_known_secrets() -> None:
 
 
 def test_a_secret_of_several_lines_is_found_by_its_lines() -> None:
-    from awp_pipelines.core.records.secret_scan import SecretHit, secrets_in_diff
+    from awp_pipelines.core.records.secret_scan import SecretHit, secret_values, secrets_in_bytes
 
     key = "-----BEGIN KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END KEY-----\n"
-    diff = "+++ b/id\n@@ -0,0 +1,3 @@\n+-----BEGIN KEY-----\n+b3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n+-----END KEY-----\n"
-    assert SecretHit("id", 2) in secrets_in_diff(diff, [key])
-    assert secrets_in_diff("+++ b/x\n@@ -0,0 +1 @@\n+-----END\n", [key]) == []  # short lines alone: no match
-
-
-def test_the_empty_home_of_awps_git_is_removed_when_its_process_exits(tmp_path: Path) -> None:
-    """Every process that runs AWP's git (a run worker, a step, a test worker) made an empty HOME under the temp
-    folder: they piled up by the hundred. Its maker removes it on the way out; a forked child leaves it be."""
-    import sys
-    script = ("import os\nfrom awp_pipelines.core.records.workspace import git_env\n"
-              "home = git_env()['HOME']\nprint(home, flush=True)\n"
-              "child = os.fork()\nif child == 0:\n    import sys; sys.exit(0)\n"
-              "os.waitpid(child, 0)\nprint(os.path.isdir(home), flush=True)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         env={**os.environ, "TMPDIR": str(tmp_path)}).stdout.split()
-    assert out[1] == "True"  # the forked child's exit did not remove its parent's HOME
-    assert Path(out[0]).parent == tmp_path and not Path(out[0]).exists()
+    found = secrets_in_bytes([b"-----BEGIN KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"], secret_values([key]), "id")
+    assert SecretHit("id", 2) in found
+    assert secrets_in_bytes([b"-----END\n"], secret_values([key]), "x") == []  # short lines alone: no match

@@ -16,7 +16,6 @@ from awp_pipelines.core.records.workspace import (
     git,
     head,
     is_git_repo,
-    parse_status_z,
     snapshot,
 )
 
@@ -67,11 +66,6 @@ def test_a_staged_rename_reports_both_names(make_git_repo: MakeRepo, tmp_path: P
     assert changed_paths(repo) == ["DOCS.md", "README.md"]
 
 
-def test_status_parsing_names_a_rename_source_but_not_a_copy_source() -> None:
-    out = "R  new.txt\0old.txt\0C  copy.txt\0orig.txt\0?? odd -> name.txt\0 M z.txt\0"
-    assert parse_status_z(out) == ["copy.txt", "new.txt", "odd -> name.txt", "old.txt", "z.txt"]
-
-
 def test_git_ignores_a_surrounding_git_dir_variable(make_git_repo: MakeRepo, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_git_repo(tmp_path / "app")
@@ -82,13 +76,16 @@ def test_git_ignores_a_surrounding_git_dir_variable(make_git_repo: MakeRepo, tmp
     assert head(repo) != head(other)
 
 
-def test_git_failure_carries_the_command_and_gits_stderr(make_git_repo: MakeRepo, tmp_path: Path) -> None:
+def test_git_runs_only_network_commands_and_a_failure_carries_the_command_and_gits_stderr(
+        make_git_repo: MakeRepo, tmp_path: Path) -> None:
     repo = make_git_repo(tmp_path / "app")
+    with pytest.raises(ValueError, match="only for the network"):
+        git(repo, "status")
     with pytest.raises(WorkspaceError) as info:
-        git(repo, "checkout", "no-such-branch")
+        git(repo, "fetch", str(tmp_path / "no-such-remote"))
     err = info.value
-    assert err.repo == repo and err.command == ["git", "checkout", "no-such-branch"]
-    assert "git checkout no-such-branch" in str(err) and "no-such-branch" in err.detail
+    assert err.repo == repo and err.command[:2] == ["git", "fetch"]
+    assert "no-such-remote" in err.detail
 
 
 def test_snapshot_records_head_and_dirty_paths_per_repo(make_git_repo: MakeRepo, tmp_path: Path) -> None:
@@ -153,29 +150,34 @@ def test_diff_stat_in_a_repository_without_commits_counts_from_nothing(tmp_path:
     assert diff_stat(repo, None) == [{"path": "a.txt", "status": "A", "added": 3, "removed": 0}]
 
 
-def test_a_snapshot_and_the_commit_identity_ask_git_no_more_than_they_need(
+def test_awps_git_on_a_tree_starts_no_process_and_the_identity_falls_back_per_key(
         make_git_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Git processes per Attempt (issue 17, the per-prompt overhead): a snapshot read HEAD twice, the identity
-    asked git once per key. The answers stay the same: the fallback only for what the config leaves unset."""
+    """Snapshot, checkpoint, commit, diff and reset go through libgit2: no program is started for any of them
+    (the old runner started one git per step). The identity: the fallback only for what the config leaves
+    unset."""
     from awp_pipelines.core.records import workspace
+    from awp_pipelines.core.records.committer import commit_targets
+    from awp_pipelines.core.records.diffs import repo_files
 
     repo = make_git_repo(tmp_path / "app")
+    base = head(repo)
+    started: list[object] = []
+    quiet = monkeypatch.context()
+    patched = quiet.__enter__()
+    patched.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    patched.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
     (repo / "new.txt").write_text("n\n")
-    calls: list[tuple[str, ...]] = []
-    real = workspace.git
-
-    def counted(where, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(args)
-        return real(where, *args, **kwargs)
-
-    monkeypatch.setattr(workspace, "git", counted)
     state = snapshot({"app": repo})["app"]
-    assert state.head == head(repo) and state.dirty_paths == ("new.txt",)
-    assert [c[0] for c in calls[:-1]].count("rev-parse") == 1, calls  # the last call: head() just above
-    calls.clear()
+    assert state.head == base and state.dirty_paths == ("new.txt",)
+    assert workspace.save_checkpoint(repo, base, "refs/awp/checkpoints/r/r.a1", "cp")
+    assert diff_stat(repo, base)[0]["path"] == "new.txt"
+    [sha] = [r.sha for r in commit_targets({"app": repo}, "feat: work", {"AWP-Attempt": "r.a1"}).values()]
+    assert [f.path for f in repo_files("app", repo, base, str(sha), str)] == ["new.txt"]
+    (repo / "stray.txt").write_text("s\n")
+    workspace.discard_changes(repo)
+    assert started == [] and not (repo / "stray.txt").exists()
+    quiet.__exit__(None, None, None)
     sh_git(repo, "config", "user.name", "Someone")
     sh_git(repo, "config", "user.email", "")  # set empty: unset for a commit
-    assert workspace.identity_overrides(repo) == ["-c", "user.email=awp@localhost"]
-    assert len(calls) == 1, calls
-    sh_git(repo, "config", "user.email", "someone@example.invalid")
-    assert workspace.identity_overrides(repo) == []
+    who = workspace.identity(workspace.open_repo(repo))
+    assert (who.name, who.email) == ("Someone", "awp@localhost")

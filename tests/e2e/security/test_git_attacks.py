@@ -4,7 +4,9 @@ process, with a canary secret in its environment, a canary HOME and a second rep
 
 One row per attack, with `isolation: sandbox` (the `.git` is read-only inside: the attack is denied, the honest
 work in the same Attempt is committed) and with `isolation: none` (the attack lands in the tree: the tamper check
-ends the Attempt `tree_tampered` before AWP's first git command). Every row: no marker outside the tree, the
+ends the Attempt `tree_tampered` before AWP's first git step). AWP's git is libgit2 now (issue 38): the rows show
+the sandbox's read-only `.git` and the tamper check; what libgit2 runs (nothing) is shown by
+tests/core/records/test_git_enumeration.py. Every row: no marker outside the tree, the
 second repository untouched, the canary in no output or store, the run ended in bounded time, and its failure
 named where it is one. The digest rows (links to /dev/zero, to a FIFO, to a folder, a name with a newline)
 complete; the secret row ends `secret_in_work` in both, its key in no git object. One more row in the sandbox:

@@ -38,30 +38,27 @@ def _verdict(entry: ReposCleanCheck, ctx: VerifyContext) -> tuple[str, bool, str
         more = f", and {len(dirty) - _MAX_DIRTY_LISTED} more" if len(dirty) > _MAX_DIRTY_LISTED else ""
         return name, False, f"uncommitted changes ({len(dirty)}): {shown}{more}"
 
-    branch = git.value(root, "rev-parse", "--abbrev-ref", "HEAD")
-    head = git.value(root, "rev-parse", "--short", "HEAD")
-    upstream = git.value(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{u}")
+    branch, sha = git.head_of(root)
+    head = sha[:7] if sha else None
+    found = git.upstream_of(root, branch) if branch else None
+    upstream = found.name if found else None
     if not entry.pushed:
         where = f"upstream {upstream}, push not asserted" if upstream else "local only, no upstream"
-        return name, True, f"clean: {branch} at {head} ({where})"
-    if upstream is None or branch is None:
-        return name, False, f"no upstream for branch {branch} at {head}; pushed: true requires one"
-    remote_sha, note = _remote_head(root, branch, upstream, entry)
-    if remote_sha is not None and remote_sha == git.value(root, "rev-parse", "HEAD"):
+        return name, True, f"clean: {branch or 'HEAD'} at {head} ({where})"
+    if found is None or branch is None:
+        return name, False, f"no upstream for branch {branch or 'HEAD'} at {head}; pushed: true requires one"
+    remote_sha, note = _remote_head(root, found, entry)
+    if remote_sha is not None and remote_sha == sha:
         return name, True, f"clean: {branch} at {head} (pushed to {upstream}){note}"
     short = remote_sha[:7] if remote_sha else "(unresolved)"
     return name, False, f"not pushed: {branch} HEAD {head} does not match {upstream} {short}{note}"
 
 
-def _remote_head(root: Path, branch: str, upstream: str, entry: ReposCleanCheck) -> tuple[str | None, str]:
+def _remote_head(root: Path, found: git.Upstream, entry: ReposCleanCheck) -> tuple[str | None, str]:
     """The upstream branch's sha and a note saying who answered: the remote, or the cached ref."""
-    cached = git.value(root, "rev-parse", upstream)
+    cached, remote, ref = found.cached, found.remote, found.ref
     if not entry.network:
         return cached, f" [network: false; {_CACHED}]"
-    remote = git.value(root, "config", f"branch.{branch}.remote")
-    ref = git.value(root, "config", f"branch.{branch}.merge")
-    if not remote or not ref:
-        return cached, f" [upstream configuration unreadable; {_CACHED}]"
     try:
         done = git.ls_remote(root, remote, ref, entry.remote_timeout_ms)
     except OSError as exc:
