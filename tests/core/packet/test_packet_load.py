@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.recovery import ClassAttempts, RetryConfig
 from awp_pipelines.core.packet.packet import CHECKLIST_SUFFIX, load_packet, normalize_id
 
@@ -111,6 +112,21 @@ def test_a_native_packet_yaml_loads(tmp_path: Path) -> None:
                                                                ("02", "Second", "Do two.\n")]
     assert packet.repos["app"].path == (root / "app").resolve()
     assert load_packet(root / "packet.yaml").name == "native"  # the manifest file works as well as the folder
+
+
+@pytest.mark.parametrize(("written", "hint"), [("promts", "did you mean 'prompts'?"),
+                                               ("nope", "folders holding prompts: prompts")])
+def test_a_prompt_dir_that_is_not_there_is_an_error_at_its_line(tmp_path: Path, written: str, hint: str) -> None:
+    """Not a packet of no prompts (`no prompt of x matches  (prompts: )` at run)."""
+    root = write(tmp_path, {"packet.yaml": f"name: typo\nprovider: simulated\nprompt_dir: {written}\n",
+                            "prompts/01_a.prompt.md": "---\n---\nx\n"})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    assert (err.value.file, err.value.line, err.value.key, err.value.hint) == (root / "packet.yaml", 3, "prompt_dir",
+                                                                               hint)
+    assert err.value.message == f"'{written}' is no folder of the packet"
+    (root / "packet.yaml").write_text("name: typo\nprovider: simulated\n")
+    assert load_packet(root).prompt_dir == root / "prompts"
 
 
 def test_repos_in_list_form(tmp_path: Path) -> None:
