@@ -22,10 +22,10 @@ from dagster import (
     multi_asset,
 )
 
-from awp_pipelines.core.lint import refuse_secrets
+from awp_pipelines.core.lint import refuse_broken_graph, refuse_secrets
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import Catalog
-from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
+from awp_pipelines.core.planning.plan import PacketPlan, PlanContext, build_plan
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
@@ -97,6 +97,8 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
     every resource of a location to every asset, so 200 of them cost 200 x 2,000 bindings)."""
     refuse_secrets(packet)
     translator = load_translator(translator)
+    plan = plan or build_plan(packet, plan_context or PlanContext(catalog=catalog))
+    refuse_broken_graph(packet, catalog, plan)  # an unknown or circular depends_on: its file and line, no KeyError
     binding = PacketBinding.of(packet, catalog, plan_context, translator, plan, resource_name or resource_key(packet))
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)

@@ -410,6 +410,13 @@ def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_i
     assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message
 
 
+def test_the_code_location_refuses_an_unknown_depends_on_at_its_line_as_awp_run_does(tmp_path: Path) -> None:
+    """The UI loads the definitions, not `awp run`: the same line, not a KeyError while binding the assets."""
+    message = _load_refusal(tmp_path, "01_a.prompt.md", "---\nid: '01'\ndepends_on: ['07']\n---\nA.\n")
+    assert message.startswith(f"{tmp_path}/assets/") and "01_a.prompt.md:3: depends_on: depends on prompt '07'" \
+        in message
+
+
 def test_the_build_defers_full_collections_and_restores_the_thresholds(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Full collections walk every object the load built, for nothing to free: none while it builds, and the

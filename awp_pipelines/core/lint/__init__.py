@@ -22,9 +22,9 @@ while loading, so it arrives as `invalid_packet` with the clause's line and a di
 from .contracts import SHELLS
 from .hygiene import refuse_secrets, secrets_in_packet
 from .linter import lint_loaded, lint_packet
-from .references import refuse_broken_references
+from .references import refuse_broken_graph, refuse_broken_references
 from .report import KINDS, Finding, LintReport, Severity, finding
 from .targets import MIN_TIMEOUT_MS
 
 __all__ = ["KINDS", "MIN_TIMEOUT_MS", "SHELLS", "Finding", "LintReport", "Severity", "finding", "lint_loaded",
-           "lint_packet", "refuse_broken_references", "refuse_secrets", "secrets_in_packet"]
+           "lint_packet", "refuse_broken_graph", "refuse_broken_references", "refuse_secrets", "secrets_in_packet"]

@@ -5,8 +5,12 @@ instead of a KeyError halfway through compiling the job or an Attempt on a tree 
 from __future__ import annotations
 
 from awp_pipelines.core.packet.errors import PacketError
+from awp_pipelines.core.packet.packet import Packet
+from awp_pipelines.core.packet.providers_config import Catalog
+from awp_pipelines.core.planning.plan import PacketPlan
 from awp_pipelines.core.planning.preflight import tree_problems
 
+from . import prompts
 from .context import LintContext
 from .report import Finding, LintReport
 from .where import Where
@@ -26,6 +30,17 @@ def lint_work_trees(ctx: LintContext) -> None:
     """Each declared repo (not a remote one, cloned at run time) whose work tree is not a git work tree here."""
     for name, key, (problem, fix) in tree_problems(ctx.packet):
         ctx.add("missing_work_tree", Where(ctx.packet.doc, key), f"repo '{name}': {problem}", hint=fix)
+
+
+def refuse_broken_graph(packet: Packet, catalog: Catalog, plan: PacketPlan) -> None:
+    """The references a packet's job is compiled from (depends_on, ids, targets, phases), checked alone: cheap enough
+    for a code location of hundreds of packets, which then fails with the packet's file and line, as `awp run`
+    refuses it, not with a KeyError."""
+    ctx = LintContext(packet, catalog, plan)
+    for prompt in packet.prompts:
+        prompts.lint_prompt(ctx, prompt)
+    prompts.lint_cycles(ctx)
+    refuse_broken_references(LintReport(packet=packet.name, findings=ctx.findings))
 
 
 def refuse_broken_references(report: LintReport) -> list[str]:
