@@ -212,7 +212,8 @@ def _load(given: Path, root: Path) -> Packet:
         fm = split_front_matter(_read(manifest_file), manifest_file)
         doc, body = fm.doc, fm.body
     if not isinstance(doc.data, dict):
-        raise PacketError(manifest_file, "the manifest must be a YAML mapping of keys", line=1)
+        raise PacketError(manifest_file, "the manifest must be a YAML mapping of keys", line=1,
+                          hint="write one `key: value` per line, starting with `name: my-packet`")
     manifest = validate_doc(Manifest, doc)
     _check_repos(manifest, doc)
     _check_prompt_dir(root, manifest, doc)

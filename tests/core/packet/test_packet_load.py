@@ -129,6 +129,22 @@ def test_a_prompt_dir_that_is_not_there_is_an_error_at_its_line(tmp_path: Path, 
     assert load_packet(root).prompt_dir == root / "prompts"
 
 
+@pytest.mark.parametrize(("manifest", "message", "hint"), [
+    ("provider: simulated\n", "required key is missing", "add `name:`"),
+    ("name: x\ndirty_tree: maybe\n", "invalid value 'maybe'; allowed: 'refuse' or 'set_aside'",
+     "write one of the allowed values"),
+    ("name: x\naccounts: 7\n", "Input should be a valid list", "write a valid list here"),
+    ("name: x\nzzz: 1\n", "unknown key; allowed keys here: accounts, ", "remove it, or write one of the allowed keys"),
+    ("- name\n", "the manifest must be a YAML mapping of keys", "write one `key: value` per line, "),
+])
+def test_a_manifest_error_says_how_to_fix_it(tmp_path: Path, manifest: str, message: str, hint: str) -> None:
+    """Every bad value ends `(how to fix)`, not only the misspelt keys that have a did-you-mean."""
+    root = write(tmp_path, {"packet.yaml": manifest})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    assert err.value.message.startswith(message) and (err.value.hint or "").startswith(hint)
+
+
 def test_repos_in_list_form(tmp_path: Path) -> None:
     root = write(tmp_path / "packet", {
         "packet.yaml": "name: listed\nrepos:\n  - {name: app, path: ../app}\n"
