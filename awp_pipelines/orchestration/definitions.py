@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,6 +74,16 @@ def console_loggers() -> dict[str, LoggerDefinition]:
     return {"console": colored_console_logger.configured({"log_level": level, "name": "dagster"})}
 
 
+def _has_prompts(packet: Packet) -> bool:
+    """A packet with no prompts yet (just made by `awp packet new`) is left out of the location, said as a warning
+    on the console `dagster dev` prints to: it has nothing to show, and must not stop the other packets loading."""
+    if not packet.prompts:
+        logging.getLogger(__name__).warning("awp: packet %s (%s) has no prompts yet, so it is not in the code location;"
+                                            " `awp prompt new %s SLUG` writes one", packet.name, packet.root,
+                                            packet.root)
+    return bool(packet.prompts)
+
+
 def build_definitions(root: Path | None = None) -> Definitions:
     with deferred_full_collections():
         return _build(root or project_root())
@@ -84,7 +95,7 @@ def _build(root: Path) -> Definitions:
     # One resource for every packet: they share the project's providers file and the default settings.
     shared = AwpResource().with_catalog(catalog)
     compiled = [packet_assets(p, catalog, shared, resource_name=LOCATION_RESOURCE)
-                for p in discover_packets(root / REPO_PACKETS_DIR)]
+                for p in discover_packets(root / REPO_PACKETS_DIR) if _has_prompts(p)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
