@@ -104,6 +104,9 @@ CASES = [
      "detected.\nError when talking to Gemini API Full report available at: /tmp/gemini-client-error-Turn.run-"
      "sendMessageStream-2026-12-04T17-46-48-503Z.json ModelNotFoundError: Requested entity was not found.\n    at "
      "classifyGoogleError (file:///x/bundle/chunk-JDPZ4CE3.js:307292:12)\n  code: 404\n}\n", 1, UNKNOWN, True),
+    ("gemini", "key refused (the API's 401: its body's type)", _gemini_result(
+        "unknown", '[API Error: {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"'
+        '}}]'), "", 1, NO_LOGIN, True),
     ("gemini", "not logged in", [], "Please set an Auth method in your /root/.gemini/settings.json or specify one of "
      "the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, "
      "GOOGLE_GENAI_USE_GCA\n", 41, NO_LOGIN, True),

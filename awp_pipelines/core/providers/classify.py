@@ -118,10 +118,11 @@ def error_name(text: str) -> str | None:
     if names:
         return names[-1]  # the innermost: `{"type":"error","error":{"type":"not_found_error"}}`
     match = _LEADING_NAME.match(text or "")
-    if match:
+    if match and match.group(1) in STRUCTURED_ERRORS:
         return match.group(1)
-    # An API's error type quoted bare: "AI_APICallError: … authentication_error"
-    return next((m for m in _API_TYPE.findall(text or "") if m in STRUCTURED_ERRORS), None)
+    # An API's error type quoted bare behind a generic one: "AI_APICallError: … authentication_error"
+    bare = next((m for m in _API_TYPE.findall(text or "") if m in STRUCTURED_ERRORS), None)
+    return bare or (match.group(1) if match else None)
 
 
 # The API's own name for an HTTP status whose refusal repeats identically (a key refused, a model or endpoint it does

@@ -23,6 +23,7 @@ from awp_pipelines.core.providers.classify import (
     class_of_error,
     class_of_status,
     envelope,
+    error_name,
     reset_delay_ms,
 )
 from awp_pipelines.core.providers.cli import CliAdapter, StreamParser, flag
@@ -132,7 +133,7 @@ class GeminiStreamParser(StreamParser):
         if isinstance(code, int) and code in EXIT_CLASSES:
             return envelope(EXIT_CLASSES[code], message, code=f"{etype}:{code}", now=self.now())
         # Its result says `unknown` where stderr named the error (ModelNotFoundError, 404): that decides, then the text.
-        named = self.error_named if etype in ("unknown", "Error") else etype
+        named = (self.error_named or error_name(message)) if etype in ("unknown", "Error") else etype
         status = self.error_status if named == self.error_named else None
         cls = class_of_error(named, status, message)
         return envelope(cls, message, code=f"{named}:{status}" if named and status else (named or etype),

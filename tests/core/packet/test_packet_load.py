@@ -145,6 +145,16 @@ def test_a_manifest_error_says_how_to_fix_it(tmp_path: Path, manifest: str, mess
     assert err.value.message.startswith(message) and (err.value.hint or "").startswith(hint)
 
 
+@pytest.mark.parametrize(("written", "shown"), [("'  '", '"  "'), ('"a\\n\\nb"', '"a\\n\\nb"')])
+def test_a_key_that_is_no_plain_word_is_shown_quoted_on_its_one_line(tmp_path: Path, written: str, shown: str) -> None:
+    """A key of spaces or with a newline in it printed as written broke the one line (found by `make fuzz`)."""
+    root = write(tmp_path, {"packet.yaml": f"name: x\n{written}: 1\n"})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    line = str(err.value)
+    assert "\n" not in line and f":2: {shown}: unknown key" in line
+
+
 def test_repos_in_list_form(tmp_path: Path) -> None:
     root = write(tmp_path / "packet", {
         "packet.yaml": "name: listed\nrepos:\n  - {name: app, path: ../app}\n"
