@@ -113,6 +113,11 @@ CASES = [
     ("gemini", "not logged in (no key in its settings)", [], "Invalid auth method selected.\n", 41, NO_LOGIN, True),
     ("gemini", "bad flag", [], "Unknown arguments: bogus-flag, bogusFlag\nUsage: gemini [options] [command]\n", 1,
      UNKNOWN, True),
+    ("amp", "not logged in (no key: its login flow, which then waits for a code)",
+     ["No API key found. Starting login flow..."], "", None, NO_LOGIN, True),
+    ("amp", "key refused", [], "Error: Invalid or missing API key. Run 'amp login' to authenticate.\n", None,
+     NO_LOGIN, True),
+    ("amp", "bad flag", [], "Error: error: unknown option '--bogus-flag'\n", 1, UNKNOWN, True),
     ("gemini", "quota", _gemini_result("TerminalQuotaError", "You have exhausted your daily quota on this model."),
      "", 1, LIMIT, False),
 ]

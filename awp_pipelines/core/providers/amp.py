@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from awp_pipelines.core.providers.base import ProviderRequest
-from awp_pipelines.core.providers.classify import class_of_error, envelope, status_in_text
+from awp_pipelines.core.providers.classify import class_of_error, envelope, local_refusal, status_in_text
 from awp_pipelines.core.providers.claude_code import ClaudeStreamParser
 from awp_pipelines.core.providers.cli import CliAdapter, flag
 from awp_pipelines.core.providers.process import STOP, ProcessResult
@@ -66,8 +67,8 @@ class AmpStreamParser(ClaudeStreamParser):
 
     def exit_failure(self, result: ProcessResult) -> FailureEnvelope | None:
         """No event and no known refusal: what its log file names (a thread its server would not create)."""
-        logged = self._logged_error()
-        if logged is None:
+        logged = None if local_refusal(result.stderr_tail) else self._logged_error()
+        if logged is None:  # a flag it refused ("error: unknown option '--x'"), or nothing logged
             return super().exit_failure(result)
         status = status_in_text(logged) or _thread_status(logged)
         cls = class_of_error(None, status, logged)
@@ -108,6 +109,15 @@ class AmpAdapter(CliAdapter):
     kind: ClassVar[str] = "amp"
     default_command: ClassVar[str] = "amp"
     parser_class = AmpStreamParser
+
+    def refusal(self, request: ProviderRequest, env: Mapping[str, str], executable: str) -> FailureEnvelope | None:
+        """Its model is its mode: another word is refused before it starts (its server would decide, after a login)."""
+        if request.model and request.model not in MODES:
+            return FailureEnvelope.for_class(
+                "provider_config_claim", f"Amp takes its agent mode as its model ({', '.join(MODES)}), not "
+                f"'{request.model}' (not retried: set the target's model to a mode)", provider_code="amp_mode",
+                deterministic=True)
+        return super().refusal(request, env, executable)
 
     def argv(self, request: ProviderRequest, resume: bool = False) -> list[str]:
         mode = request.model if request.model in MODES else EFFORT_MODES.get(request.effort or "")
