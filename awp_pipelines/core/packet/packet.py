@@ -169,9 +169,20 @@ def find_manifest(root: Path) -> Path:
 _NOT_SEARCHED = {"node_modules", "__pycache__", "workspace", "site-packages"}
 
 
+# A project's packets: the code location serves the packets of this folder (definitions.REPO_PACKETS_DIR).
+PROJECT_PACKETS = "assets"
+
+
 def packets_below(root: Path, depth: int = 3) -> list[Path]:
     """The packet folders under `root` (a manifest in them), up to `depth` levels down, sorted; hidden folders,
-    virtual environments and the demo's work trees are not searched (a mistyped path must not walk a disk)."""
+    virtual environments and the demo's work trees are not searched (a mistyped path must not walk a disk). At a
+    project root, its packets are those under assets/ (what the UI serves), not a test suite's fixtures."""
+    if root / PROJECT_PACKETS != root and (project := _packets_in(root / PROJECT_PACKETS, depth - 1)):
+        return project
+    return _packets_in(root, depth)
+
+
+def _packets_in(root: Path, depth: int) -> list[Path]:
     found: list[Path] = []
     level = [root]
     for _ in range(depth):
