@@ -9,12 +9,11 @@ connected to), which nothing here speaks: a session's events are tested with rep
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from local_servers import serving
+from local_servers import send_json, serving
 
 USER = {"id": "u-awp-test", "email": "agent@example.invalid", "username": "agent", "displayName": "Agent",
         "siteAdmin": False, "teams": [], "features": [], "credits": 100}
@@ -42,12 +41,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "not here"})
 
     def _json(self, status: int, body: object) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, status, body)
 
 
 class FakeAmpServer(ThreadingHTTPServer):

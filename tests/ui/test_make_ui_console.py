@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from first_run import demo_project
 from ui_server import free_port, stop_group, wait_for_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
@@ -39,11 +39,7 @@ def make_ui_launch() -> tuple[dict[str, str], list[str]]:
 
 
 def _demo_project(base: Path) -> Path:
-    project = base / "project"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", project / "assets" / "demo",
-                    ignore=shutil.ignore_patterns("workspace", ".awp"))
-    shutil.copytree(REPO_ROOT / "resources", project / "resources")
-    subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
+    project = demo_project(base)
     # As the recipe's first line: the demo's embedded instance, created before `dagster dev` serves it.
     subprocess.run([str(BIN / "python"), "-c", "from pathlib import Path; from awp_pipelines.orchestration.ledger."
                     f"instance import open_instance; open_instance(Path({str(project / 'assets/demo')!r})).dispose()"],
