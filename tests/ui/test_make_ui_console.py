@@ -31,10 +31,10 @@ RECORD = re.compile(r" - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 def make_ui_launch() -> tuple[dict[str, str], list[str]]:
     """The environment and the `dagster dev` flags of the Makefile's `ui` recipe."""
     recipe = (REPO_ROOT / "Makefile").read_text().split("\nui: ", 1)[1].split("\n\n", 1)[0]
-    env = dict(re.findall(r"\b(AWP_CONSOLE_LOG_LEVEL)=(\S+)", recipe))
+    env = dict(re.findall(r"\b(AWP_CONSOLE_LOG_LEVEL|GRPC_VERBOSITY)=(\S+)", recipe))
     env["PYTHONWARNINGS"] = re.search(r"PYTHONWARNINGS='([^']*)'", recipe).group(1)  # type: ignore[union-attr]
     flags = re.search(r'/dagster" dev -w "\$\(CURDIR\)/workspace.yaml" -p \$\(UI_PORT\) (.*)$', recipe, re.MULTILINE)
-    assert flags is not None and env["AWP_CONSOLE_LOG_LEVEL"], recipe
+    assert flags is not None and env["AWP_CONSOLE_LOG_LEVEL"] and env["GRPC_VERBOSITY"], recipe
     return env, flags.group(1).split()
 
 
