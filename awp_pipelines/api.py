@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,8 +52,11 @@ from awp_pipelines.core.verifiers.engine import run_contract
 from awp_pipelines.core.verifiers.report import VerifierReport
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
     from awp_pipelines.orchestration.compile.translator import PacketTranslator
     from awp_pipelines.orchestration.driver.in_process import PromptOutcome
+    from awp_pipelines.orchestration.ledger.ledger import Ledger
 
     Translator = PacketTranslator | str | None  # a translator, or its dotted path (`pkg.module.Class`)
 
@@ -172,10 +175,8 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL
     from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
     from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, start_steps_early
-    from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
-    from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.standing import agent_run_records
+    from awp_pipelines.orchestration.views.handoff import hand_off_packet_run
+    from awp_pipelines.orchestration.views.standing import agent_run_records
 
     translator = load_translator(translator)
     chosen = _planned(packet, select, overrides, providers, instance, True, executables=True, packet_run=packet_run,
@@ -201,21 +202,17 @@ def run(packet: PathLike | Packet, select: Select | Sequence[str] = (), *, overr
     if on_progress is not None:
         on_progress(RunPlanned(tuple((p.id, p.name) for p in planned.prompts), tuple(chosen.warnings)))
     stream = _Streaming(runtime.state_root(loaded.root) / "events", on_event, on_progress) if on_event else None
-    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop, stream or nullcontext():
-        dagster = open_instance(loaded.root, _path(instance))
-        try:
-            options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
-                                 parallel=source, keep_going=keep_going)
-            ran, outcomes = run_packet(compiled, dagster, selected, options,
-                                       Progress(event=stream.progress if stream else on_progress))
-            ledger = InstanceLedger(dagster)
-            usage = {o.prompt: total_usage(r.usage for r in agent_run_records(ledger, compiled.binding, ran, o.prompt))
-                     for o in outcomes}
-            # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
-            # with --no-commit its work is not in a commit to push.
-            handed = hand_off_packet_run(ledger, compiled.binding, ran, automatic=True) if commit else []
-        finally:
-            dagster.dispose()
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping() as stop, stream or nullcontext(), \
+            _ledger(loaded, instance) as (ledger, dagster):
+        options = RunOptions(chosen.packet_run, recover, verbose, ignore_deps=chosen.select.ignore_deps,
+                             parallel=source, keep_going=keep_going)
+        ran, outcomes = run_packet(compiled, dagster, ledger, selected, options,
+                                   Progress(event=stream.progress if stream else on_progress))
+        usage = {o.prompt: total_usage(r.usage for r in agent_run_records(ledger, compiled.binding, ran, o.prompt))
+                 for o in outcomes}
+        # The packet run ended here (a signal raised RunStopped above): its work handed off, as `when` says;
+        # with --no-commit its work is not in a commit to push.
+        handed = hand_off_packet_run(ledger, compiled.binding, ran, automatic=True) if commit else []
     result = RunResult(loaded.name, ran, outcomes, usage, stop.signum, chosen.stuck, chosen.warnings, handed)
     if on_event is not None:
         on_event(PacketRunEnded(ran, "completed" if result.ok else "failed"))
@@ -312,17 +309,12 @@ def status(packet: PathLike | Packet, *, packet_run: str | None = None, instance
     packet's assets were built with (its asset keys are where the Attempts are stored)."""
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.compile.translator import load_translator
-    from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.status_read import status_report
+    from awp_pipelines.orchestration.views.status import status_report
 
     loaded = load(packet)
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
-    dagster = hold_connections(open_instance(loaded.root, _path(instance)))
-    try:
-        report = status_report(InstanceLedger(dagster), binding, packet_run)
-    finally:
-        dagster.dispose()
+    with _ledger(loaded, instance, many_reads=True) as (ledger, _):
+        report = status_report(ledger, binding, packet_run)
     if packet_run and report.totals.runs == 0:
         raise PacketError(loaded.manifest_file, f"no runs of packet run '{packet_run}' in this instance",
                           hint="`awp status` without --packet-run shows the newest")
@@ -344,9 +336,7 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
         recover_from_dead_runners,
     )
     from awp_pipelines.orchestration.driver.manual_repair import agent_run_now, note_tags, plan_repair
-    from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.standing import agent_run_records
+    from awp_pipelines.orchestration.views.standing import agent_run_records
 
     loaded = load(packet)
     pid = normalize_id(prompt)
@@ -357,18 +347,14 @@ def repair(packet: PathLike | Packet, prompt: str, *, note: str | None = None, p
     runtime = AwpResource(commit=commit)
     compiled = packet_assets(loaded, found, runtime, translator, plan_context=PlanContext(catalog=found))
     # As `run`: one runner per packet, a dead runner's runs ended first, and a signal stops in order.
-    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping():
-        dagster = open_instance(loaded.root, _path(instance))
-        try:
-            recover_from_dead_runners(compiled, dagster)
-            ledger = InstanceLedger(dagster)
-            run_id, launch = plan_repair(ledger, compiled.binding, pid, packet_run, note)
-            execute_launch(compiled, dagster, run_id, launch, note_tags(note), RunOptions(run_id),
-                           Progress(event=on_progress))
-            record = agent_run_records(ledger, compiled.binding, run_id, pid)[-1]
-            now = agent_run_now(ledger, compiled.binding, run_id, pid)
-        finally:
-            dagster.dispose()
+    with packet_lock(loaded, runtime.state_root(loaded.root)), stopping(), \
+            _ledger(loaded, instance) as (ledger, dagster):
+        recover_from_dead_runners(compiled, ledger)
+        run_id, launch = plan_repair(ledger, compiled.binding, pid, packet_run, note)
+        execute_launch(compiled, dagster, ledger, run_id, launch, note_tags(note), RunOptions(run_id),
+                       Progress(event=on_progress))
+        record = agent_run_records(ledger, compiled.binding, run_id, pid)[-1]
+        now = agent_run_now(ledger, compiled.binding, run_id, pid)
     ok = record.identity.number == launch.number and record.completed
     return RepairResult(loaded.name, run_id, pid, record, now.state, now.reason or "", ok)
 
@@ -380,27 +366,20 @@ def handoff(packet: PathLike | Packet, *, packet_run: str | None = None, instanc
     status`). A packet with no `handoff:` repo raises PacketError."""
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.compile.translator import load_translator
-    from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
-    from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
-    from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+    from awp_pipelines.orchestration.views.handoff import hand_off_packet_run
+    from awp_pipelines.orchestration.views.status import has_handoff, newest_packet_run
 
     loaded = load(packet)
     if not has_handoff(loaded):
         raise PacketError(loaded.manifest_file, "no repo of the packet has a `handoff:`", key="repos",
                           hint="add `handoff: {forge: github, project: OWNER/NAME, account: ACCOUNT}` to a repo")
     binding = PacketBinding.of(loaded, catalog(providers), translator=load_translator(translator))
-    dagster = open_instance(loaded.root, _path(instance))
-    try:
-        ledger = InstanceLedger(dagster)
+    with _ledger(loaded, instance) as (ledger, _):
         chosen = packet_run or newest_packet_run(ledger, loaded.name)
         if chosen is None:
             raise PacketError(loaded.manifest_file, f"no packet run of {loaded.name} in this instance yet",
                               hint=f"`awp run {loaded.root}` starts one")
         return chosen, hand_off_packet_run(ledger, binding, chosen, automatic=False)
-    finally:
-        dagster.dispose()
 
 
 def verify(packet: PathLike | Packet, ids: Sequence[str] = (), *,
@@ -462,10 +441,11 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     if chosen.remaining or packet_run is not None:
         from awp_pipelines.orchestration.compile.binding import PacketBinding
         from awp_pipelines.orchestration.compile.translator import load_translator
-        from awp_pipelines.orchestration.ledger.standing import standing_at
+        from awp_pipelines.orchestration.views.standing import standing
 
         binding = PacketBinding.of(loaded, found, context, load_translator(translator), whole)
-        packet_run, statuses, changes = standing_at(binding, _path(instance), packet_run)
+        with _ledger(loaded, instance) as (ledger, _):
+            packet_run, statuses, changes = standing(ledger, binding, packet_run)
         if chosen.remaining and packet_run is None:
             raise PacketError(loaded.manifest_file, f"--remaining: no packet run of {loaded.name} in this instance "
                               "yet", key="selection", hint=f"`awp run {loaded.root}` starts one")
@@ -504,6 +484,18 @@ def _part(whole: PacketPlan, packet: Packet, selection: Selection) -> PacketPlan
 
 def _path(value: PathLike | None) -> Path | None:
     return Path(value) if value is not None else None
+
+
+@contextmanager
+def _ledger(loaded: Packet, instance: PathLike | None,
+            many_reads: bool = False) -> Iterator[tuple[Ledger, DagsterInstance]]:
+    """The ledger of the packet's instance (`instance`, else the one `awp run` keeps it in), made where every
+    ledger is made (ledger/factory.py), with the instance for what only Dagster does with it."""
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_home
+
+    with open_ledger(instance_home(loaded.root, _path(instance)), many_reads=many_reads) as opened:
+        yield opened
 
 
 # -- operator control: `awp control steer|amend|relax` ---------------------------------------------------------

@@ -164,6 +164,16 @@ def _engine_repetition(demo: Demo, state: Path) -> Repetition:
     return Repetition("engine", samples, time.perf_counter() - started, results=results)
 
 
+def _handed_ledger(instance: Any) -> tuple[Any, ...]:
+    """The ledger `run_packet` is handed, made where every ledger is made; none on a tree from before the ledger's
+    factory (bench/attempt_before_after.sh runs this tree's phases on the `before` side's code)."""
+    try:
+        from awp_pipelines.orchestration.ledger.factory import ledger_of
+    except ImportError:
+        return ()
+    return (ledger_of(instance),)
+
+
 def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
                         prompt_ids: list[str] | None = None, skip_stored: bool = False) -> Repetition:
     """`run_packet` in process (the selection as one run, then the recovery launches); each Attempt timed
@@ -188,7 +198,7 @@ def _dagster_repetition(mode: str, demo: Demo, state: Path, instance: Any,
             walls.append(now - marks[-1])
             marks.append(now)
 
-    _, outcomes = run_packet(compiled, instance, ids, RunOptions(), Progress(event=on_event))
+    _, outcomes = run_packet(compiled, instance, *_handed_ledger(instance), ids, RunOptions(), Progress(event=on_event))
     total = time.perf_counter() - started
     stored = [(f"#{i}", None, 0) for i in range(len(walls))] if skip_stored else _stored_attempts(instance)
     if len(stored) != len(walls):

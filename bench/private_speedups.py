@@ -58,9 +58,9 @@ def _plain_free() -> None:
 def _events_by_run() -> None:
     """A packet run's Attempt events through the public per-run `all_logs`, as for non-SQL storages."""
     from awp_pipelines.dagster_compat import events
-    from awp_pipelines.orchestration.ledger import history
+    from awp_pipelines.orchestration.ledger import instance_ledger
 
-    _replace(history, "attempt_events", events.events_by_run)
+    _replace(instance_ledger, "attempt_events", events.events_by_run)
 
 
 def _per_run_event_log() -> None:

@@ -32,6 +32,7 @@ def awp_seconds(folder: Path, size: int) -> float:
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compute.resources import AwpResource
     from awp_pipelines.orchestration.driver.in_process import RunOptions, run_packet
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
     from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     ids = [f"{i + 1:02d}" for i in range(size)]  # prompt ids are two digits
@@ -41,7 +42,7 @@ def awp_seconds(folder: Path, size: int) -> float:
     instance = open_instance_folder(folder / "instance")
     try:
         start = time.perf_counter()
-        _, outcomes = run_packet(compiled, instance, ids, RunOptions(recover=False))
+        _, outcomes = run_packet(compiled, instance, ledger_of(instance), ids, RunOptions(recover=False))
         seconds = time.perf_counter() - start
     finally:
         instance.dispose()

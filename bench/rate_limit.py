@@ -59,6 +59,7 @@ def run_once(folder: Path, backoff_ms: int, limited: bool) -> tuple[float, float
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compute.resources import AwpResource
     from awp_pipelines.orchestration.driver.in_process import Progress, RunOptions, run_packet
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
     from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 
     packet = load_packet(write_packet(folder / "packet", backoff_ms, limited))
@@ -72,7 +73,8 @@ def run_once(folder: Path, backoff_ms: int, limited: bool) -> tuple[float, float
     instance = open_instance_folder(folder / "instance")
     try:
         start = time.perf_counter()
-        _, outcomes = run_packet(compiled, instance, ["01"], RunOptions(), Progress(event=on_event))
+        _, outcomes = run_packet(compiled, instance, ledger_of(instance), ["01"], RunOptions(),
+                                 Progress(event=on_event))
         total = time.perf_counter() - start
     finally:
         instance.dispose()
@@ -107,14 +109,14 @@ def daemon_once(dep: Deployment, limited: str, plain: str) -> dict[str, float]:
     """One limited and one plain packet launched as the UI launches them; times from the stored records."""
     from under_daemon import launch_and_settle
 
-    from awp_pipelines.orchestration.ledger.history import attempt_records
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
     runs = launch_and_settle(dep, limited, runs=2)
     with dep.instance() as instance:
-        first, retry = (attempt_records(instance, r.dagster_run.run_id) for r in runs[:2])
+        first, retry = (InstanceLedger(instance).attempt_records(r.dagster_run.run_id) for r in runs[:2])
         tick_every, tick = sensor_ticks(instance, runs[0].create_timestamp.timestamp())
         plain_run = launch_and_settle(dep, plain)[0]
-        base = attempt_records(instance, plain_run.dagster_run.run_id)
+        base = InstanceLedger(instance).attempt_records(plain_run.dagster_run.run_id)
     assert len(runs) == 2 and first[0].ended_at and retry[0].started_at, runs
     assert runs[1].dagster_run.status.value == "SUCCESS", runs[1].dagster_run.status
     refused_end, retry_start = _stamp(first[0].ended_at), _stamp(retry[0].started_at)

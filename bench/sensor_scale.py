@@ -53,7 +53,8 @@ def add_packet(instance: Any, folder: Path, name: str, state: Path) -> Any:
     from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compute.resources import AwpResource
-    from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
+    from awp_pipelines.orchestration.ledger.liveness import Beat
 
     packet = load_packet(write_dag_packet(folder / name, {"01": "r1"}, name=name))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(state)))
@@ -62,7 +63,7 @@ def add_packet(instance: Any, folder: Path, name: str, state: Path) -> Any:
     live = instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.STARTED,
                                        tags=tags))
     instance.add_run(DagsterRun(job_name=job, run_id=str(uuid.uuid4()), status=DagsterRunStatus.SUCCESS, tags=tags))
-    write_beat(instance, Beat(live.run_id, f"{name}__01", name, "bench-host", 1, time.time() + 3600, 15.0))
+    ledger_of(instance).beat(Beat(live.run_id, f"{name}__01", name, "bench-host", 1, time.time() + 3600, 15.0))
     pool = compiled.binding.pools["01"]
     ensure_pool(instance, pool)
     claim_slot(instance, pool, live.run_id, f"{name}__01")

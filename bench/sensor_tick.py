@@ -70,7 +70,7 @@ def _store_past_runs(instance: Any, job: str, packet: str, count: int, newest: f
             left = (i // PER_PACKET_RUN) % STOPPED_EVERY == 0
             state = StopState(StopMarker(at, "sigint", "Ctrl-C")) if left else StopState(None, at)
             stops.append({"key": f"awp/stop/{packet_run}", "value": state.dump()})
-            # the packet index (ledger/packet_index.py): how a packet's readers find its packet runs
+            # the packet index (ledger/instance_ledger.py): how a packet's readers find its packet runs
             stops.append({"key": f"awp/packet_runs/{packet}/{packet_run}", "value": str(int(at * 1000))})
             stopped += [packet_run] if left else []
     with instance.run_storage.connect() as conn:
@@ -116,9 +116,9 @@ def setup(folder: Path, past: int) -> tuple[Any, Any, Any, str]:
     from awp_pipelines.orchestration.assets import packet_assets
     from awp_pipelines.orchestration.compile.naming import job_name
     from awp_pipelines.orchestration.compute.resources import AwpResource
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
     from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-    from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
-    from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
+    from awp_pipelines.orchestration.sensors.recovery_cursor import PacketCursor, RecoveryCursor
 
     packet = load_packet(write_dag_packet(folder / "packet", {"01": "r1", "02": "r2"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(folder / "state")))
@@ -127,7 +127,7 @@ def setup(folder: Path, past: int) -> tuple[Any, Any, Any, str]:
     stopped = _store_past_runs(instance, job_name(packet), packet.name, past, now)
     instance.add_run(DagsterRun(job_name=job_name(packet), run_id=str(uuid.uuid4()), status=DagsterRunStatus.FAILURE,
                                 tags={"awp/packet": packet.name, "awp/packet_run": "pr-new", "awp/prompt": "01"}))
-    note_packet_run(instance, packet.name, "pr-new")
+    ledger_of(instance).note_packet_run(packet.name, "pr-new", int(time.time() * 1000))
     cursor = RecoveryCursor(after=now - 30, packets={packet.name: PacketCursor(stopped=set(stopped))})
     return instance, compiled.sensor, compiled.definitions(), cursor.dump()
 

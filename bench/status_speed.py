@@ -109,8 +109,8 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     from awp_pipelines.core.engine.status_report import AttemptSummary
     from awp_pipelines.orchestration.compile.metadata import record_metadata
     from awp_pipelines.orchestration.compile.naming import job_name, prompt_key
-    from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
-    from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, marker_metadata
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
+    from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, marker_metadata
 
     prompts = [p.id for p in packet.prompts]
     job = job_name(packet)
@@ -121,7 +121,7 @@ def store_history(instance, packet, total: int, per_packet_run: int, long: int) 
     for index, size in enumerate(sizes):
         packet_run = f"pr-bench{index:05d}"
         packet_runs.append(packet_run)
-        note_packet_run(instance, packet.name, packet_run)  # as `awp run` notes it (packet_index.py)
+        ledger_of(instance).note_packet_run(packet.name, packet_run, int(time.time() * 1000))  # as `awp run` does
         history: dict[str, list[AttemptSummary]] = {p: [] for p in prompts}
         events, ended = [], []
         for n in range(size):
@@ -191,9 +191,9 @@ def main() -> None:
     from awp_pipelines.core.packet.packet import load_packet
     from awp_pipelines.core.packet.providers_config import load_catalog
     from awp_pipelines.orchestration.compile.binding import PacketBinding
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
     from awp_pipelines.orchestration.ledger.instance import hold_connections
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.status_read import status_report
+    from awp_pipelines.orchestration.views.status import status_report
 
     with postgres() as server, fresh_database(server, "awp_bench") as db, tempfile.TemporaryDirectory() as tmp:
         packet = load_packet(make_packet(Path(tmp) / "bench", args.prompts))
@@ -210,12 +210,12 @@ def main() -> None:
             count_s = median_s(count, args.repeat)
         engine.dispose()
         binding = PacketBinding.of(packet, load_catalog(None))
-        newest_report = status_report(InstanceLedger(instance), binding)
+        newest_report = status_report(ledger_of(instance), binding)
         assert newest_report.packet_run == newest, (newest_report.packet_run, newest)
-        long_report = status_report(InstanceLedger(instance), binding, long_run)
+        long_report = status_report(ledger_of(instance), binding, long_run)
         assert long_report.totals.attempts == args.long, long_report.totals
-        newest_s = median_s(lambda: status_report(InstanceLedger(instance), binding), args.repeat)
-        long_s = median_s(lambda: status_report(InstanceLedger(instance), binding, long_run), args.repeat)
+        newest_s = median_s(lambda: status_report(ledger_of(instance), binding), args.repeat)
+        long_s = median_s(lambda: status_report(ledger_of(instance), binding, long_run), args.repeat)
         instance.dispose()
         start = time.perf_counter()
         awp = str(Path(sys.executable).parent / "awp")

@@ -14,7 +14,7 @@ sys.path[:0] = [str(TESTS), str(TESTS / "daemon")]
 from dagster import DagsterInstance, RunRecord  # noqa: E402
 from deployment import FINISHED, Deployment, deployment, embedded_home, make_project  # noqa: E402
 
-from awp_pipelines.orchestration.ledger.packet_index import packet_runs_filter  # noqa: E402
+from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger  # noqa: E402
 
 
 @contextmanager
@@ -27,7 +27,7 @@ def served(folder: Path, sources: dict[str, Path]) -> Iterator[Deployment]:
 
 def packet_runs(instance: DagsterInstance, packet: str) -> list[RunRecord]:
     """The packet's runs, oldest first: the UI's launch, then what the recovery sensor launched."""
-    of_packet = packet_runs_filter(instance, packet)
+    of_packet = InstanceLedger(instance).runs_filter(packet)
     records = instance.get_run_records(of_packet) if of_packet else []
     return sorted(records, key=lambda r: r.create_timestamp)
 

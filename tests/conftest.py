@@ -65,9 +65,9 @@ UI_DIR = REPO_ROOT / "tests" / "ui"  # a real browser (and often a real webserve
 # under a real daemon (ON_OLDEST). The rest is AWP's own logic, the same on any Dagster.
 DAGSTER_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:dagster\b|awp_pipelines\.(?:orchestration|dagster_compat)\b)",
                             re.MULTILINE)
-# End-to-end tests of AWP's own flags and paths (a dry run, --no-commit, --remaining, PostgreSQL, a missing CLI, the
-# repair budget) run on the project's fixture packets only; on ../shared/compat's real packets, the runs that show
-# the packet format works end to end (each packet to completion) are enough. Their fast tests run on both.
+# End-to-end tests of AWP's own flags and paths (a dry run, --no-commit, --remaining, PostgreSQL, a missing CLI) run
+# on the project's fixture packets only; on ../shared/compat's real packets, the runs that show the packet format
+# works end to end (each packet to completion) are enough. Their fast tests run on both.
 FIXTURE_PACKETS_ONLY = {
     "test_unmet_contract_without_overlay_fails_and_leaves_no_commit",
     "test_no_commit_flag_verifies_but_leaves_the_work_uncommitted",
@@ -76,8 +76,6 @@ FIXTURE_PACKETS_ONLY = {
     "test_authoring_packet_runs_with_the_instance_on_postgres",
     "test_single_and_multi_repo_packets_run_with_the_instance_on_postgres",
     "test_a_provider_whose_cli_is_missing_is_refused_before_any_run_starts",
-    "test_repair_and_retry_runs_name_their_parent_run_and_reason",
-    "test_unmeetable_contract_ends_verification_failed_after_the_repair_budget",
 }
 ON_OLDEST = {
     "tests/daemon/test_daemon_runs.py::test_ui_launch_of_the_demo_completes_through_sensor_launched_repair_and_retry",

@@ -6,7 +6,7 @@ import multiprocessing
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from awp_pipelines.cli import cli
 
 if TYPE_CHECKING:
-    from dagster import EventLogEntry
+    from dagster import DagsterInstance, DagsterRun, EventLogEntry
 
     from awp_pipelines.core.engine.attempt_record import AttemptRecord
 
@@ -30,15 +30,27 @@ def awp(*args: str | Path) -> Result:
 def stored_attempts(packet: Path, packet_run: str, prompt: str = "01") -> list[AttemptRecord]:
     """The AgentRun's Attempt records as stored in the packet's embedded instance (not inferred), oldest first."""
     from awp_pipelines.core.packet.packet import load_packet
-    from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.standing import agent_run_records
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_home
+    from awp_pipelines.orchestration.views.standing import agent_run_records
 
-    instance = open_instance(packet)
-    try:
-        return agent_run_records(InstanceLedger(instance), load_packet(packet), packet_run, prompt)
-    finally:
-        instance.dispose()
+    with open_ledger(instance_home(packet)) as (ledger, _):
+        return agent_run_records(ledger, load_packet(packet), packet_run, prompt)
+
+
+def runs_of_packet(instance: DagsterInstance, packet: str,
+                   statuses: Sequence[object] | None = None) -> list[DagsterRun]:
+    """The packet's runs in the instance, newest first (its packet index, then their runs by tag)."""
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+
+    return InstanceLedger(instance).runs_of_packet(packet, statuses)
+
+
+def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
+    """Every Attempt record one run stored, in order."""
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+
+    return InstanceLedger(instance).attempt_records(run_id)
 
 
 def prompt_of(run: Any) -> str:

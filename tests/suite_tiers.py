@@ -152,9 +152,14 @@ HEAVY: dict[str, str] = {
     "tests/core/records/test_live_dagster.py": "a Dagster run in process",
     "tests/orchestration/sensors/test_housekeeping.py": "an embedded Dagster instance per sweep",
     "tests/orchestration/sensors/test_sensor_cursor.py": "an embedded Dagster instance and its runs",
-    "tests/orchestration/sensors/test_sensor_instance.py": "an embedded Dagster instance",
+    "tests/ledger/test_tick_instance.py": "an embedded Dagster instance",
+    "tests/ledger/test_scenarios_on_memory.py": "the real compute, engine and sensor on real git work trees (no "
+                                                "Dagster run)",
+    "tests/ledger/test_ledger_made_once.py::test_the_factory_hands_out_the_ledger_type": "an embedded Dagster instance",
+    "tests/tools/test_import_graph.py::test_the_command_prints_json_and_refuses_a_folder_that_is_no_package":
+        "two Python processes",
     # The whole tree read, or many generated examples.
-    "tests/ledger/test_ledger_boundary.py::test_no_module_outside_the_ledger_imports_a_state_module":
+    "tests/ledger/test_ledger_boundary.py::test_no_module_outside_the_ledger_implementation_imports_a_state_module":
         "parses every module of the package",
     "tests/orchestration/test_definitions.py::test_layering_edges_point_the_right_way": "every module's imports",
     "tests/orchestration/test_definitions.py::test_no_import_loop_counting_the_package_root": "every module's imports",

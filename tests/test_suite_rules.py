@@ -9,9 +9,9 @@ from repo_paths import REPO_ROOT, TESTS
 CONFTEST = TESTS / "conftest.py"
 # Test folders that are not the path of a package folder: whole runs, crashes and races (e2e/ ... reliability/);
 # folders older than this layout, for core/providers, core/isolation, core/verifiers and orchestration/ledger; the
-# bench scripts (bench/) and the SDK (api.py).
+# bench scripts (bench/), the repo's tools (tools/) and the SDK (api.py).
 BY_KIND = {"e2e", "e2e/security", "daemon", "ui", "reliability", "providers", "isolation", "verifiers", "ledger",
-           "bench", "api"}
+           "bench", "tools", "api"}
 # At the root: what tests the suite itself or the whole package.
 AT_ROOT = {"test_suite_rules.py", "test_vocabulary.py"}
 

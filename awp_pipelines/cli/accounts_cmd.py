@@ -48,18 +48,14 @@ def accounts_command(args: tuple[str, ...], instance_dir: Path | None, providers
 
 
 def _views(packet: Path, instance_dir: Path | None, providers_file: Path | None) -> tuple[list[AccountView], str]:
-    from awp_pipelines.orchestration.ledger.account_store import now_ms
-    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-    from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_to_read
+    from awp_pipelines.orchestration.ledger.ledger import now_ms
 
     catalog = api.catalog(providers_file)
     chosen = instance_to_read(api.load(packet).root, instance_dir)
-    instance = open_instance_folder(chosen.home)
-    try:
-        available = InstanceLedger(instance).availability(catalog.accounts, now_ms())
-    finally:
-        instance.dispose()
+    with open_ledger(chosen.home) as (ledger, _):
+        available = ledger.availability(catalog.accounts, now_ms())
     return [account_view(name, spec.provider, available) for name, spec in catalog.accounts.items()], chosen.line()
 
 
@@ -74,17 +70,13 @@ def _line(view: AccountView) -> str:
 
 
 def _lift(name: str, packet: Path, instance_dir: Path | None, providers_file: Path | None, as_json: bool) -> None:
-    from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-    from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_to_read
 
     catalog = api.catalog(providers_file)
     chosen = instance_to_read(api.load(packet).root, instance_dir)
-    instance = open_instance_folder(chosen.home)
-    try:
-        lifted = InstanceLedger(instance).lift(name)
-    finally:
-        instance.dispose()
+    with open_ledger(chosen.home) as (ledger, _):
+        lifted = ledger.lift(name)
     if lifted is None and name not in catalog.accounts:
         console.print(f"awp accounts lift: no account '{escape(name)}' in providers.yaml and none stored; "
                       "`awp accounts` lists them")

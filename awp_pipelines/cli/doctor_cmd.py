@@ -34,9 +34,9 @@ def _needs(packet: Path | None, catalog: Catalog) -> list[Need]:
 
 def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) -> list[Check]:
     """Storage reachable, and the cooldowns it holds for the accounts the packet may use."""
-    from awp_pipelines.orchestration.ledger.account_store import now_ms
-    from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_home
+    from awp_pipelines.orchestration.ledger.ledger import now_ms
 
     where = instance_dir or (packet.resolve() if packet else Path.cwd())
     home = instance_home(where, instance_dir)
@@ -44,12 +44,9 @@ def _storage(packet: Path | None, instance_dir: Path | None, needs: list[Need]) 
         return [Check("dagster", "storage", "ok", f"no instance yet in {home}; the first awp run creates an "
                       "embedded one")]
     try:
-        instance = open_instance(where, instance_dir)
-        try:
+        with open_ledger(home) as (ledger, _):
             accounts = {a for need in needs for a in need.accounts}
-            cooldowns = InstanceLedger(instance).availability(accounts, now_ms()).cooldowns
-        finally:
-            instance.dispose()
+            cooldowns = ledger.availability(accounts, now_ms()).cooldowns
     except Exception as err:  # any storage error is the finding itself
         return [Check("dagster", "storage", "blocking", f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
                       "check dagster.yaml in the instance folder (e.g. the Postgres server and credentials)")]

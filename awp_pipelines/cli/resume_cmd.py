@@ -29,21 +29,17 @@ def resume_command(ctx: click.Context, packet: Path, packet_run: str | None, lif
     """Resume a packet run stopped by Ctrl-C, SIGTERM or a cancel in the UI: its stop is lifted and, unless
     --lift-only, it goes on in this process as `awp run PACKET --packet-run ID` does (completed prompts
     skipped, interrupted AgentRuns continued within their budgets)."""
-    from awp_pipelines.orchestration.ledger.instance import open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_home
+    from awp_pipelines.orchestration.views.status import newest_packet_run
 
     loaded = open_packet(packet)
-    instance = open_instance(loaded.root, instance_dir)
-    try:
-        ledger = InstanceLedger(instance)
+    with open_ledger(instance_home(loaded.root, instance_dir)) as (ledger, _):
         packet_run = packet_run or newest_packet_run(ledger, loaded.name)
         if packet_run is None:
             raise PacketError(loaded.manifest_file, f"packet {loaded.name} has no packet run in this instance",
                               hint="`awp run` starts one")
         lifted = ledger.resume(packet_run, time.time()) if lift_only else ledger.stop_state(packet_run).marker
-    finally:
-        instance.dispose()
     was = f"it was {lifted.line()}" if lifted else "it had no stop"
     if lift_only:
         out.print(f"packet run {packet_run} resumed ({was}): the recovery sensor goes on with it", markup=False)

@@ -1,13 +1,13 @@
 """`awp serve`: the Attempt pages, one process beside dagster-webserver, reading the same instance and the
 Attempts' stored files (events, diffs) and commits. Standard library HTTP; binds 127.0.0.1 unless told.
 
-Routes: `/` (packets and their packet runs), `/packet-runs/<id>`, `/agent-runs/<id>`, `/attempts/<id>`, and
-`/attempts/<id>?part=stream`, the running Attempt's page as server-sent events."""
+Every read goes through the `Ledger` it is handed (views/attempt_pages.py). Routes: `/` (packets and their packet
+runs), `/packet-runs/<id>`, `/agent-runs/<id>`, `/attempts/<id>`, and `/attempts/<id>?part=stream`, the running
+Attempt's page as server-sent events."""
 
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import click
-from dagster import DagsterInstance
 from rich.markup import escape
 
 from awp_pipelines.cli.common import out, user_errors
@@ -36,15 +35,15 @@ from awp_pipelines.core.records.events import iter_events
 from awp_pipelines.core.records.redact import redact
 from awp_pipelines.core.records.workspace import WorkspaceError, git
 from awp_pipelines.orchestration.compile.page_link import DEFAULT_PAGE_PORT
-from awp_pipelines.orchestration.ledger.attempt_lookup import (
+from awp_pipelines.orchestration.ledger.factory import open_ledger
+from awp_pipelines.orchestration.ledger.instance import instance_to_serve
+from awp_pipelines.orchestration.ledger.ledger import Ledger, PacketRunEntry
+from awp_pipelines.orchestration.views.attempt_pages import (
     FoundAttempt,
-    PacketRunEntry,
     agent_run_attempts,
     packet_run_attempts,
-    packet_run_entries,
     split_attempt_id,
 )
-from awp_pipelines.orchestration.ledger.instance import instance_home, open_instance_folder
 
 INDEX_PACKET_RUNS = 20  # the front door reads this many packet runs, newest first
 
@@ -54,17 +53,17 @@ def chip(found: FoundAttempt) -> AttemptChip:
                        found.agent_run_state)
 
 
-def packet_run_view(instance: DagsterInstance, entry: PacketRunEntry) -> PacketRunView:
+def packet_run_view(ledger: Ledger, entry: PacketRunEntry) -> PacketRunView:
     return PacketRunView(entry.packet, entry.packet_run, entry.at_ms,
-                         [chip(a) for a in packet_run_attempts(instance, entry.packet_run)])
+                         [chip(a) for a in packet_run_attempts(ledger, entry.packet_run)])
 
 
-def attempt_in_context(instance: DagsterInstance, attempt: str) -> AttemptView | None:
+def attempt_in_context(ledger: Ledger, attempt: str) -> AttemptView | None:
     """The Attempt's view with its packet run's Attempts beside it (previous, next, the one that followed)."""
     parts = split_attempt_id(attempt)
     if parts is None:
         return None
-    everyone = packet_run_attempts(instance, parts[0])
+    everyone = packet_run_attempts(ledger, parts[0])
     found = next((a for a in everyone if a.attempt_id == attempt), None)
     if found is None:
         return None
@@ -98,7 +97,7 @@ def attempt_view(found: FoundAttempt) -> AttemptView:
                        running=found.running, more_events=more, packet=found.packet)
 
 
-def _handler(instance: DagsterInstance, links: DagsterLinks) -> type[BaseHTTPRequestHandler]:
+def _handler(ledger: Ledger, links: DagsterLinks) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:  # quiet: a running page streams
             pass
@@ -112,22 +111,22 @@ def _handler(instance: DagsterInstance, links: DagsterLinks) -> type[BaseHTTPReq
             if route == "attempts" and name:
                 if part == "stream":
                     return self._stream(name)
-                view = attempt_in_context(instance, name)
+                view = attempt_in_context(ledger, name)
                 if view is None:
                     return self._send(HTTPStatus.NOT_FOUND, _missing(f"No Attempt {name} in this instance."))
                 return self._send(HTTPStatus.OK, attempt_html(view, links, part == "main"))
             if route == "agent-runs" and name:
-                views = [attempt_view(a) for a in agent_run_attempts(instance, name)]
+                views = [attempt_view(a) for a in agent_run_attempts(ledger, name)]
                 if not views:
                     return self._send(HTTPStatus.NOT_FOUND, _missing(f"No AgentRun {name} in this instance."))
                 return self._send(HTTPStatus.OK, agent_run_html(name, views, links))
             if route == "packet-runs" and name:
-                entry = next((e for e in packet_run_entries(instance, limit=10_000) if e.packet_run == name), None)
+                entry = next((e for e in ledger.recent_packet_runs(10_000) if e.packet_run == name), None)
                 if entry is None:
                     return self._send(HTTPStatus.NOT_FOUND, _missing(f"No packet run {name} in this instance."))
-                return self._send(HTTPStatus.OK, packet_run_html(packet_run_view(instance, entry), links))
+                return self._send(HTTPStatus.OK, packet_run_html(packet_run_view(ledger, entry), links))
             if not route:
-                runs = [packet_run_view(instance, e) for e in packet_run_entries(instance, INDEX_PACKET_RUNS)]
+                runs = [packet_run_view(ledger, e) for e in ledger.recent_packet_runs(INDEX_PACKET_RUNS)]
                 return self._send(HTTPStatus.OK, index_html(runs, (query.get("q") or [""])[0]))
             return self._send(HTTPStatus.NOT_FOUND, _missing(
                 "No such page: <a href='/'>packets and their runs</a>, /packet-runs/&lt;id&gt;, "
@@ -142,7 +141,7 @@ def _handler(instance: DagsterInstance, links: DagsterLinks) -> type[BaseHTTPReq
             last = None
             try:
                 while True:
-                    view = attempt_in_context(instance, attempt)
+                    view = attempt_in_context(ledger, attempt)
                     if view is None:
                         break
                     body = attempt_html(view, links, fragment=True)
@@ -189,23 +188,21 @@ def _missing(text: str) -> str:
 def serve_command(packet: Path, instance_dir: Path | None, host: str, port: int, dagster_url: str) -> None:
     """Serve the Attempt pages: each Attempt as a chat (prompt, messages, tool calls, diffs, verifier, commit),
     live while it runs, for the instance the runs are in. Dagster's asset pages link here (AWP_PAGE_URL)."""
-    home = instance_dir or (Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else
-                            instance_home(packet.resolve()))
+    home = instance_to_serve(packet, instance_dir)
     if not (home / "dagster.yaml").is_file():  # never create an empty instance to serve nothing from
         raise click.UsageError(f"no Dagster instance at {home} (no dagster.yaml): pass --instance DIR, set "
                                "DAGSTER_HOME, or name a packet that has run (`awp serve assets/demo`)")
-    instance = open_instance_folder(home)
-    server = ThreadingHTTPServer((host, port), _handler(instance, DagsterLinks(dagster_url)))
-    server.daemon_threads = True
-    out.print(f"Attempt pages on http://{host}:{server.server_address[1]} (instance {escape(str(home))}); "
-              "Ctrl-C stops", highlight=False)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        instance.dispose()
+    with open_ledger(home) as (ledger, _):
+        server = ThreadingHTTPServer((host, port), _handler(ledger, DagsterLinks(dagster_url)))
+        server.daemon_threads = True
+        out.print(f"Attempt pages on http://{host}:{server.server_address[1]} (instance {escape(str(home))}); "
+                  "Ctrl-C stops", highlight=False)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
 
 
 def register(cli: click.Group) -> None:

@@ -50,7 +50,7 @@ def status_command(packet: Path, packet_run: str | None, instance_dir: Path | No
     """Show PACKET's newest packet run (default: the packet in the current folder): each prompt's state,
     every Attempt (mode, target, reason, result, duration, tokens, cost, Dagster run) and its last verifier
     report, then the totals. `--json` follows `awp schema status`."""
-    from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
+    from awp_pipelines.orchestration.ledger.instance import instance_to_read
 
     chosen = instance_to_read(api.load(packet).root, instance_dir)
     report = api.status(packet, packet_run=packet_run, instance=chosen.home, providers=providers_file,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -51,21 +52,21 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
     dirty files and new commits per repo, and the violations `not_running` and `progress_stale`."""
     from awp_pipelines.orchestration.compile.binding import PacketBinding
     from awp_pipelines.orchestration.compile.translator import load_translator
-    from awp_pipelines.orchestration.ledger.instance import hold_connections, open_instance
-    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-    from awp_pipelines.orchestration.ledger.watching import watch_reading
+    from awp_pipelines.orchestration.ledger.factory import open_ledger
+    from awp_pipelines.orchestration.ledger.instance import instance_to_read
+    from awp_pipelines.orchestration.views.watch import watch_reading
 
     loaded = open_packet(packet)
     binding = PacketBinding.of(loaded, open_catalog(providers_file), translator=load_translator(translator))
-    from awp_pipelines.orchestration.ledger.instance_choice import instance_to_read
-
     chosen = instance_to_read(loaded.root, instance_dir)
     (console if as_json else out).print(chosen.line(), highlight=False)  # JSON lines on stdout stay clean
-    instance = hold_connections(open_instance(loaded.root, chosen.home))
-    try:
-        def read() -> WatchReading:
-            return watch_reading(InstanceLedger(instance), binding, packet_run, progress_timeout)
+    with open_ledger(chosen.home, many_reads=True) as (ledger, _):
+        _watch(lambda: watch_reading(ledger, binding, packet_run, progress_timeout), once, as_json, interval)
 
+
+def _watch(read: Callable[[], WatchReading], once: bool, as_json: bool, interval: float) -> None:
+    """Read and show until the packet run ends (or once); exits with what the last reading says."""
+    try:
         reading = read()
         if once:
             click.echo(reading.model_dump_json()) if as_json else out.print(render(reading))
@@ -86,8 +87,6 @@ def watch_command(packet: Path, interval: float, once: bool, as_json: bool, prog
                     live.update(render(reading))
     except KeyboardInterrupt:
         sys.exit(130)
-    finally:
-        instance.dispose()
     sys.exit(0 if reading.state == "completed" and not reading.violations else 1)
 
 

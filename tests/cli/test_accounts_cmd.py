@@ -12,10 +12,11 @@ import yaml
 from click.testing import CliRunner
 
 from awp_pipelines.cli import cli
-from awp_pipelines.core.decisions.rotation import AUTH_RECHECK_MS
+from awp_pipelines.core.decisions.rotation import AUTH_RECHECK_MS, cooldown_for
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.orchestration.ledger.account_store import AccountStore, now_ms
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.ledger.ledger import now_ms
 
 
 @pytest.fixture
@@ -30,11 +31,13 @@ def packet(tmp_path: Path) -> Path:
         "c": {"provider": "claude", "credential_env": "AWP_ACC_C"}}}))
     instance = open_instance(root)
     try:
-        store = AccountStore(instance)
-        store.record_failure("a", FailureEnvelope.for_class("provider_rate_limit", "usage limit reached",
-                                                            suggested_delay_ms=3_600_000), default_s=60)
-        store.record_failure("b", FailureEnvelope.for_class("provider_auth_claim", "Not logged in · Please run "
-                                                            "/login"), default_s=3600)
+        ledger = ledger_of(instance)
+        for cooldown in (cooldown_for("a", FailureEnvelope.for_class("provider_rate_limit", "usage limit reached",
+                                                                     suggested_delay_ms=3_600_000), 60, now_ms()),
+                         cooldown_for("b", FailureEnvelope.for_class("provider_auth_claim", "Not logged in · Please "
+                                                                     "run /login"), 3600, now_ms())):
+            assert cooldown is not None
+            ledger.rest(cooldown)
     finally:
         instance.dispose()
     return root
@@ -68,7 +71,7 @@ def test_lift_ends_a_cooldown_and_the_rotation_picks_the_account_again(packet: P
     assert views["a"]["state"] == "ready" and views["b"]["state"] == "auth_refused"
     instance = open_instance(packet)
     try:
-        assert not AccountStore(instance).availability(["a"], now_ms()).resting("a")
+        assert not ledger_of(instance).availability(["a"], now_ms()).resting("a")
     finally:
         instance.dispose()
     again = CliRunner().invoke(cli, ["accounts", "lift", "a", str(packet), "--providers",

@@ -15,7 +15,7 @@ from deployment import all_finished, deployment, embedded_home, init_workspaces,
 from e2e_support import decided_launch
 
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.ledger.history import packet_run_records
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 
 pytestmark = pytest.mark.slow
 
@@ -57,14 +57,14 @@ def test_a_materialize_all_run_that_dies_before_its_first_compute_is_recovered_i
         packet_run = f"pr-{first[:8]}"
 
         def completed(instance) -> bool:  # noqa: ANN001
-            runs = [r.dagster_run for r in packet_run_records(instance, packet_run)]
+            runs = ledger_of(instance).attempt_log(packet_run).runs
             done = {decided_launch(r)[0] for r in runs if r.status == DagsterRunStatus.SUCCESS and r.run_id != first}
             return all_finished(instance, runs) and done == {"01", "02"}
 
         dep.wait_until(completed, 300, f"the sensor to complete packet run {packet_run}")
         with dep.instance() as instance:
             claimed = instance.get_run_by_id(first)
-            recovery = [r.dagster_run for r in packet_run_records(instance, packet_run)]
+            recovery = ledger_of(instance).attempt_log(packet_run).runs
     assert claimed is not None
     assert claimed.tags[tags.PACKET_RUN] == packet_run
     assert len(recovery) == 3  # the UI's run, then one launch per prompt it held

@@ -20,7 +20,8 @@ from deployment import REPO_ROOT, Deployment, deployment, embedded_home, make_pr
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
 from awp_pipelines.orchestration.compile.translator import load_translator
-from awp_pipelines.orchestration.ledger.heartbeat import RUN_STEP, Beat, beats
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.liveness import RUN_STEP, Beat
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def running(tmp_path: Path) -> Iterator[Deployment]:
 
 
 def _run_beat(instance: DagsterInstance, holder: str) -> Beat | None:
-    return next((b for b in beats(instance) if b.step == RUN_STEP and b.run_id != holder), None)
+    return next((b for b in ledger_of(instance).beats() if b.step == RUN_STEP and b.run_id != holder), None)
 
 
 def _blocked_worker(instance: DagsterInstance, run_id: str) -> int | None:
@@ -58,7 +59,8 @@ def test_a_run_worker_killed_while_its_steps_wait_for_a_pool_is_failed_by_housek
     with running.instance() as instance:
         worker = _blocked_worker(instance, run_id)
         assert worker is not None
-        assert [b.step for b in beats(instance) if b.run_id == run_id] in ([], [RUN_STEP])  # no compute beats
+        # No compute beats: only the run worker's own, if any.
+        assert [b.step for b in ledger_of(instance).beats() if b.run_id == run_id] in ([], [RUN_STEP])
         run = instance.get_run_by_id(run_id)
         assert run is not None and run.status == DagsterRunStatus.STARTED
     # The host is lost: the code server that started the run worker (`dagster api execute_run`) and would report

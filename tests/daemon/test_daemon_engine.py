@@ -13,9 +13,7 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
-from e2e_support import decided_launch
-
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from e2e_support import decided_launch, runs_of_packet
 
 pytestmark = pytest.mark.slow
 STEERING_AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "steering.sh"
@@ -65,7 +63,7 @@ def _runs(instance: DagsterInstance, packet: str) -> list:
 
 
 def _records(instance: DagsterInstance, runs: list) -> list[dict]:
-    from awp_pipelines.orchestration.ledger.history import attempt_records
+    from e2e_support import attempt_records
 
     return [r.model_dump(mode="json") for run in runs for r in attempt_records(instance, run.run_id)]
 

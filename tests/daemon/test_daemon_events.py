@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from deployment import REPO_ROOT, all_finished, deployment, embedded_home, init_workspaces, make_project
-
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from e2e_support import runs_of_packet
 
 pytestmark = pytest.mark.slow
 AGENT = """#!/usr/bin/env python3

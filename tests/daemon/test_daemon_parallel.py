@@ -10,8 +10,7 @@ import pytest
 from dag_packets import write_dag_packet
 from dagster import DagsterEventType, DagsterInstance
 from deployment import deployment, embedded_home, make_project
-
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
+from e2e_support import runs_of_packet
 
 pytestmark = pytest.mark.slow
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}

@@ -15,11 +15,9 @@ import sqlalchemy as sa
 import yaml
 from dagster import DagsterEventType, DagsterInstance
 from deployment import REPO_ROOT, Deployment, all_finished, deployment, make_project
-from e2e_support import decided_launch
+from e2e_support import attempt_records, decided_launch, runs_of_packet
 
-from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import embedded_config
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +90,7 @@ def _settled(packet: str, count: int):  # type: ignore[no-untyped-def]
 
 
 def _records(instance: DagsterInstance, runs: list) -> list[dict]:
-    from awp_pipelines.orchestration.ledger.history import attempt_records
+    from e2e_support import attempt_records
 
     return [r.model_dump(mode="json") for run in runs for r in attempt_records(instance, run.run_id)]
 

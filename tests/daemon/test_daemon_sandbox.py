@@ -15,12 +15,11 @@ import attack_support as attack
 import pytest
 import yaml
 from deployment import all_finished, deployment, embedded_home, init_workspaces, make_project
+from e2e_support import attempt_records, runs_of_packet
 from local_servers import serving
 
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.isolation.bwrap import unavailable
-from awp_pipelines.orchestration.ledger.history import attempt_records
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox here: {unavailable()}")]

@@ -18,11 +18,10 @@ import yaml
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.scheduler.instigation import InstigatorType
 from deployment import Deployment, all_finished, deployment, embedded_home, init_workspaces, make_project
+from e2e_support import attempt_records, runs_of_packet
 
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.orchestration.ledger.history import attempt_records
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +71,7 @@ def _nothing_launched_for_two_intervals(dep: Deployment, packet_run: str, runs: 
     dep.wait_for_ticks("awp_recovery", 2)  # two more ticks: a launch would show as a run
     with dep.instance() as instance:
         assert len(_runs(instance)) == runs, [(r.run_id[:8], dict(r.tags)) for r in _runs(instance)]
-        assert StopStore(instance).state(packet_run).stopped
+        assert ledger_of(instance).stop_state(packet_run).stopped
 
 
 def _status(project: Path, home: Path) -> dict:
@@ -126,7 +125,7 @@ def test_a_ui_cancel_stops_the_packet_run_and_a_ui_launch_of_it_resumes_and_comp
             [run] = _runs(instance)
             assert run.status == DagsterRunStatus.CANCELED
             packet_run = run.tags[tags.PACKET_RUN]
-            marker = StopStore(instance).marker(packet_run)
+            marker = ledger_of(instance).stop_state(packet_run).marker
             assert marker is not None and marker.by == "ui_cancel" and first[:8] in marker.reason
         _nothing_launched_for_two_intervals(dep, packet_run, runs=1)
         report = _status(project, home)
@@ -145,6 +144,6 @@ def test_a_ui_cancel_stops_the_packet_run_and_a_ui_launch_of_it_resumes_and_comp
             records = [(r.identity.prompt, r.identity.number, r.result) for run in runs
                        for r in attempt_records(instance, run.run_id)]
             assert records == [("01", 1, "provider_failed"), ("01", 2, "completed"), ("02", 1, "completed")]
-            assert not StopStore(instance).state(packet_run).stopped
+            assert not ledger_of(instance).stop_state(packet_run).stopped
     report = _status(project, home)
     assert (report["state"], report["stop"]) == ("completed", None)

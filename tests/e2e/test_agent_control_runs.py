@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import awp, decided_launch, git_log, sent_prompt, stored_records
+from e2e_support import attempt_records, awp, decided_launch, git_log, runs_of_packet, sent_prompt, stored_records
 
-from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 5}
 

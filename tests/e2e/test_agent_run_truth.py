@@ -27,12 +27,9 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.ledger.adoption import OUTAGE_REASON
-from awp_pipelines.orchestration.ledger.history import packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import UNFINISHED
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
-from awp_pipelines.orchestration.ledger.reaper import end_run
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 CONTROL = {"enabled": True, "completion_verify": {"files_exist": ["final.txt"]}, "max_iterations": 3}
 NO_REPAIR = {"repair": {"enabled": False}}
@@ -210,9 +207,9 @@ def test_an_attempt_whose_record_an_outage_lost_is_adopted_without_saying_its_pr
     instance = open_instance(packet)
     try:
         [run] = [r for r in instance.get_runs() if r.status in UNFINISHED]
-        end_run(instance, run.run_id)  # as an `awp run` that lived through the outage stores its run's end
-        history = packet_run_history(instance, packet_run, binding.keys)
-        assert InstanceLedger(instance).adopt(binding, history) == [f"{packet_run}.01.a1"]
+        ledger_of(instance).close_run(run.run_id)  # as an `awp run` that lived through the outage stores its run's end
+        history = ledger_of(instance).history(packet_run, binding.keys)
+        assert ledger_of(instance).adopt(binding, history) == [f"{packet_run}.01.a1"]
         [record] = history.agent_runs["01"].records
         assert record.target.reason == OUTAGE_REASON and "died" not in record.target.reason
     finally:
@@ -325,7 +322,7 @@ def _events(packet: Path) -> list[dict[str, Any]]:
 def test_a_ui_run_and_its_retry_carry_only_their_packet_run_as_a_tag(tmp_path: Path, make_git_repo) -> None:
     """The Runs list shows each tag outside Dagster's namespace on a line of its own: a run of the UI and the
     retry that completes its packet run carry their packet run (its first compute tags it), no Attempt, mode,
-    target or state; the packet lists the packet run (packet_index.py), and `awp status` finds it there."""
+    target or state; the packet lists the packet run (its index in the ledger), and `awp status` finds it there."""
     packet = _packet(tmp_path / "p", make_git_repo, {"01_a": _prompt("a.txt", {"writes": []}, _writes("a.txt"))})
     first = _materialize(packet, "01", {})
     assert not first.success
@@ -340,7 +337,7 @@ def test_a_ui_run_and_its_retry_carry_only_their_packet_run_as_a_tag(tmp_path: P
             assert run is not None
             assert {k: v for k, v in run.tags.items() if not k.startswith(("dagster/", ".dagster/"))} == {
                 tags.PACKET_RUN: packet_run}
-        assert packet_runs_of(instance, load_packet(packet).name) == [packet_run]
+        assert ledger_of(instance).packet_runs(load_packet(packet).name) == [packet_run]
     finally:
         instance.dispose()
     assert_one_truth(packet, packet_run, {"01": "completed"}, "completed", [])

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import AssetKey
-from e2e_support import awp, git_log, write_overlay
+from e2e_support import attempt_records, awp, git_log, runs_of_packet, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.compile.naming import prompt_key
-from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of, runs_of_packet
 
 SECRET = "sk-ant-api03-THIS-IS-A-TEST-SECRET-0123456789"
 
@@ -77,7 +76,7 @@ def test_run_tags_and_record_name_the_attempt_its_agent_run_and_mode(compat_pack
         [run] = instance.get_runs()
         tags = run.tags
         assert attempt_records(instance, run.run_id)[0].identity.mode == "run"
-        assert packet_runs_of(instance, "authoring-packet") == [tags["awp/packet_run"]]
+        assert ledger_of(instance).packet_runs("authoring-packet") == [tags["awp/packet_run"]]
         assert attempt_records(instance, run.run_id)[0].identity.attempt_id == f"{tags['awp/packet_run']}.01.a1"
         key = prompt_key(load_packet(packet), "01")
         meta = instance.get_latest_materialization_event(key).asset_materialization.metadata

@@ -21,10 +21,9 @@ import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
-from e2e_support import decided_attempt, prompt_of
+from e2e_support import decided_attempt, prompt_of, runs_of_packet
 from local_servers import serving
 
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, deployment, free_port, make_project, stop_groups
 from tests.e2e.remote_attacks import REMOTE_ROWS, attacked_project, storage_from_environment
 
@@ -207,7 +206,7 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
     Celery task STARTED, but its heartbeat goes silent, so the sensor fails the run, frees its slots and
     launches the third Attempt, which runs on the other worker from the checkpoint the first one pushed."""
     from awp_pipelines.dagster_compat.pools import slot_holders
-    from awp_pipelines.orchestration.ledger.heartbeat import beats
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
 
     a2, a3 = f"{PACKET_RUN}.01.a2", f"{PACKET_RUN}.01.a3"
     with _topology(tmp_path, fresh_pg_database, make_git_repo, repos=FOUR, attempts=KILLED_MID_ATTEMPT,
@@ -216,13 +215,13 @@ def test_a_worker_killed_mid_attempt_is_failed_by_its_silent_heartbeat_and_the_r
         top.dep.wait_until(lambda i: _run_of(i, a2) is not None, 600, f"the sensor to launch {a2}")
         for prompt in ("02", "03", "04"):  # queued behind the retry: they run beside it, on the other worker
             top.launch(prompt, tags={"awp/packet_run": PACKET_RUN})
-        top.dep.wait_until(lambda i: (r := _run_of(i, a2)) is not None
-                           and r.run_id in {b.run_id for b in beats(i) if not b.of_run},  # its compute's, not its run's
+        top.dep.wait_until(lambda i: (r := _run_of(i, a2)) is not None  # its compute's beat, not its run's
+                           and r.run_id in {b.run_id for b in ledger_of(i).beats() if not b.of_run},
                            600, f"Attempt {a2} to beat")
         with top.dep.instance() as instance:
             hung = _run_of(instance, a2)
             assert hung is not None
-            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id and not b.of_run]
+            [beat] = [b for b in ledger_of(instance).beats() if b.run_id == hung.run_id and not b.of_run]
             done_before = {r.run_id for r in instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.SUCCESS]))}
         # In parallel: a run that succeeds now ran while 01's second Attempt was running, on the other host.
         top.dep.wait_until(lambda i: any(r.run_id not in done_before for r in i.get_runs(
@@ -271,7 +270,7 @@ def test_the_attack_table_through_the_celery_launcher(
     there): a `command` agent in its sandbox finds the password in no environment and no /proc, cannot reach
     the instance's PostgreSQL, the operator's HOME or another account's folder, while its work is verified and
     committed and `awp agent-control` works from inside."""
-    from awp_pipelines.orchestration.ledger.history import attempt_records
+    from e2e_support import attempt_records
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)
     project, tree, remote = attacked_project(tmp_path, "sandbox", fresh_pg_database, server.server_address[1])

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import DagsterRunStatus
-from e2e_support import awp, git_log, git_status, postgres_instance_dir, write_overlay
+from e2e_support import awp, git_log, git_status, postgres_instance_dir, runs_of_packet, write_overlay
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
-from awp_pipelines.orchestration.ledger.reaper import runners_of
 
 SINGLE_REPO_OVERLAY = {
     "01": {"attempts": [{"messages": ["Creating hello.txt"],
@@ -65,7 +64,7 @@ def test_authoring_packet_runs_to_completion_with_one_trailed_commit_per_prompt(
         assert len(run.asset_selection or ()) == 2 and run.status == DagsterRunStatus.SUCCESS
         # Listed with the code location's job in the UI, as launched by awp run.
         assert run.tags[".dagster/repository"] == "__repository__@awp_pipelines"
-        assert runners_of(instance, [run.run_id])  # its `awp run` noted itself as the run's driver
+        assert ledger_of(instance).runners([run.run_id])  # its `awp run` noted itself as the run's driver
         event = instance.get_latest_materialization_event(prompt_key(load_packet(packet), "02"))
         assert event is not None
         meta = event.asset_materialization.metadata

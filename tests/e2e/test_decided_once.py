@@ -77,11 +77,11 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
     import inspect
 
     from awp_pipelines.dagster_compat import pools as storage
-    from awp_pipelines.orchestration.ledger import stop_store
+    from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
     stop_reads: Counter[str] = Counter()
     pool_lists = Counter[str]()
-    real_state = stop_store.StopStore.state
+    real_state = InstanceLedger.stop_state
     real_keys = storage.ensure_pool
 
     def state(self, packet_run):  # type: ignore[no-untyped-def]
@@ -90,7 +90,7 @@ def test_an_attempt_reads_its_stop_marker_once_and_a_pool_s_existence_once_per_p
             stop_reads[packet_run] += 1
         return real_state(self, packet_run)
 
-    monkeypatch.setattr(stop_store.StopStore, "state", state)
+    monkeypatch.setattr(InstanceLedger, "stop_state", state)
 
     def ensure_pool(instance, pool, limit=1):  # type: ignore[no-untyped-def]
         storage_keys = instance.event_log_storage.get_concurrency_keys

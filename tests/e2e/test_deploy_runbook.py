@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance
-from e2e_support import decided_launch
+from e2e_support import decided_launch, runs_of_packet
 
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import Deployment, free_port, make_project, stop_groups, wait_for_webserver
 from tests.e2e.test_celery_runs import _redis
 

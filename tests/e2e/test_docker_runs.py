@@ -28,10 +28,9 @@ import sqlalchemy as sa
 import yaml
 from attack_support import Canary, rows_of
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
-from e2e_support import decided_attempt
+from e2e_support import decided_attempt, runs_of_packet
 from local_servers import serving
 
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 from tests.daemon.deployment import deployment, make_project
 from tests.e2e.remote_attacks import REMOTE_ROWS, STORAGE_ENV, attacked_project, storage_from_environment
 from tests.e2e.test_celery_runs import REPO_ROOT, _git, _packet, _run_of
@@ -125,7 +124,7 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
     run worker): run monitoring fails the run, the recovery sensor launches the second Attempt in a new
     container, which pushes the prompt's one commit; no run is left unfinished and no slot held."""
     from awp_pipelines.dagster_compat.pools import slot_holders
-    from awp_pipelines.orchestration.ledger.heartbeat import beats
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     remote = tmp_path / "alpha.git"
@@ -141,13 +140,14 @@ def test_a_killed_container_is_noticed_and_the_retry_completes(
             asset_selection=[["spread", "01_work"]], tags={"awp/packet_run": PACKET_RUN})
         # Mid-Attempt: the run beats from inside its container, and its agent hangs for 15 minutes.
         dep.wait_until(lambda i: (r := i.get_run_by_id(first)) is not None and (r.is_finished or (
-            "docker/container_id" in r.tags and r.run_id in {b.run_id for b in beats(i) if not b.of_run})), 600,
+            "docker/container_id" in r.tags
+            and r.run_id in {b.run_id for b in ledger_of(i).beats() if not b.of_run})), 600,
                        f"Attempt {a1} to beat in its container")
         with dep.instance() as instance:
             hung = instance.get_run_by_id(first)
             assert hung is not None
             assert hung.status == DagsterRunStatus.STARTED, _post_mortem(client, instance, hung.run_id)
-            [beat] = [b for b in beats(instance) if b.run_id == hung.run_id and not b.of_run]
+            [beat] = [b for b in ledger_of(instance).beats() if b.run_id == hung.run_id and not b.of_run]
         # The container shares the host's name (host network) but not its pids: it names itself by its id.
         assert beat.host == f"{socket.gethostname()}/{hung.tags['docker/container_id'][:12]}"
         container = client.containers.get(hung.tags["docker/container_id"])
@@ -185,7 +185,7 @@ def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_
     steps run by AWP's executor rules there (in process: the run worker is the container's pid 1), the compute tags
     the run, and the recovery sensor launches 01's repair in a container of its own; both prompts end committed."""
     from awp_pipelines.dagster_compat.pools import slot_holders
-    from awp_pipelines.orchestration.ledger.history import packet_run_records
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     remotes = {}
@@ -204,7 +204,7 @@ def test_materialize_all_from_the_lineage_page_completes_in_containers_with_its_
             """The UI's run and the runs of the packet run its compute tagged it with."""
             run = i.get_run_by_id(first)
             packet_run = run.tags.get("awp/packet_run") if run else None
-            return [r.dagster_run for r in packet_run_records(i, packet_run)] if packet_run else []
+            return ledger_of(i).attempt_log(packet_run).runs if packet_run else []
 
         def settled(i: DagsterInstance) -> bool:
             runs = family(i)
@@ -235,7 +235,7 @@ def test_the_attack_table_through_the_docker_launcher(
     its work is verified and committed and `awp agent-control` works from inside. With `isolation: none` the
     same rows get through (the environment allowlist alone still keeps the password out of its environment),
     and the hook the script then writes into `.git` ends the Attempt `tree_tampered`: nothing is committed."""
-    from awp_pipelines.orchestration.ledger.history import attempt_records
+    from e2e_support import attempt_records
 
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Canary)  # on the host network: a container reaches it

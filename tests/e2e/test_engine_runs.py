@@ -7,10 +7,8 @@ from pathlib import Path
 
 import yaml
 from dagster import AssetKey
-from e2e_support import awp, decided_launch, sent_prompt, stored_records
+from e2e_support import attempt_records, awp, decided_launch, sent_prompt, stored_records
 
-from awp_pipelines.core.packet.packet import load_packet
-from awp_pipelines.orchestration.ledger.history import attempt_records
 from awp_pipelines.orchestration.ledger.instance import open_instance
 
 STATES = ["created", "provisioning", "running", "checkpointing", "terminal"]
@@ -102,47 +100,3 @@ def test_awp_repair_refuses_a_prompt_that_never_ran(tmp_path: Path, make_git_rep
     packet = _failing_then_fixed(tmp_path, make_git_repo)
     result = awp("repair", packet, "01")
     assert result.exit_code == 2 and "no Attempt on record" in result.output
-
-
-def test_a_ui_launch_tagged_repair_repairs_the_prompts_latest_packet_run(tmp_path: Path, make_git_repo) -> None:
-    """What the UI sends: the prompt's asset, tags awp/mode=repair and awp/note, no Attempt, no packet run."""
-    from dagster import Definitions
-
-    from awp_pipelines.core.packet.providers_config import load_catalog
-    from awp_pipelines.orchestration.assets import packet_assets
-
-    packet = _failing_then_fixed(tmp_path, make_git_repo)
-    packet_run = json.loads(awp("run", packet, "--json").stdout)["prompts"][0]["attempt"].split(".")[0]
-    compiled = packet_assets(load_packet(packet), load_catalog(None))
-    job = Definitions(assets=compiled.assets, jobs=[compiled.job],
-                      resources=dict(compiled.resources)).resolve_job_def("packet__fixme")
-    instance = open_instance(packet)
-    try:
-        job.execute_in_process(instance=instance, asset_selection=[AssetKey(["fixme", "01_work"])],
-                               tags={"awp/mode": "repair", "awp/note": "say finished"}, raise_on_error=False)
-    finally:
-        instance.dispose()
-    records = stored_records(packet, packet_run)
-    assert [(r["identity"]["mode"], r["result"]) for r in records][-1] == ("repair", "completed")
-    assert len(records) == 3 and "say finished" in sent_prompt(records[-1])
-    assert "text not found: 'finished'" in sent_prompt(records[-1])
-
-
-def test_in_a_run_of_several_prompts_the_packet_cap_stops_the_prompts_not_yet_started(
-        tmp_path: Path, make_git_repo) -> None:
-    root = _packet(tmp_path / "two", make_git_repo, {"budget": {"max_cost_usd": 0.05}},
-                   {"verify": {"files_exist": ["a.txt"]},
-                    "simulate": {"attempts": [{"cost_usd": 0.04, "writes": [{"path": "a.txt", "text": "a"}]}]}})
-    for pid, name, cost in (("02", "b", 0.02), ("03", "c", 0.01)):
-        front = {"depends_on": ["01"], "verify": {"files_exist": [f"{name}.txt"]},
-                 "simulate": {"attempts": [{"cost_usd": cost, "writes": [{"path": f"{name}.txt", "text": name}]}]}}
-        (root / "prompts" / f"{pid}_{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWrite.\n")
-    result = awp("run", root, "--json", "--parallel", "1")
-    first, stopped, refused = json.loads(result.stdout)["prompts"]
-    assert first["result"] == "completed"
-    # 02 reached the cap inside its session ($0.04 + $0.02): stopped there, its file never written.
-    assert (stopped["result"], stopped["failure_class"], stopped["state"]) == (
-        "provider_failed", "budget_exhausted", "budget_exhausted")
-    assert (refused["result"], refused["state"]) == ("not_run", "budget_exhausted")  # 03 never started
-    assert "$0.0600 of its $0.05 cap" in refused["decision"]
-    assert not (root / "workspace" / "b.txt").exists() and not (root / "workspace" / "c.txt").exists()

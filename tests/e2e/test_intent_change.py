@@ -14,8 +14,9 @@ from test_agent_run_truth import _packet, _prompt, _sensor_launches, _writes
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import plain_value
-from awp_pipelines.orchestration.ledger.attempt_lookup import FoundAttempt, agent_run_attempts
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.views.attempt_pages import FoundAttempt, agent_run_attempts
 
 FAILS = {"error": {"kind": "provider_runtime_claim"}}
 
@@ -25,7 +26,7 @@ def _page_attempts(packet: Path, agent_run: str) -> list[FoundAttempt]:
     folder = packet / ".awp" / "dagster"
     instance = open_instance(folder, folder)
     try:
-        return agent_run_attempts(instance, agent_run)
+        return agent_run_attempts(ledger_of(instance), agent_run)
     finally:
         instance.dispose()
 

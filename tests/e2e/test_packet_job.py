@@ -7,14 +7,13 @@ import subprocess
 from pathlib import Path
 
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterInstance
-from e2e_support import decided_launch
+from e2e_support import attempt_records, decided_launch
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.translator import repo_pools
 from awp_pipelines.orchestration.compute.resources import AwpResource
-from awp_pipelines.orchestration.ledger.history import attempt_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GREETING, CHANGELOG, STATUS = (AssetKey(["demo", n]) for n in ("01_write_greeting", "02_write_changelog",

@@ -8,13 +8,12 @@ from pathlib import Path
 
 from dag_packets import write_dag_packet
 from dagster import DagsterInstance
-from e2e_support import awp
+from e2e_support import awp, runs_of_packet
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.driver.parallel import can_overlap
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 
 def _step_spans(instance_dir: Path) -> tuple[int, dict[str, tuple[float, float]]]:

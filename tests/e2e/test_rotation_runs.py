@@ -10,17 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import DagsterInstance, RunsFilter, build_sensor_context
-from e2e_support import awp, decided_launch
+from e2e_support import attempt_records, awp, decided_launch
 
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compute.resources import AwpResource
-from awp_pipelines.orchestration.ledger.account_store import AccountStore
-from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.standing import agent_run_records
+from awp_pipelines.orchestration.views.standing import agent_run_records
 
 ACCOUNTS = ["sim-a", "sim-b", "sim-c"]
 LIMITED = {"error": {"kind": "provider_rate_limit", "message": "You've hit your limit"}}
@@ -81,7 +79,7 @@ def test_awp_run_uses_the_accounts_each_rotation_gives(rotation: str, tmp_path: 
     instance = open_instance(root)
     try:
         for _ in range(5):
-            AccountStore(instance).record_use("sim-b", at_ms=1)
+            ledger_of(instance).record_use("sim-b", 1)
     finally:
         instance.dispose()
     result = awp("run", root, "--providers", providers, "--json")
@@ -92,7 +90,7 @@ def test_awp_run_uses_the_accounts_each_rotation_gives(rotation: str, tmp_path: 
     instance = open_instance(root)
     try:
         packet = load_packet(root)
-        records = {p: agent_run_records(InstanceLedger(instance), packet, packet_run, p) for p in EXPECTED[rotation]}
+        records = {p: agent_run_records(ledger_of(instance), packet, packet_run, p) for p in EXPECTED[rotation]}
         used = {p: [r.target.account for r in rs] for p, rs in records.items()}
         assert used == EXPECTED[rotation]
         # Each Attempt launched on its own (all but 01's first, which ran with the whole selection) carries
@@ -101,7 +99,7 @@ def test_awp_run_uses_the_accounts_each_rotation_gives(rotation: str, tmp_path: 
                   instance.get_runs(filters=RunsFilter(tags={"awp/packet_run": packet_run})) if "awp/account" in r.tags}
         assert tagged == {r.identity.attempt_id: r.target.account for rs in records.values() for r in rs
                           if r.identity.attempt_id != f"{packet_run}.01.a1"}
-        uses = AccountStore(instance).usage(ACCOUNTS)
+        uses = ledger_of(instance).availability(ACCOUNTS, 0).usage
         assert sum(u.attempts for u in uses.values()) == 6 + 5  # every Attempt counted, and sim-b's five before
     finally:
         instance.dispose()
@@ -132,7 +130,7 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
     with DagsterInstance.ephemeral() as instance:
         first = job.execute_in_process(instance=instance, raise_on_error=False)
         packet_run = f"pr-{first.run_id[:8]}"
-        used = {p: [r.target.account for r in agent_run_records(InstanceLedger(instance), packet, packet_run, p)]
+        used = {p: [r.target.account for r in agent_run_records(ledger_of(instance), packet, packet_run, p)]
                 for p in ("01", "02", "03")}
         assert used == {"01": ["sim-a"], "02": ["sim-b"], "03": ["sim-c"]}
         tick = compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=defs))
@@ -143,6 +141,6 @@ def test_the_sensor_and_a_ui_launch_pick_the_account_the_rotation_gives(tmp_path
         again = job.execute_in_process(instance=instance, asset_selection=[compiled.binding.key("01")],
                                        tags={"awp/packet_run": packet_run}, raise_on_error=False)
         assert again.success
-        [_, fallback] = agent_run_records(InstanceLedger(instance), packet, packet_run, "01")
+        [_, fallback] = agent_run_records(ledger_of(instance), packet, packet_run, "01")
         assert (fallback.identity.mode, fallback.target.account) == ("fallback", "sim-b")
         assert fallback.identity.attempt_id == request.run_key

@@ -13,11 +13,10 @@ import jsonschema
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterEventType, RunsFilter
-from e2e_support import awp, postgres_instance_dir
+from e2e_support import awp, postgres_instance_dir, runs_of_packet
 
 from awp_pipelines.cli_features.schema import schema_for
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.packet_index import runs_of_packet
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

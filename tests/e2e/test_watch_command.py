@@ -17,9 +17,9 @@ from e2e_support import awp
 from awp_pipelines.core.engine.status_report import liveness
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.orchestration.compile.naming import prompt_key
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +62,7 @@ def _quiet_started_run(demo: Path, packet_run: str) -> str:
     try:
         instance.add_run(DagsterRun(job_name="packet__demo", run_id=run_id, status=DagsterRunStatus.STARTED,
                                     tags={"awp/packet_run": packet_run}, asset_selection=frozenset({key})))
-        note_packet_run(instance, "demo", packet_run)
+        ledger_of(instance).note_packet_run("demo", packet_run, int(time.time() * 1000))
         marker = AssetObservation(asset_key=key, metadata={
             "awp/event": ATTEMPT_STARTED, "awp/attempt": f"{packet_run}.02.a2", "awp/attempt_number": 2,
             "awp/mode": "repair", "awp/provider": "simulated", "awp/model": "simulated-demo"})

@@ -15,20 +15,28 @@ from awp_pipelines.core.engine.runlock import process_start_time
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import BUILTIN, Catalog
 from awp_pipelines.core.records.failures import FailureEnvelope
-from awp_pipelines.orchestration.assets import packet_assets
+from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compute.resources import AwpResource
 
 
-def a_binding(root: Path, make_git_repo: Callable[[Path], Path], prompts: dict[str, dict],
-              catalog: Catalog = BUILTIN, **manifest: object) -> PacketBinding:
-    """Packet `mem`: independent prompts (each `NN_slug` → front matter) on one work tree, `root/workspace`."""
+def a_packet(root: Path, make_git_repo: Callable[[Path], Path], prompts: dict[str, dict],
+             catalog: Catalog = BUILTIN, **manifest: object) -> CompiledPacket:
+    """Packet `mem`: prompts (each `NN_slug` → front matter) on one work tree, `root/workspace`, compiled with its
+    state (events, control files) under `root/.awp`."""
     make_git_repo(root / "workspace")
     (root / "packet.yaml").write_text(yaml.safe_dump({"name": "mem", "provider": "simulated", "repos": {
         "app": {"path": "./workspace", "default": True}}, **manifest}))
     (root / "prompts").mkdir()
     for name, front in prompts.items():
         (root / "prompts" / f"{name}.prompt.md").write_text(f"---\n{yaml.safe_dump(front)}---\nWork.\n")
-    return packet_assets(load_packet(root), catalog).binding
+    return packet_assets(load_packet(root), catalog, AwpResource())
+
+
+def a_binding(root: Path, make_git_repo: Callable[[Path], Path], prompts: dict[str, dict],
+              catalog: Catalog = BUILTIN, **manifest: object) -> PacketBinding:
+    """`a_packet`'s binding: the independent prompts' packet bound to its assets."""
+    return a_packet(root, make_git_repo, prompts, catalog, **manifest).binding
 
 
 def dead_runner() -> str:

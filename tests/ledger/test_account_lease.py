@@ -9,8 +9,8 @@ from pathlib import Path
 
 from e2e_support import race_processes
 
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import account_pool, leased
 
 HOLD_S = 0.3
@@ -19,7 +19,7 @@ HOLD_S = 0.3
 def _hold(home: str, number: int, start_at: float, spans: multiprocessing.Queue) -> None:
     instance = open_instance_folder(Path(home))
     time.sleep(max(0.0, start_at - time.time()))  # every process claims at the same moment
-    with leased(InstanceLedger(instance), f"run-{number}", "step", {"account": "shared"}):
+    with leased(ledger_of(instance), f"run-{number}", "step", {"account": "shared"}):
         began = time.time()
         time.sleep(HOLD_S)
         spans.put((began, time.time()))

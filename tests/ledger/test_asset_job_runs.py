@@ -17,10 +17,9 @@ from awp_pipelines.core.packet.providers_config import BUILTIN
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import CompiledPacket, packet_assets
 from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.packet_index import packet_runs_of
-from awp_pipelines.orchestration.ledger.recovery_cursor import RecoveryCursor
+from awp_pipelines.orchestration.sensors.recovery_cursor import RecoveryCursor
 
 ASSET_JOB = "__ASSET_JOB"
 
@@ -71,11 +70,11 @@ def test_a_run_claimed_by_another_packet_or_with_a_bad_packet_run_tag_is_left_as
     instance = open_instance_folder(tmp_path / "instance")
     try:
         both = _ended(instance, [*mine.binding.keys, *other.binding.keys])
-        ledger = InstanceLedger(instance)
+        ledger = ledger_of(instance)
         first, second = ledger.claim_run(both, "other"), ledger.claim_run(both, "mine")  # each reads it afresh
         bad = _ended(instance, list(mine.binding.keys), {tags.PACKET_RUN: "../.."})
         refused = ledger.claim_run(bad, "mine")
-        listed = {p: packet_runs_of(instance, p) for p in ("mine", "other")}
+        listed = {p: ledger_of(instance).packet_runs(p) for p in ("mine", "other")}
     finally:
         instance.dispose()
     assert first is not None and second is not None and refused is not None

@@ -1,5 +1,5 @@
-"""An Attempt starts once: its id is claimed atomically in the instance (orchestration/claims.py), so a run
-worker started twice (a Celery task redelivered after its visibility timeout) starts no second agent."""
+"""An Attempt starts once: its id is claimed atomically in the instance (`Ledger.claim_attempt`), so a run worker
+started twice (a Celery task redelivered after its visibility timeout) starts no second agent."""
 
 from __future__ import annotations
 
@@ -13,9 +13,14 @@ from dagster import DagsterInstance, DagsterRunStatus
 from dagster._core.test_utils import create_run_for_test
 from e2e_support import postgres_instance_dir, race_processes
 
-from awp_pipelines.orchestration.ledger import claims
-from awp_pipelines.orchestration.ledger.claims import claim_attempt
+from awp_pipelines.orchestration.ledger import instance_ledger as claims
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.liveness import this_process
+
+
+def claim_attempt(instance: DagsterInstance, attempt_id: str, run_id: str) -> str | None:
+    return ledger_of(instance).claim_attempt(attempt_id, run_id)
 
 
 def _run(instance: DagsterInstance, status: DagsterRunStatus) -> str:
@@ -29,7 +34,7 @@ def test_a_second_process_of_a_live_run_is_refused_and_names_the_holder(
         run_id = _run(instance, DagsterRunStatus.STARTED)
         assert claim_attempt(instance, "pr-1.01.a1", run_id) is None
         assert claim_attempt(instance, "pr-1.01.a1", run_id) is None  # the holder asking again: still its own
-        first = claims.this_process(run_id)
+        first = this_process(run_id)
         # The redelivered task: the same run, another process (here: another pid).
         monkeypatch.setattr(claims, "this_process", lambda rid: f"{rid}:other-host:4242:1")
         assert claim_attempt(instance, "pr-1.01.a1", run_id) == first

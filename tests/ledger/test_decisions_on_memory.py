@@ -23,14 +23,14 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.driver.manual_repair import plan_repair
-from awp_pipelines.orchestration.ledger.asset_job_runs import claimant
-from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, agent_run_truth, decision_inputs
 from awp_pipelines.orchestration.ledger.lease import tree_pool
+from awp_pipelines.orchestration.ledger.liveness import Beat
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
-from awp_pipelines.orchestration.ledger.standing import standing
-from awp_pipelines.orchestration.ledger.status_read import status_report
-from awp_pipelines.orchestration.ledger.watching import watch_reading
+from awp_pipelines.orchestration.sensors.asset_job_runs import claimant
+from awp_pipelines.orchestration.views.standing import standing
+from awp_pipelines.orchestration.views.status import status_report
+from awp_pipelines.orchestration.views.watch import watch_reading
 
 
 def _attempt(ledger: MemoryLedger, binding: PacketBinding, packet_run: str, prompt: str, result: str,

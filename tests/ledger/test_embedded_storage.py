@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage, SqliteEventLogStorage
 
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import (
     _EARLIER_CONFIG,
     EMBEDDED_CONFIG,
@@ -18,7 +19,6 @@ from awp_pipelines.orchestration.ledger.instance import (
     events_folder,
     open_instance_folder,
 )
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import leased
 
 
@@ -30,7 +30,7 @@ def test_a_new_instance_has_one_event_log_database_with_the_pools(tmp_path: Path
         assert isinstance(storage, ConsolidatedSqliteEventLogStorage)
         assert storage.supports_global_concurrency_limits
         # A work-tree lease: pool repo_x_tree.
-        with leased(InstanceLedger(instance), "run-a", "step", {"tree": "repo_x"}):
+        with leased(ledger_of(instance), "run-a", "step", {"tree": "repo_x"}):
             assert not storage.claim_concurrency_slot("repo_x_tree", "run-b", "step").is_claimed
         assert storage.claim_concurrency_slot("repo_x_tree", "run-b", "step").is_claimed
     finally:

@@ -1,4 +1,4 @@
-"""Liveness across hosts (orchestration/heartbeat.py): a running compute beats in the instance; a run whose
+"""Liveness across hosts (ledger/liveness.py, `Ledger.reap`): a running compute beats in the instance; a run whose
 beat went silent (its Celery worker killed with kill -9, its host lost) is failed and its slots freed, which
 Dagster's run monitoring never does for a Celery task left STARTED."""
 
@@ -19,10 +19,10 @@ from dagster._core.test_utils import create_run_for_test
 from awp_pipelines.core.engine.hosts import container_host, host_id
 from awp_pipelines.dagster_compat.pools import claimed_slots
 from awp_pipelines.orchestration.compute.step_executor import RunBeatingExecutor, parallel_executor
-from awp_pipelines.orchestration.ledger.heartbeat import Beat, beating, beats, reap_silent_runs, write_beat
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import leased, tree_pool
+from awp_pipelines.orchestration.ledger.liveness import Beat, beating
 
 
 @pytest.fixture
@@ -40,14 +40,14 @@ def test_a_compute_beats_with_its_host_and_pid_while_it_runs_and_its_beat_goes_w
         instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWP_HOST_ID", "host-a")
     run_id = _run(instance)
-    with beating(InstanceLedger(instance), run_id, "step_01", "beats", every=0.5) as first:
+    with beating(ledger_of(instance), run_id, "step_01", "beats", every=0.5) as first:
         assert (first.host, first.pid, first.every) == ("host-a", os.getpid(), 0.5)
         deadline = time.monotonic() + 60  # against a hang only: the thread beats again within 0.5 s
-        while [b.at for b in beats(instance)] == [first.at] and time.monotonic() < deadline:
+        while [b.at for b in ledger_of(instance).beats()] == [first.at] and time.monotonic() < deadline:
             time.sleep(0.1)
-        [later] = beats(instance)
+        [later] = ledger_of(instance).beats()
         assert later.at > first.at and later.key == first.key
-    assert beats(instance) == []
+    assert ledger_of(instance).beats() == []
 
 
 def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
@@ -58,16 +58,16 @@ def test_a_silent_run_is_failed_and_its_slots_freed_a_beating_one_is_not(
     stale = now - 60  # bound for a 2 s beat: 4 x 2 + 10 = 18 s
     for run_id, packet, at in ((dead, "beats", stale), (alive, "beats", now - 5), (other_packet, "other", stale),
                                (ended, "beats", stale)):
-        write_beat(instance, Beat(run_id, "step_01", packet, "host-b", 4242, at, 2.0))
-    with leased(InstanceLedger(instance), dead, "step_01", {"tree": "awp_x"}):
-        reaped = reap_silent_runs(instance, "beats", now=now)
-        assert [r.run_id for r in reaped] == [dead]
+        ledger_of(instance).beat(Beat(run_id, "step_01", packet, "host-b", 4242, at, 2.0))
+    with leased(ledger_of(instance), dead, "step_01", {"tree": "awp_x"}):
+        reaped = ledger_of(instance).reap("beats", now=now)
+        assert list(reaped) == [dead]
         failed = instance.get_run_by_id(dead)
         assert failed is not None and failed.status == DagsterRunStatus.FAILURE
         assert instance.get_run_by_id(alive).status == DagsterRunStatus.STARTED  # type: ignore[union-attr]
         assert instance.get_run_by_id(other_packet).status == DagsterRunStatus.STARTED  # type: ignore[union-attr]
         # The beats of ended runs are dropped; the live ones, and another packet's, stay for their own judge.
-        assert sorted(b.run_id for b in beats(instance)) == sorted([alive, other_packet])
+        assert sorted(b.run_id for b in ledger_of(instance).beats()) == sorted([alive, other_packet])
         # Its work tree is free at once, for the retry: no grace as for a run whose worker ended it.
         assert claimed_slots(instance, tree_pool("awp_x")) == []
 
@@ -122,7 +122,7 @@ def test_the_housekeeping_sensor_fails_a_silent_run_of_any_packet(tmp_path: Path
     try:
         silent = create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.STARTED,
                                      tags={"awp/packet_run": "pr-silent"}).run_id
-        write_beat(instance, Beat(silent, "demo__01", "demo", "host-b", 4242, time.time() - 600, 15.0))
+        ledger_of(instance).beat(Beat(silent, "demo__01", "demo", "host-b", 4242, time.time() - 600, 15.0))
         HOUSEKEEPING.evaluate_tick(build_sensor_context(instance=instance))
         run = instance.get_run_by_id(silent)
         assert run is not None and run.status == DagsterRunStatus.FAILURE

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,8 @@ from dagster._core.test_utils import create_run_for_test
 from repo_paths import REPO_ROOT
 
 from awp_pipelines.cli import cli
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.packet_index import note_packet_run
 
 DEMO = REPO_ROOT / "assets" / "demo"
 
@@ -34,7 +35,7 @@ def _deployment_home(folder: Path) -> Path:
     try:
         create_run_for_test(instance, job_name="packet__demo", status=DagsterRunStatus.SUCCESS,
                             tags={"awp/packet_run": "pr-deployed"})
-        note_packet_run(instance, "demo", "pr-deployed")
+        ledger_of(instance).note_packet_run("demo", "pr-deployed", int(time.time() * 1000))
     finally:
         instance.dispose()
     return folder

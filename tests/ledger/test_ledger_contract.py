@@ -21,15 +21,14 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.ledger.adoption import ADOPTED_REASON, LOST_REASON, OUTAGE_REASON, lost_commits
-from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags
-from awp_pipelines.orchestration.ledger.heartbeat import Beat
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, joining_tags
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.ledger import Ledger
+from awp_pipelines.orchestration.ledger.liveness import OUTAGE_MARK, SLOT_GRACE_S, Beat
 from awp_pipelines.orchestration.ledger.memory_ledger import MemoryLedger
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK, SLOT_GRACE_S
-from awp_pipelines.orchestration.ledger.watching import watch_reading
+from awp_pipelines.orchestration.views.watch import watch_reading
 
 KEY = AssetKey(["contract", "p01"])
 KEYS = {KEY: "01"}
@@ -61,7 +60,7 @@ def _instance(instance: DagsterInstance) -> Iterator[Subject]:
         instance.report_run_canceled(run)
 
     try:
-        yield Subject(InstanceLedger(instance), add_run, end_run)
+        yield Subject(ledger_of(instance), add_run, end_run)
     finally:
         instance.dispose()
 
@@ -132,6 +131,33 @@ def test_a_record_stored_twice_reads_once(subject: Subject) -> None:
     subject.ledger.record_attempt(run, KEY, a_record("pr", 1, "completed", run))
     [record] = subject.ledger.history("pr", KEYS).agent_runs["01"].records
     assert record.result == "completed"
+
+
+def test_a_packet_runs_attempt_log_holds_every_asset_s_attempt_events_run_by_run(subject: Subject) -> None:
+    """What an Attempt's page reads (`attempt_log`, `run_events`, `recent_packet_runs`): no packet, no asset keys."""
+    ledger = subject.ledger
+    first, second = subject.add_run("pr", DagsterRunStatus.STARTED), subject.add_run("pr", DagsterRunStatus.STARTED)
+    subject.add_run("other", DagsterRunStatus.STARTED)
+    other_key = AssetKey(["contract", "p02"])  # an asset the caller names nowhere
+    ledger.record_started(first, KEY, _marker(1))
+    ledger.record_attempt(first, KEY, a_record("pr", 1, "verification_failed", first))
+    ledger.record_started(second, other_key, _marker(2))
+    log = ledger.attempt_log("pr")
+    assert [r.run_id for r in log.runs] == [first, second]  # oldest first
+    [(key, started), (_, recorded)] = log.events[first]
+    assert key == KEY and started[tags.EVENT] == ATTEMPT_STARTED and started[tags.ATTEMPT_NUMBER] == 1  # flat
+    assert recorded[tags.RECORD]["result"] == "verification_failed"
+    assert [k for k, _ in log.events[second]] == [other_key] and log.gone == {}
+    page, cursor, _ = ledger.run_events(first, None)
+    assert [meta.get(tags.EVENT) for _, meta in page] == [ATTEMPT_STARTED, None]
+    ledger.record_attempt(first, KEY, a_record("pr", 1, "completed", first))
+    more, _, _ = ledger.run_events(first, cursor)  # only what came after the cursor
+    assert [meta[tags.RECORD]["result"] for _, meta in more] == ["completed"]
+    ledger.note_packet_run("p", "pr-old", 1_000)
+    ledger.note_packet_run("q", "pr-new", 2_000)
+    assert [(e.packet, e.packet_run, e.at_ms) for e in ledger.recent_packet_runs(5)] == [
+        ("q", "pr-new", 2_000), ("p", "pr-old", 1_000)]
+    assert len(ledger.recent_packet_runs(1)) == 1
 
 
 def _killed_runner(ledger: Ledger, run_id: str) -> None:

@@ -4,6 +4,7 @@ run's history, so status, watch and the page read its Attempt `interrupted` at o
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +16,9 @@ from ledger.support import dead_runner
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.kvs import kv_set
-from awp_pipelines.orchestration.ledger.heartbeat import Beat, write_beat
-from awp_pipelines.orchestration.ledger.history import packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.liveness import gone_runs
-from awp_pipelines.orchestration.ledger.runners import note_runner
+from awp_pipelines.orchestration.ledger.liveness import Beat
 
 KEYS = {AssetKey(["live", "p01"]): "01"}
 
@@ -40,8 +39,8 @@ def _run(instance: DagsterInstance, status: DagsterRunStatus = DagsterRunStatus.
 def test_a_run_whose_awp_run_process_died_is_gone_and_ended_in_the_history(instance: DagsterInstance) -> None:
     killed, driven, waiting = _run(instance), _run(instance), _run(instance, DagsterRunStatus.NOT_STARTED)
     kv_set(instance, {tags.RUNNER_KEY + killed: dead_runner()})
-    note_runner(instance, driven)  # this process: alive
-    history = packet_run_history(instance, "pr-live", KEYS)
+    ledger_of(instance).note_runner(driven)  # this process: alive
+    history = ledger_of(instance).history("pr-live", KEYS)
     assert set(history.gone) == {killed} and "is gone" in history.gone[killed]
     # Every reader counts it ended (its Attempt: interrupted), and only it: the others are still unfinished.
     assert killed in history.finished_runs()
@@ -55,12 +54,12 @@ def test_a_run_whose_every_beat_is_past_its_bound_is_gone_one_with_a_fresh_beat_
     silent, beating, ended = _run(instance), _run(instance), _run(instance, DagsterRunStatus.SUCCESS)
     for run_id, step, at in ((silent, "step_01", now - 60), (silent, "(run)", now - 40),
                              (beating, "step_01", now - 60), (beating, "(run)", now - 1), (ended, "(run)", now - 60)):
-        write_beat(instance, Beat(run_id, step, "live", "host-b", 4242, at, 2.0))  # bound: 4 x 2 + 10 = 18 s
-    runs = [instance.get_run_by_id(r) for r in (silent, beating, ended)]
-    gone = gone_runs(instance, [r for r in runs if r is not None], now)
-    assert set(gone) == {silent} and "has not beaten for 40 s (bound 18 s)" in gone[silent]
+        ledger_of(instance).beat(Beat(run_id, step, "live", "host-b", 4242, at, 2.0))  # bound: 4 x 2 + 10 = 18 s
+    gone = ledger_of(instance).history("pr-live", KEYS).gone
+    # Its newest beat is what it is judged by (40 s, a second more on a slow machine), not its oldest.
+    assert set(gone) == {silent} and re.search(r"has not beaten for 4[01] s \(bound 18 s\)", gone[silent])
 
 
 def test_a_run_with_no_runner_and_no_beat_is_judged_by_its_status_alone(instance: DagsterInstance) -> None:
-    run = instance.get_run_by_id(_run(instance))
-    assert run is not None and gone_runs(instance, [run]) == {}
+    _run(instance)
+    assert ledger_of(instance).history("pr-live", KEYS).gone == {}

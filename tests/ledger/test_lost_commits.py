@@ -15,8 +15,8 @@ from dagster._core.storage.event_log.schema import PendingStepsTable as queue
 from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 POOL = "app_tree"
 
@@ -56,9 +56,9 @@ def test_the_waiters_next_claim_repairs_the_lost_turn_and_takes_the_slot(instanc
 
 def test_a_beat_of_the_waiting_run_repairs_it_and_dagsters_own_claim_then_succeeds(instance: DagsterInstance) -> None:
     _, waiter = _lose_the_turn(instance)
-    assert InstanceLedger(instance).repair_turns(waiter) == 1
+    assert ledger_of(instance).repair_turns(waiter) == 1
     assert instance.event_log_storage.claim_concurrency_slot(POOL, waiter, "02").is_claimed
-    assert InstanceLedger(instance).repair_turns(waiter) == 0  # nothing left to repair
+    assert ledger_of(instance).repair_turns(waiter) == 0  # nothing left to repair
 
 
 def test_a_waiter_whose_pool_is_held_is_left_waiting(instance: DagsterInstance) -> None:
@@ -66,4 +66,4 @@ def test_a_waiter_whose_pool_is_held_is_left_waiting(instance: DagsterInstance) 
                       for _ in range(2))
     ensure_pool(instance, POOL)
     assert claim_slot(instance, POOL, holder, "01") and not claim_slot(instance, POOL, waiter, "02")
-    assert InstanceLedger(instance).repair_turns(waiter) == 0 and not claim_slot(instance, POOL, waiter, "02")
+    assert ledger_of(instance).repair_turns(waiter) == 0 and not claim_slot(instance, POOL, waiter, "02")

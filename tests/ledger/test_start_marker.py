@@ -10,10 +10,10 @@ from dagster._core.test_utils import create_run_for_test
 
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.events import report_observation
-from awp_pipelines.orchestration.ledger.attempt_lookup import find_attempt
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, flat, marker_metadata
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat, marker_metadata
+from awp_pipelines.orchestration.views.attempt_pages import find_attempt
 
 KEY = AssetKey(["marker", "p01"])
 
@@ -39,7 +39,7 @@ def test_a_marker_is_stored_as_its_page_and_one_json_entry_and_read_back_flat() 
 def test_markers_of_both_forms_are_read_by_the_history_and_the_attempt_lookup(tmp_path: Path) -> None:
     instance = open_instance_folder(tmp_path / "home")
     try:
-        ledger = InstanceLedger(instance)
+        ledger = ledger_of(instance)
         run = create_run_for_test(instance, job_name="marker__job", status=DagsterRunStatus.STARTED,
                                   tags={tags.PACKET_RUN: "pr-m"}).run_id
         # Attempt 1 as an instance made before `awp/started` holds it: one entry per field.
@@ -51,7 +51,7 @@ def test_markers_of_both_forms_are_read_by_the_history_and_the_attempt_lookup(tm
             1: ("run", "simulated", "sim-1"), 2: ("repair", "simulated", "sim-1")}
         assert whole.intents == {1: "body:1", 2: "body:2"}
         for number in (1, 2):
-            found = find_attempt(instance, f"pr-m.01.a{number}")
+            found = find_attempt(ledger, f"pr-m.01.a{number}")
             assert found is not None and found.number == number
             assert found.started[tags.EVENTS] == f"/state/events/pr-m.01.a{number}.jsonl"
     finally:

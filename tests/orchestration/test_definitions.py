@@ -20,6 +20,7 @@ from awp_pipelines.core.verifiers.items import contract_items
 from awp_pipelines.orchestration.compile.naming import prompt_key
 from awp_pipelines.orchestration.components import PacketComponent
 from awp_pipelines.orchestration.definitions import REPO_PACKETS_DIR, build_definitions, discover_packets
+from tools.import_graph import strongly_connected
 
 # A snapshot of the demo packet's graph: an accidental reshape shows up here in review.
 G, C, S = "demo/01_write_greeting", "demo/02_write_changelog", "demo/03_write_status_report"
@@ -235,8 +236,8 @@ RECORDS, ISOLATION, PACKET, DECISIONS, PROVIDERS, VERIFIERS, PLANNING, LINT, ENG
 # Each folder and what it may import besides itself (docs/architecture.md, "Which may import which"). The core's
 # folders form a ladder: records at the bottom imports nothing else; the engine at the top drives the rest.
 ROOT, ORCH, COMPAT = "awp_pipelines", "awp_pipelines.orchestration", "awp_pipelines.dagster_compat"
-COMPILE, LEDGER, COMPUTE, SENSORS, DRIVER = (f"{ORCH}.{name}" for name in ("compile", "ledger", "compute", "sensors",
-                                                                           "driver"))
+COMPILE, LEDGER, VIEWS, COMPUTE, SENSORS, DRIVER = (f"{ORCH}.{name}" for name in ("compile", "ledger", "views",
+                                                                                  "compute", "sensors", "driver"))
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     CORE: (),  # core/__init__.py: a docstring
     RECORDS: (),
@@ -256,9 +257,11 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     # code location `definitions.py`, the component and the Docker launcher) merges the folders below it.
     COMPILE: (CORE, COMPAT),
     LEDGER: (CORE, COMPAT, COMPILE),
+    # What the fronts read through the ledger (status, watch, the pages) and the hand-off: the sensor hands off.
+    VIEWS: (CORE, COMPAT, COMPILE, LEDGER),
     COMPUTE: (CORE, COMPAT, COMPILE, LEDGER),
-    SENSORS: (CORE, COMPAT, COMPILE, LEDGER),
-    ORCH: (CORE, COMPAT, COMPILE, LEDGER, COMPUTE, SENSORS),
+    SENSORS: (CORE, COMPAT, COMPILE, LEDGER, VIEWS),
+    ORCH: (CORE, COMPAT, COMPILE, LEDGER, VIEWS, COMPUTE, SENSORS),
     DRIVER: (CORE, COMPAT, ORCH),
     "awp_pipelines.api": (CORE, "awp_pipelines.orchestration"),
     "awp_pipelines.cli": (CORE, "awp_pipelines.cli_features", "awp_pipelines.orchestration", "awp_pipelines.api", ROOT),
@@ -325,31 +328,8 @@ def import_loops(package: Path) -> list[list[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
-    graph = {m: {t for n in _imports(f) if (t := resolve(n)) and t != m} for m, f in modules.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    loops: list[list[str]] = []
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            members = stack[stack.index(v):]
-            del stack[stack.index(v):]
-            if len(members) > 1:
-                loops.append(sorted(members))
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return loops
+    arrows = {(m, t) for m, f in modules.items() for n in _imports(f) if (t := resolve(n)) and t != m}
+    return strongly_connected(set(modules), arrows)[0]
 
 
 def test_no_import_loop_counting_the_package_root() -> None:

@@ -19,23 +19,24 @@ from e2e_support import postgres_instance_dir  # noqa: E402
 _SCRIPT = """
 import sys
 from pathlib import Path
-from awp_pipelines.orchestration.ledger.account_store import AccountStore
 from awp_pipelines.core.records.failures import FailureEnvelope
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.core.decisions.rotation import choose_account
+from awp_pipelines.orchestration.ledger.ledger import now_ms
+from awp_pipelines.core.decisions.rotation import choose_account, cooldown_for
 
 home, action = Path(sys.argv[1]), sys.argv[2]
 instance = open_instance(home, home)
-store = AccountStore(instance)
+store = ledger_of(instance)
 if action == "limit":
     failure = FailureEnvelope.for_class("provider_rate_limit", "usage limit", suggested_delay_ms=3_600_000)
-    store.record_failure("acct-a", failure, default_s=60)
-    store.record_use("acct-a")
+    store.rest(cooldown_for("acct-a", failure, 60, now_ms()))
+    store.record_use("acct-a", now_ms())
 elif action == "choose":
-    facts = store.availability(["acct-a", "acct-b"])
+    facts = store.availability(["acct-a", "acct-b"], now_ms())
     choice = choose_account(["acct-a", "acct-b"], "fill_first", now_ms=facts.now_ms, cooldowns=facts.cooldowns,
                             usage=facts.usage)
-    used = store.usage(["acct-a"])
+    used = facts.usage
     usage = used["acct-a"].attempts if used else 0
     print(f"{choice.account}|{usage}|{choice.reason}")
 instance.dispose()

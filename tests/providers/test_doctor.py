@@ -89,16 +89,20 @@ def test_unreachable_storage_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_a_stored_cooldown_shows_and_blocks_when_every_account_rests(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awp_pipelines.core.decisions.rotation import cooldown_for
     from awp_pipelines.core.records.failures import FailureEnvelope
-    from awp_pipelines.orchestration.ledger.account_store import AccountStore
+    from awp_pipelines.orchestration.ledger.factory import ledger_of
     from awp_pipelines.orchestration.ledger.instance import open_instance
+    from awp_pipelines.orchestration.ledger.ledger import now_ms
 
     monkeypatch.setenv("AWP_DOCTOR_A_KEY", SECRET)
     packet, providers = _setup(tmp_path, str(FAKES / "claude"))
     instance = open_instance(packet)
     try:
-        AccountStore(instance).record_failure("claude-a", FailureEnvelope.for_class(
-            "provider_rate_limit", "usage limit", suggested_delay_ms=30 * 60_000), default_s=60)
+        rest = cooldown_for("claude-a", FailureEnvelope.for_class(
+            "provider_rate_limit", "usage limit", suggested_delay_ms=30 * 60_000), 60, now_ms())
+        assert rest is not None
+        ledger_of(instance).rest(rest)
     finally:
         instance.dispose()
     code, report, _ = _doctor(packet, providers)

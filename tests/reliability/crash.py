@@ -25,9 +25,9 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.naming import prompt_key
-from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import UNFINISHED, decision_inputs
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 AWP = str(Path(sys.executable).parent / "awp")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -192,7 +192,7 @@ def settled(packet: Path, packet_run: str, prompt: str) -> DecisionInput:
     try:
         ended_cleanly(instance)
         binding = packet_assets(loaded, load_catalog(None)).binding
-        return decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), [prompt])[0]
+        return decision_inputs(binding, ledger_of(instance).history(packet_run, binding.keys), [prompt])[0]
     finally:
         instance.dispose()
 

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 import yaml
 from daemon.deployment import FINISHED, deployment, make_project
 from dagster import DagsterInstance
-from e2e_support import awp, postgres_instance_dir
+from e2e_support import attempt_records, awp, postgres_instance_dir
 from reliability.canaries import CANARY_IN_USE, CANARY_OTHER, CANARY_PROVIDER, PATTERN_SECRET, PROVIDERS
 from reliability.canary_scan import (
     awp_outputs,
@@ -43,9 +43,9 @@ from reliability.canary_scan import (
 
 from awp_pipelines.cli.serve_cmd import attempt_view
 from awp_pipelines.cli_features.attempt_page import DagsterLinks, attempt_html
-from awp_pipelines.orchestration.ledger.attempt_lookup import find_attempt
-from awp_pipelines.orchestration.ledger.history import attempt_records
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import embedded_config, open_instance
+from awp_pipelines.orchestration.views.attempt_pages import find_attempt
 
 AWP = str(Path(sys.executable).parent / "awp")
 ALL_SAID = f"{CANARY_IN_USE} {CANARY_OTHER} {CANARY_PROVIDER} {PATTERN_SECRET}"
@@ -97,7 +97,7 @@ def _attempt_pages(instance: DagsterInstance, attempts: list[str]) -> dict[str, 
     """Each Attempt's page as `awp serve` renders it (its events, stored diff, commit message, record)."""
     links = DagsterLinks("http://127.0.0.1:3000")
     return {f"page {a}": attempt_html(attempt_view(found), links) for a in attempts
-            if (found := find_attempt(instance, a)) is not None}
+            if (found := find_attempt(ledger_of(instance), a)) is not None}
 
 
 @pytest.mark.slow

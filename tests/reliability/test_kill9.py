@@ -32,8 +32,9 @@ from reliability.crash import (
     write_packet,
 )
 
-from awp_pipelines.orchestration.ledger.attempt_lookup import agent_run_attempts
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
+from awp_pipelines.orchestration.views.attempt_pages import agent_run_attempts
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def _views_say_interrupted(packet: Path, packet_run: str) -> None:
     assert (reading["state"], reading["agent_runs"]["01"], reading["current"]) == ("interrupted", "interrupted", [])
     instance = open_instance(packet)
     try:
-        [page] = agent_run_attempts(instance, f"{packet_run}.01")
+        [page] = agent_run_attempts(ledger_of(instance), f"{packet_run}.01")
     finally:
         instance.dispose()
     assert not page.running and page.driver_gone

@@ -20,7 +20,7 @@ from reliability.test_kill9 import POINTS
 from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.ledger.history import packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance
 
 
@@ -39,7 +39,7 @@ def unrecorded_commits(packet: Path, commits: list[str]) -> list[str]:
         missing = []
         for attempt in commits:
             packet_run, prompt, _ = attempt.rsplit(".", 2)
-            history = packet_run_history(instance, packet_run, binding.keys).agent_runs.get(prompt)
+            history = ledger_of(instance).history(packet_run, binding.keys).agent_runs.get(prompt)
             records = {r.identity.attempt_id: r.result for r in history.records} if history else {}
             if records.get(attempt) != "completed":
                 missing.append(attempt)

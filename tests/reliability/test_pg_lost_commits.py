@@ -27,9 +27,9 @@ from awp_pipelines.core.packet.packet import load_packet
 from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.ledger.adoption import LOST_REASON
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 # 02's step waits this long before its Attempt: the backup is taken in that window (it takes under a second).
 PAUSE_S = 10
@@ -42,7 +42,7 @@ def _history(packet: Path, home: Path, packet_run: str | None = None) -> PacketR
     binding = packet_assets(load_packet(packet), load_catalog(None)).binding
     instance = open_instance(packet, home)
     try:
-        ledger = InstanceLedger(instance)
+        ledger = ledger_of(instance)
         packet_run = packet_run or next(iter(ledger.packet_runs(binding.packet.name)), None)
         return ledger.history(packet_run, binding.keys) if packet_run else None
     finally:

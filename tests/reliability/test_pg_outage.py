@@ -27,10 +27,9 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.records.run_tags import RUNNER_KEY
 from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import UNFINISHED, decision_inputs
 from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.reaper import free_slots_of_ended_runs
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
 
 AWP = str(Path(sys.executable).parent / "awp")
 # What issue 9 asks for: the database is gone for a full minute while an Attempt runs.
@@ -172,7 +171,7 @@ def test_postgres_stopped_a_minute_mid_attempt_then_the_rerun_completes_without_
         left = [(r.run_id[:8], r.status.value) for r in runs if r.status in UNFINISHED]
         slots_after_rerun = _claimed_slots(instance)
         waited = _waits_on_a_slot(instance, [r.run_id for r in runs if r.run_id not in before])
-        history = packet_run_history(instance, packet_run, binding.keys)
+        history = ledger_of(instance).history(packet_run, binding.keys)
         states = decision_inputs(binding, history, ["01", "02"])
     finally:
         instance.dispose()
@@ -262,7 +261,7 @@ def test_a_daemon_run_that_just_ended_keeps_its_slot_for_the_grace_an_awp_run_ru
         storage.set_concurrency_slots("pool", 2)
         for run_id in (daemons, ours):
             assert storage.claim_concurrency_slot("pool", run_id, "probe").is_claimed
-        assert free_slots_of_ended_runs(instance) == [ours]
+        assert ledger_of(instance).free_ended_slots() == [ours]
         assert [slot.run_id for slot in storage.get_concurrency_info("pool").claimed_slots] == [daemons]
     finally:
         instance.dispose()
@@ -286,7 +285,7 @@ def test_a_queue_entry_left_by_a_kill_between_slot_and_entry_is_freed(tmp_path: 
         assert storage.claim_concurrency_slot("pool", dead, "first").is_claimed
         storage._free_concurrency_slots(dead, "first")  # the first transaction only: the kill came here
         assert not storage.claim_concurrency_slot("pool", "next-run", "second").is_claimed  # the pool is held
-        assert dead in free_slots_of_ended_runs(instance)
+        assert dead in ledger_of(instance).free_ended_slots()
         assert storage.claim_concurrency_slot("pool", "next-run", "second").is_claimed
     finally:
         instance.dispose()

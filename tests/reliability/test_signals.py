@@ -38,7 +38,8 @@ from awp_pipelines.core.packet.providers_config import load_catalog
 from awp_pipelines.core.providers.process import group_alive
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.assets import packet_assets
-from awp_pipelines.orchestration.ledger.history import decision_inputs, packet_run_history
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.history import decision_inputs
 from awp_pipelines.orchestration.ledger.instance import open_instance
 
 
@@ -138,7 +139,6 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
 
     from awp_pipelines.dagster_compat.pools import ensure_pool
     from awp_pipelines.orchestration.compile.translator import repo_pools
-    from awp_pipelines.orchestration.ledger.reaper import note_runner
 
     packet = write_packet(tmp_path / "p", make_git_repo)
     pool = repo_pools(load_packet(packet))["01"] + "_tree"
@@ -146,7 +146,7 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
     try:
         holder = make_new_run_id()  # a live run of this (live) process: no reaper frees it
         instance.add_run(DagsterRun(job_name="holder", run_id=holder, status=DagsterRunStatus.STARTED))
-        note_runner(instance, holder)
+        ledger_of(instance).note_runner(holder)
         ensure_pool(instance, pool)
         assert instance.event_log_storage.claim_concurrency_slot(pool, holder, "holder").is_claimed
     finally:
@@ -166,7 +166,7 @@ def test_a_signal_while_waiting_for_a_work_tree_ends_the_wait_and_no_attempt_cou
         assert ours and all(r.status == DagsterRunStatus.FAILURE for r in ours)
         [packet_run] = {r.tags[tags.PACKET_RUN] for r in ours}
         binding = packet_assets(load_packet(packet), load_catalog(None)).binding
-        [first] = decision_inputs(binding, packet_run_history(instance, packet_run, binding.keys), ["01"])
+        [first] = decision_inputs(binding, ledger_of(instance).history(packet_run, binding.keys), ["01"])
         assert first.started == 0 and not first.facts  # the wait was no Attempt
         claimed = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
         assert [slot.run_id for slot in claimed] == [holder]  # the holder's slot is untouched

@@ -32,8 +32,8 @@ from awp_pipelines.orchestration.assets import packet_assets
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.driver.manual_repair import plan_repair
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 
 pytestmark = [pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def _queue_repair(url: str, project: Path, home: Path, root_run: str, prompt: st
     try:
         root = instance.get_run_by_id(root_run)
         assert root is not None
-        packet_run, launch = plan_repair(InstanceLedger(instance), compiled.binding, prompt,
+        packet_run, launch = plan_repair(ledger_of(instance), compiled.binding, prompt,
                                          root.tags[tags.PACKET_RUN], None)
     finally:
         instance.dispose()

@@ -21,8 +21,9 @@ from ui_server import free_port, stop_group, wait_for_server
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
 from provider_helpers import real_cli  # noqa: E402
 
-from awp_pipelines.orchestration.ledger.attempt_lookup import find_attempt  # noqa: E402
+from awp_pipelines.orchestration.ledger.factory import ledger_of  # noqa: E402
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder  # noqa: E402
+from awp_pipelines.orchestration.views.attempt_pages import find_attempt  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -127,7 +128,7 @@ def test_the_attempt_page_follows_the_real_cli_and_opens_from_the_asset_page(
             wait_for_server(dagster_url, webserver, tmp_path / "webserver.log")
             instance = open_instance_folder(home)
             try:
-                found = find_attempt(instance, second)
+                found = find_attempt(ledger_of(instance), second)
             finally:
                 instance.dispose()
             assert found is not None and found.record is not None

@@ -1,6 +1,6 @@
 """Account rotation and cooldowns: which account an Attempt uses, and how long an exhausted one rests.
 
-Pure: no Dagster, no clock (callers pass `now_ms`). The stored side lives in `account_store.py`.
+Pure: no Dagster, no clock (callers pass `now_ms`). The stored side is the ledger's (`Ledger.rest`, `availability`).
 Rotation modes: `fill_first` uses the first account until it is exhausted; `between_attempts` moves to
 the next account with every Attempt of an AgentRun; `round_robin` takes the account used longest ago
 (across every process sharing the store); `least_used` the one with the fewest Attempts. A cooling

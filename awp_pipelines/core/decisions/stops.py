@@ -1,7 +1,7 @@
 """A user's stop of a packet run, as a decision: pure, no Dagster.
 
 Ctrl-C or SIGTERM to `awp run`, or a run cancelled in the UI, stores a `StopMarker` on the packet run
-(orchestration/stop_store.py keeps it in the instance). While it stands, the recovery sensor launches nothing for
+(the ledger keeps it: `Ledger.stop`). While it stands, the recovery sensor launches nothing for
 that packet run; the user's next launch of it (`awp run --packet-run`, `awp resume`, a UI launch carrying the
 packet run) resumes it and lifts the marker. A stop older than the last resume is history, not a stop: the
 sensor may see a run cancelled before the resume only after it.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 # `new_packet_run`: a new packet run of the same packet started while this one was unfinished and driven by
-# nothing (its `awp run` died, or it was interrupted): it is settled, not left reading `running` (settling.py).
+# nothing (its `awp run` died, or it was interrupted): it is settled, not left reading `running` (ledger/adoption.py).
 StoppedBy = Literal["SIGINT", "SIGTERM", "ui_cancel", "new_packet_run"]
 
 

@@ -5,7 +5,7 @@ that reuse a name, or the test topology's two Celery "hosts" on one machine. A D
 network (deploy/docker/dagster.yaml) has the host's name but pids of its own (the run worker is pid 1), so it
 names itself `<host name>/<container id>`: the host's processes never judge its holders by their pids. A pid
 is only meaningful on its own host: a holder on another host is judged by its heartbeat
-(orchestration/heartbeat.py), never by its pid.
+(orchestration/ledger/liveness.py), never by its pid.
 """
 
 from __future__ import annotations

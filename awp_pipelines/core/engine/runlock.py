@@ -98,7 +98,7 @@ def _alive(info: LockInfo, path: Path) -> bool:
 
 
 def _fresh(path: Path, beat_s: float) -> bool:
-    """Touched within four beats and some slack (the bound of orchestration/heartbeat.py's beats)."""
+    """Touched within four beats and some slack (the bound of orchestration/ledger/liveness.py's beats)."""
     try:
         return time.time() - path.stat().st_mtime <= 4 * beat_s + 10
     except FileNotFoundError:

@@ -1,5 +1,5 @@
 """What a hand-off leaves behind (core/handoff/): one result per repo, kept in the instance's key-value store with
-the packet run (orchestration/ledger/handoffs.py) and shown by `awp status`. Nothing secret is in it."""
+the packet run (orchestration/views/handoff.py) and shown by `awp status`. Nothing secret is in it."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ PAGE = f"{PREFIX}page"  # the Attempt's page (`awp serve`): the first metadata e
 TARGET = f"{PREFIX}target"  # provider/account/model in one value
 RECORD = f"{PREFIX}record"  # the whole AttemptRecord as JSON: what history reads back
 EVENT = f"{PREFIX}event"  # a marker's kind: `attempt_started` (markers stored before `awp/started`)
-STARTED = f"{PREFIX}started"  # a start marker's fields as one JSON entry (ledger/start_marker.py)
+STARTED = f"{PREFIX}started"  # a start marker's fields as one JSON entry (ledger/history.py)
 ATTEMPT_NUMBER = f"{PREFIX}attempt_number"
 INTENT = f"{PREFIX}intent"  # on a start marker: the fingerprint of the prompt's definition (intent.py)
 FAILURE_CLASS = f"{PREFIX}failure_class"
@@ -72,13 +72,13 @@ PROMPT_FILE = f"{PREFIX}prompt_file"
 COOLDOWN_KEY = f"{PREFIX}cooldown/"
 USAGE_KEY = f"{PREFIX}usage/"
 STOP_KEY = f"{PREFIX}stop/"  # + <packet run>: the user's stop of it (stops.py)
-PACKET_RUNS_KEY = f"{PREFIX}packet_runs/"  # + <packet>/<packet run>: the packet's packet runs (packet_index.py)
-SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer packet run settled it (settling.py)
+PACKET_RUNS_KEY = f"{PREFIX}packet_runs/"  # + <packet>/<packet run>: the packet's packet runs (its index)
+SETTLED_KEY = f"{PREFIX}settled/"  # + <packet run>: its run count when a newer packet run settled it (adoption.py)
 BRANCH_PREFIX = PREFIX  # a packet run's branch on a remote repo: <prefix><packet>/<packet run> (remote.py)
-CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (orchestration/claims.py)
-RUNNER_KEY = f"{PREFIX}runner/"  # + <run id>: the `awp run` process driving it, host:pid:start time (reaper.py)
-HANDOFF_KEY = f"{PREFIX}handoff/"  # + <packet>/<packet run>: its hand-off's results, JSON (ledger/handoffs.py)
-HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (heartbeat.py)
+CLAIM_KEY = f"{PREFIX}claim/"  # + Attempt id: the one process that starts it (`Ledger.claim_attempt`)
+RUNNER_KEY = f"{PREFIX}runner/"  # + <run id>: the `awp run` process driving it, host:pid:start time (liveness.py)
+HANDOFF_KEY = f"{PREFIX}handoff/"  # + <packet>/<packet run>: its hand-off's results, JSON (views/handoff.py)
+HEARTBEAT_KEY = f"{PREFIX}heartbeat/"  # + <run id>/<step key>: a compute's liveness (liveness.py)
 
 # The one definition of the modes. A mode other than `run` starts a new Attempt of an AgentRun that has one
 # already: these are also the decision function's actions that launch (`policy.Action`).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dagster import AssetExecutionContext, DagsterExecutionInterruptedError
+from dagster import DagsterExecutionInterruptedError
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, agent_run_status
 from awp_pipelines.core.decisions.operator_control import operator_folder
@@ -45,54 +45,50 @@ from awp_pipelines.orchestration.compute.launch_choice import (
     start_gate,
     warn_without_daemon,
 )
-from awp_pipelines.orchestration.compute.resources import AwpResource, resource_key
+from awp_pipelines.orchestration.compute.step import Step
 from awp_pipelines.orchestration.compute.target_check import probed, specs_for
 from awp_pipelines.orchestration.compute.work_trees import checkpoints_to_restore, clear_dead_work
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.lease import Lease, leased
 
 Outcome = tuple[AttemptRecord, str, list[AttemptSummary], AgentRunStatus]
 
 
-def run_attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
-                config: AttemptConfig) -> Outcome | str:
+def run_attempt(step: Step, binding: PacketBinding, prompt: Prompt, config: AttemptConfig) -> Outcome | str:
     """One Attempt: its record, its transcript, the AgentRun's earlier Attempts, and the AgentRun's state once
     it ended (what the asset's metadata says, in the words of `awp status`); or, when it does not start
     (start_gate), the reason it is not needed. Holding the work tree's lease, the packet run's history is
     read once: no Attempt on this tree runs meanwhile, so what it says of the tree's dead Attempts holds."""
     fault_pause("before_attempt", prompt.id)  # a crash test's window: the step runs, its Attempt not yet
-    packet_run = packet_run_of(context, binding)
-    step_key = context.get_step_execution_context().step.key
-    ledger = InstanceLedger(context.instance)
-    with leased(ledger, context.run.run_id, step_key, {"tree": binding.pools[prompt.id]},
-                on_wait=context.log.info) as lease:
-        history = ledger.history(packet_run, binding.keys)
-        skip = start_gate(context, binding, prompt, history)
+    packet_run = packet_run_of(step, binding)
+    with leased(step.ledger, step.run_id, step.step_key, {"tree": binding.pools[prompt.id]},
+                on_wait=step.log.info) as lease:
+        history = step.ledger.history(packet_run, binding.keys)
+        skip = start_gate(step, binding, prompt, history)
         if skip is not None:
             return skip
-        return _attempt(context, binding, prompt, history, config, lease)
+        return _attempt(step, binding, prompt, history, config, lease)
 
 
-def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
+def _attempt(step: Step, binding: PacketBinding, prompt: Prompt, history: PacketRunHistory,
              config: AttemptConfig, lease: Lease) -> Outcome:
     """The Attempt, its work tree held: its launch, then its account's lease (the same Lease), then its agent."""
     packet_run = history.packet_run
     packet = binding.packet
-    resource: AwpResource = getattr(context.resources, binding.resource or resource_key(packet))
+    resource = step.resource
     plan = binding.plans[prompt.id]
-    honour_stop(context, packet_run, history.stopped)
+    honour_stop(step, packet_run, history.stopped)
     # Past it, no stop stands (a stopped sensor launch failed, any other launch resumed): the stop marker is
     # read once per Attempt, with the history; only this compute's own stop (store_stop) changes it.
     stopped: StopMarker | None = None
-    warn_without_daemon(context)
-    launch, last, earlier, state = choose_launch(context, binding, prompt, history, config)
-    launch, refusal = probed(context, resource, binding, launch, state)
+    warn_without_daemon(step)
+    launch, last, earlier, state = choose_launch(step, binding, prompt, history, config)
+    launch, refusal = probed(step, binding, launch, state)
     # Its AgentRun's id from the stored history: a changed definition starts a new one (`….r2`).
     agent_run = history.agent_run_of(prompt.id, launch.number, binding.intents[prompt.id])
     identity = AttemptIdentity(attempt_id=attempt_id(agent_run, launch.number), agent_run=agent_run,
                                number=launch.number, packet=packet.name, packet_run=packet_run, prompt=prompt.id,
-                               mode=launch.mode, parent_run=launch.parent_run, dagster_run=context.run.run_id)
+                               mode=launch.mode, parent_run=launch.parent_run, dagster_run=step.run_id)
     provider, account = specs_for(resource, binding, prompt.id, launch.target)
     target = AttemptTarget(provider=launch.target.provider, provider_kind=provider.kind,
                            account=launch.target.account,
@@ -103,7 +99,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     # The agent's messages and tool calls reach the run's log while it works: batched, bounded lines. The
     # start marker already shows the Attempt started: the first batch waits a second, so an Attempt that ends
     # within it stores its lines and its end line as one event (each event a storage write).
-    feed = LiveFeed(lambda lines: context.log.info("\n".join(lines)), first_after_s=1.0)
+    feed = LiveFeed(lambda lines: step.log.info("\n".join(lines)), first_after_s=1.0)
     # Every credential of the catalog (any account an agent or a verifier may print, not only this prompt's
     # chain) and of the prompt's chain is kept out of everything the Attempt hands out.
     chain_secrets = resource.secrets([c.account for c in binding.chains[prompt.id].candidates()])
@@ -117,7 +113,7 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
                           control=control_setup(packet.manifest.agent_control, resource.state_root(packet.root),
                                                 identity, [f.mode for f in state.facts],
                                                 last.control if last else None),
-                          repair_text=repair_instructions(last, context.run.tags.get(tags.NOTE))
+                          repair_text=repair_instructions(last, step.run.tags.get(tags.NOTE))
                           if last and launch.mode == "repair" else None,
                           redactor=redactor, agent_root=resource.state_root(packet.root),
                           operator=operator_folder(resource.state_root(packet.root), packet_run, prompt.id),
@@ -128,21 +124,21 @@ def _attempt(context: AssetExecutionContext, binding: PacketBinding, prompt: Pro
     lease.take("account", target.account)
     with ticking(sink.live):
         # Before this Attempt counts as started: what dead ones left on the trees is dealt with first.
-        clear_dead_work(context, binding, history, prompt.id, attempt.trees)
+        clear_dead_work(step, binding, history, prompt.id, attempt.trees)
         if continuing:  # read now: the work of a dead Attempt of this AgentRun was just saved
             attempt = replace(attempt, restore=checkpoints_to_restore(plan, agent_run, last))
         if state.superseded and launch.number == state.superseded + 1:
-            mark_superseded(context, binding, prompt.id, history.attempt_of(prompt.id, state.superseded),
+            mark_superseded(step, binding, prompt.id, history.attempt_of(prompt.id, state.superseded),
                             state.superseded, history.agent_runs[prompt.id].intents.get(state.superseded, ""))
-        mark_started(context, binding, prompt.id, identity, launch, target, started.line(), events_file)
+        mark_started(step, binding, prompt.id, identity, launch, target, started.line(), events_file)
         record = resource.run_attempt(attempt, sink, cancel_on=(DagsterExecutionInterruptedError,),
                                      stop=interrupts.current())
         ended = AttemptEnded(prompt.id, identity.attempt_id, record.result)
         feed.note(ended.line())  # the run's log: with the agent's last lines, as ticking flushes them
     progress.emit(ended)
-    stopped = store_stop(context, packet_run, record, stopped)
+    stopped = store_stop(step, packet_run, record, stopped)
     if account is not None and target.account is not None:
-        rest_account(context, target.account, account, record)
+        rest_account(step, target.account, account, record)
     # The state the asset metadata shows: a stop just stored (above) is part of it, as status reads it.
     after = agent_run_status(replace(state, facts=(*state.facts, record.fact()), started=launch.number, busy=False),
                              stopped=stopped)

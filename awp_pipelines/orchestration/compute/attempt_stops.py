@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 from contextlib import AbstractContextManager, nullcontext
 
-from dagster import AssetExecutionContext, Failure
+from dagster import Failure
 
 from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine import interrupts
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.dagster_compat.tags import SENSOR_NAME_TAG
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.compute.step import Step
 
 
 def signal_stop() -> AbstractContextManager[object]:
@@ -24,32 +24,29 @@ def signal_stop() -> AbstractContextManager[object]:
     return stop.handling() if stop is not None else nullcontext()
 
 
-def honour_stop(context: AssetExecutionContext, packet_run: str, marker: StopMarker | None) -> None:
+def honour_stop(step: Step, packet_run: str, marker: StopMarker | None) -> None:
     """A packet run the user stopped (`marker`, read with the history under the lease): the sensor's launch
     (requested before the stop) starts no Attempt; a launch by hand carrying the packet run (the UI,
     `awp run --packet-run`) resumes it."""
     if marker is None:
         return
-    ledger = InstanceLedger(context.instance)
-    if SENSOR_NAME_TAG in context.run.tags:
+    if SENSOR_NAME_TAG in step.run.tags:
         raise Failure(description=f"packet run {packet_run} was {marker.line()}: no Attempt starts until the "
                       "user resumes it (`awp resume`, `awp run --packet-run`, or a launch from the UI)",
                       allow_retries=False)
-    ledger.resume(packet_run, time.time())
-    context.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
+    step.ledger.resume(packet_run, time.time())
+    step.log.info(f"packet run {packet_run} resumed (it was {marker.line()})")
 
 
-def store_stop(context: AssetExecutionContext, packet_run: str, record: AttemptRecord,
-               stopped: StopMarker | None) -> StopMarker | None:
+def store_stop(step: Step, packet_run: str, record: AttemptRecord, stopped: StopMarker | None) -> StopMarker | None:
     """An Attempt the user stopped (terminated from the UI; a signal to `awp run`) stops its packet run, stored
     before its run ends: a sensor tick that sees the run ended already sees the stop. Returns the stop that
     stands after it: `stopped` (the one read with the history, for the compute's duration) unless it stored one."""
     failure = record.failure or record.provider_failure
     stop = interrupts.current()
-    what = f"run {context.run.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
+    what = f"run {step.run_id[:8]} was stopped during Attempt {record.identity.attempt_id}"
     if failure is not None and failure.failure_class == "user_cancelled":
-        return InstanceLedger(context.instance).stop(packet_run, StopMarker(time.time(), "ui_cancel", what)).marker
+        return step.ledger.stop(packet_run, StopMarker(time.time(), "ui_cancel", what)).marker
     if stop is not None and stop.signum is not None:
-        return InstanceLedger(context.instance).stop(packet_run, StopMarker.from_signal(stop.signum, time.time(),
-                                                                                        what)).marker
+        return step.ledger.stop(packet_run, StopMarker.from_signal(stop.signum, time.time(), what)).marker
     return stopped

@@ -27,58 +27,63 @@ from awp_pipelines.orchestration.compile.metadata import check_results, record_m
 from awp_pipelines.orchestration.compute.attempt_compute import run_attempt
 from awp_pipelines.orchestration.compute.attempt_stops import signal_stop
 from awp_pipelines.orchestration.compute.launch_choice import driven_by_awp_run
-from awp_pipelines.orchestration.ledger.heartbeat import beating
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.compute.step import Step
+from awp_pipelines.orchestration.ledger.liveness import beating
 
 
 def attempt_results(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt,
                     config: AttemptConfig) -> Iterator[MaterializeResult]:
+    """The prompt asset's body: its step, handed the ledger of its instance."""
+    yield from step_results(Step.of(context, binding), binding, prompt, config)
+
+
+def step_results(step: Step, binding: PacketBinding, prompt: Prompt,
+                 config: AttemptConfig) -> Iterator[MaterializeResult]:
     """The prompt's step: its Attempt's materialization, or its events and a Failure."""
     # Under `awp run`, a signal ends the Attempt in order, its record stored. The beat says the compute
-    # lives, on whatever host (heartbeat.py): a silent one's run is failed and its slots freed.
-    with signal_stop(), beating(InstanceLedger(context.instance), context.run.run_id,
-                                context.get_step_execution_context().step.key, binding.packet.name):
-        outcome = run_attempt(context, binding, prompt, config)
+    # lives, on whatever host (liveness.py): a silent one's run is failed and its slots freed.
+    with signal_stop(), beating(step.ledger, step.run_id, step.step_key, binding.packet.name):
+        outcome = run_attempt(step, binding, prompt, config)
         if isinstance(outcome, str):  # not needed: nothing is materialized, and Dagster skips what follows
-            context.log.info(f"prompt {prompt.id} does not run: {outcome}")
+            step.log.info(f"prompt {prompt.id} does not run: {outcome}")
             return
         record, transcript, earlier, after = outcome
-        yield _result(context, binding, prompt, record, transcript, earlier, after)
+        yield _result(step, binding, prompt, record, transcript, earlier, after)
 
 
-def _result(context: AssetExecutionContext, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,
+def _result(step: Step, binding: PacketBinding, prompt: Prompt, record: AttemptRecord,
             transcript: str, earlier: list[AttemptSummary], after: AgentRunStatus) -> MaterializeResult:
     root, key = binding.packet.root, binding.key(prompt.id)
-    coming = next_step(after, record.identity.number, _launcher(context, record.identity.packet_run))
+    coming = next_step(after, record.identity.number, _launcher(step, record.identity.packet_run))
     # The state's reason may quote the agent (a blocked reason): record_metadata redacts it.
     metadata = {**record_metadata(record, transcript, earlier, after.text, coming),
                 **({tags.AGENT_RUN_CAUSE: after.cause} if after.cause else {})}
     if record.result == "completed" and record.fact().done:
         # On the materialization alone: an output's metadata is stored twice, in STEP_OUTPUT too.
-        context.add_asset_metadata(metadata)
+        step.add_asset_metadata(metadata)
         return MaterializeResult(check_results=check_results(record, root))
     failure = attempt_failure(record, coming)
     if coming:  # the step's last line says what comes next, so an expected failure reads as expected
-        context.log.info(f"{prompt.id}: {coming}")
+        step.log.info(f"{prompt.id}: {coming}")
     if record.result == "completed":
         # An iteration whose agent asked for more (or is blocked): its work exists, but the AgentRun goes
         # on, so the step fails and no downstream prompt starts in this run.
-        context.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
+        step.log_event(AssetMaterialization(asset_key=key, metadata=metadata))
     else:
         # Not completed: the work product does not exist, so nothing is materialized. The Attempt is an
         # observation, and the checks it did evaluate are stored as failed evaluations.
-        context.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
+        step.log_event(AssetObservation(asset_key=key, metadata=metadata, description=failure.description))
     for result in check_results(record, root):
-        context.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
-                                               passed=result.passed, metadata=result.metadata,
-                                               severity=result.severity, description=result.description,
-                                               blocking=True))
+        step.log_event(AssetCheckEvaluation(asset_key=key, check_name=str(result.check_name),
+                                            passed=result.passed, metadata=result.metadata,
+                                            severity=result.severity, description=result.description,
+                                            blocking=True))
     raise failure
 
 
-def _launcher(context: AssetExecutionContext, packet_run: str) -> str:
+def _launcher(step: Step, packet_run: str) -> str:
     """Who launches the next Attempt: the `awp run` that drives this run (it noted itself), else the daemon."""
-    if driven_by_awp_run(context.instance, context.run.run_id):
+    if driven_by_awp_run(step.ledger, step.run_id):
         return AWP_RUN_LAUNCHES
     return SENSOR_LAUNCHES.format(packet_run=packet_run)
 

@@ -10,8 +10,8 @@ from typing import Any
 from dagster import DagsterEvent, Executor, ExecutorDefinition
 
 from awp_pipelines.dagster_compat.executor import STEP_IMPORTS, multi_or_in_process
-from awp_pipelines.orchestration.ledger.heartbeat import RUN_STEP, beating
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.factory import ledger_of
+from awp_pipelines.orchestration.ledger.liveness import RUN_STEP, beating
 
 # Agents wait on their models, not on this machine's CPUs: more steps than cores. The pools and leases, not
 # this number, keep two agents off one work tree or one account.
@@ -37,7 +37,7 @@ def parallel_executor(max_concurrent: int = DEFAULT_PARALLEL) -> ExecutorDefinit
 class RunBeatingExecutor(Executor):
     """Dagster's executor, beating for the run from its run worker while it orchestrates the steps.
 
-    A step's compute beats only while it runs (heartbeat.py). A run worker killed before its first compute (its
+    A step's compute beats only while it runs (ledger/liveness.py). A run worker killed before its first compute (its
     steps waiting for a pool slot, its step processes starting) left no beat, and the default run launcher has no
     health check for run monitoring to ask: the run stayed STARTED for good, holding its pool slots. The run's
     own beat makes that run silent, and the housekeeping sensor (or the next `awp run`) fails it."""
@@ -55,7 +55,7 @@ class RunBeatingExecutor(Executor):
 
     def execute(self, plan_context: Any, execution_plan: Any) -> Iterator[DagsterEvent]:
         # No packet: the location's housekeeping judges it (packet or not); a run of `awp run` is judged by its
-        # runner's liveness there too (reaper.py), and each compute's beat names the packet.
-        ledger, run_id = InstanceLedger(plan_context.instance), plan_context.dagster_run.run_id
+        # runner's liveness there too (ledger/liveness.py), and each compute's beat names the packet.
+        ledger, run_id = ledger_of(plan_context.instance), plan_context.dagster_run.run_id
         with beating(ledger, run_id, RUN_STEP, "", on_beat=lambda: ledger.repair_turns(run_id)):
             yield from self.inner.execute(plan_context, execution_plan)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dagster import AssetExecutionContext, Failure
+from dagster import Failure
 
 from awp_pipelines.core.decisions.agent_run import DecisionInput
 from awp_pipelines.core.decisions.next_launches import Launch
@@ -18,9 +18,10 @@ from awp_pipelines.core.records.failures import FailureEnvelope
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compute.attempt_marks import said
 from awp_pipelines.orchestration.compute.resources import AwpResource
+from awp_pipelines.orchestration.compute.step import Step
 
 
-def probed(context: AssetExecutionContext, resource: AwpResource, binding: PacketBinding, launch: Launch,
+def probed(step: Step, binding: PacketBinding, launch: Launch,
            state: DecisionInput) -> tuple[Launch, FailureEnvelope | None]:
     """A `probe: true` target is checked just before its Attempt starts on it (probe.py: doctor's checks,
     and the models endpoint of an HTTP provider). When it is not available the Attempt goes to the next
@@ -31,6 +32,7 @@ def probed(context: AssetExecutionContext, resource: AwpResource, binding: Packe
     unavailable: set[TargetKey] = set()
     notes: list[str] = []
     refusal: FailureEnvelope | None = None
+    resource = step.resource
     while (group := chain.group_of(launch.target)) is not None and group.probe:
         specs_for(resource, binding, launch.prompt, launch.target)
         answer = probe(resource.catalog(), launch.target.provider, launch.target.account, model=launch.target.model)
@@ -48,7 +50,7 @@ def probed(context: AssetExecutionContext, resource: AwpResource, binding: Packe
             break
         launch = replace(launch, target=nxt.target)
     for note in notes:
-        said(context, AttemptNote(launch.prompt, launch.number, note))
+        said(step, AttemptNote(launch.prompt, launch.number, note))
     return (replace(launch, reason="; ".join([launch.reason, *notes])) if notes else launch), refusal
 
 

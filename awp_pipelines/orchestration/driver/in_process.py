@@ -40,12 +40,12 @@ from awp_pipelines.dagster_compat.tags import REPOSITORY_TAG
 from awp_pipelines.orchestration.assets import CompiledPacket
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
+from awp_pipelines.orchestration.compute.interrupted_work import save_unrecorded_work
 from awp_pipelines.orchestration.driver.parallel import JobSource, can_overlap, execute_parallel, resolve_job
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, agent_run_truth
 from awp_pipelines.orchestration.ledger.instance import storage_failure
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.interrupted_work import save_unrecorded_work
-from awp_pipelines.orchestration.ledger.runners import this_runner
+from awp_pipelines.orchestration.ledger.ledger import Ledger, now_ms
+from awp_pipelines.orchestration.ledger.liveness import this_runner
 from awp_pipelines.orchestration.sensors.recovery import launch_tags
 
 if TYPE_CHECKING:
@@ -134,19 +134,20 @@ def stop_message(packet_run: str, signal_name: str, stopped: list[AttemptRecord]
             f"until you resume it with --packet-run {packet_run} (or `awp resume`)")
 
 
-def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
-               progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
-    """Raises RunStopped when a signal stopped it (only within `interrupts.stopping()`), and StorageUnavailable
-    when the instance's database fails (an outage): the packet run stops there, its runs ended and their slots
-    freed as far as the database allows, and goes on with `--packet-run`."""
+def run_packet(compiled: CompiledPacket, instance: DagsterInstance, ledger: Ledger, selected: list[str],
+               options: RunOptions, progress: Progress | None = None) -> tuple[str, list[PromptOutcome]]:
+    """Runs go to `instance`, whose ledger the caller hands over. Raises RunStopped when a signal stopped it (only
+    within `interrupts.stopping()`), and StorageUnavailable when the instance's database fails (an outage): the
+    packet run stops there, its runs ended and their slots freed as far as the database allows, and goes on with
+    `--packet-run`."""
     packet_run = options.packet_run or new_packet_run_id()
     keep_log_mirrors_out_of_the_terminal_group()
     try:
         if options.packet_run:
-            InstanceLedger(instance).resume(packet_run, time.time())  # the user's own launch of it lifts its stop
-        return _run_packet(compiled, instance, selected, options, progress or Progress(), packet_run)
+            ledger.resume(packet_run, time.time())  # the user's own launch of it lifts its stop
+        return _run_packet(compiled, instance, ledger, selected, options, progress or Progress(), packet_run)
     except Interrupted as err:
-        raise RunStopped(packet_run, err.signum, _store_stop(compiled, instance, packet_run, err)) from None
+        raise RunStopped(packet_run, err.signum, _store_stop(compiled, ledger, packet_run, err)) from None
     except Exception as err:
         failure = storage_failure(err)
         if failure is None:
@@ -155,12 +156,11 @@ def run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: li
                                  f"({failure}); continue it with --packet-run {packet_run} once it is back") from err
 
 
-def _store_stop(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str,
+def _store_stop(compiled: CompiledPacket, ledger: Ledger, packet_run: str,
                 err: Interrupted) -> list[AttemptRecord] | None:
     """Store the stop on the packet run; return the Attempts this process's runs recorded as stopped by it.
     With the database down neither is possible: the outage's own message follows from the caller."""
     try:
-        ledger = InstanceLedger(instance)
         ledger.stop(packet_run, StopMarker.from_signal(err.signum, time.time(),
                                                        f"awp run (pid {os.getpid()}) was stopped"))
         history = ledger.history(packet_run, compiled.binding.keys)
@@ -180,14 +180,13 @@ def _failure_class(record: AttemptRecord) -> str | None:
     return failure.failure_class if failure else None
 
 
-def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: list[str], options: RunOptions,
-                progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
+def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, ledger: Ledger, selected: list[str],
+                options: RunOptions, progress: Progress, packet_run: str) -> tuple[str, list[PromptOutcome]]:
     binding = compiled.binding
     job = _job(compiled)
     base = _base_tags(packet_run)
-    ledger = InstanceLedger(instance)
-    ledger.note_packet_run(binding.packet.name, packet_run, _now_ms())
-    recover_from_dead_runners(compiled, instance)
+    ledger.note_packet_run(binding.packet.name, packet_run, now_ms())
+    recover_from_dead_runners(compiled, ledger)
     if options.packet_run is None:  # a new packet run: none before it is left reading `running`
         ledger.settle(binding, packet_run)
     history = ledger.history(packet_run, binding.keys)
@@ -197,9 +196,9 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
         # One run for the selection, as the UI launches it: Dagster's deps order the prompts, and prompts on
         # disjoint work trees run at the same time when they can.
         source = options.parallel if options.parallel and can_overlap(binding, fresh) else None
-        _execute(job, instance, [binding.key(pid) for pid in fresh],
+        _execute(job, instance, ledger, [binding.key(pid) for pid in fresh],
                  {**base, **({tags.IGNORE_DEPS: "true"} if options.ignore_deps else {})}, options, progress,
-                 _in_parallel(source, binding, progress) if source else None)
+                 _in_parallel(source, ledger, binding, progress) if source else None)
     # Without recovery, one Attempt per selected prompt: the fresh ones just ran; a continued packet run
     # gets one round of what comes next.
     rounds = _MAX_LAUNCHES if options.recover else (0 if fresh else 1)
@@ -216,7 +215,8 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
             past = _past_a_failure(binding, history, selected) if options.keep_going and outlook.idle else None
             if past is None:
                 return packet_run, _outcomes(compiled, history, selected, outlook)
-            _execute(job, instance, [binding.key(past)], {**base, tags.IGNORE_DEPS: "true"}, options, progress)
+            _execute(job, instance, ledger, [binding.key(past)], {**base, tags.IGNORE_DEPS: "true"}, options,
+                     progress)
             continue
         if not outlook.due:
             first = min(outlook.waiting, key=lambda launch: launch.due_at)
@@ -230,7 +230,7 @@ def _run_packet(compiled: CompiledPacket, instance: DagsterInstance, selected: l
         executed += 1
         for launch in outlook.due:
             progress.launched(launch)
-            _execute(job, instance, [binding.key(launch.prompt)],
+            _execute(job, instance, ledger, [binding.key(launch.prompt)],
                      {**base, **launch_tags(binding, history, launch)}, options, progress, launch=launch)
     raise RuntimeError(f"packet run {packet_run}: more than {_MAX_LAUNCHES} launches; the decision function "
                        "should have ended every AgentRun")
@@ -268,29 +268,26 @@ def _past_a_failure(binding: PacketBinding, history: PacketRunHistory, selected:
     return None
 
 
-def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, packet_run: str, launch: Launch,
-                   extra_tags: dict[str, str], options: RunOptions, progress: Progress | None = None) -> None:
+def execute_launch(compiled: CompiledPacket, instance: DagsterInstance, ledger: Ledger, packet_run: str,
+                   launch: Launch, extra_tags: dict[str, str], options: RunOptions,
+                   progress: Progress | None = None) -> None:
     """One launch (a repair by hand), as one run with its launch tags: no recovery after it."""
-    binding, ledger = compiled.binding, InstanceLedger(instance)
+    binding = compiled.binding
     history = ledger.history(packet_run, binding.keys)
-    ledger.note_packet_run(binding.packet.name, packet_run, _now_ms())
+    ledger.note_packet_run(binding.packet.name, packet_run, now_ms())
     run_tags = {**_base_tags(packet_run), **launch_tags(binding, history, launch), **extra_tags}
-    _execute(_job(compiled), instance, [binding.key(launch.prompt)], run_tags, options, progress or Progress(),
-             launch=launch)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    _execute(_job(compiled), instance, ledger, [binding.key(launch.prompt)], run_tags, options,
+             progress or Progress(), launch=launch)
 
 
 def _base_tags(packet_run: str) -> dict[str, str]:
     return {tags.PACKET_RUN: packet_run, **REPOSITORY_TAG}
 
 
-def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstance) -> list[str]:
+def recover_from_dead_runners(compiled: CompiledPacket, ledger: Ledger) -> list[str]:
     """End the runs a dead `awp run` left unfinished (failed, slots freed) and save the partial work of the
     Attempts they were running as checkpoints of their AgentRuns. The caller holds the packet's lock."""
-    binding, ledger = compiled.binding, InstanceLedger(instance)
+    binding = compiled.binding
     reaped = ledger.reap(binding.packet.name)
     ledger.free_ended_slots()  # theirs are freed already; these are any an outage left held
     for run_id, packet_run in reaped.items():
@@ -303,12 +300,12 @@ def recover_from_dead_runners(compiled: CompiledPacket, instance: DagsterInstanc
 Executor = Callable[[DagsterInstance, list, dict[str, str], str, bool], "ExecutionResult"]
 
 
-def _in_parallel(source: JobSource, binding: PacketBinding, progress: Progress) -> Executor:
+def _in_parallel(source: JobSource, ledger: Ledger, binding: PacketBinding, progress: Progress) -> Executor:
     return lambda instance, keys, run_tags, run_id, verbose: execute_parallel(
-        source, instance, keys, run_tags, run_id, verbose, binding.keys, progress.event)
+        source, instance, ledger, keys, run_tags, run_id, verbose, binding.keys, progress.event)
 
 
-def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags: dict[str, str],
+def _execute(job: JobDefinition, instance: DagsterInstance, ledger: Ledger, keys: list, run_tags: dict[str, str],
              options: RunOptions, progress: Progress, executor: Executor | None = None,
              launch: Launch | None = None) -> None:
     """One run of `keys`; a `launch` (one prompt's, decided here) goes to the compute as its run config."""
@@ -319,7 +316,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     if stop is not None:
         stop.check()  # no new run once a signal asked to stop
     run_id = str(uuid.uuid4())  # a run id as Dagster makes one
-    InstanceLedger(instance).note_runner(run_id)  # before the run exists: a process killed at its start is still reaped
+    ledger.note_runner(run_id)  # before the run exists: a process killed at its start is still reaped
     try:
         result: ExecutionResult
         if executor is not None:
@@ -331,7 +328,7 @@ def _execute(job: JobDefinition, instance: DagsterInstance, keys: list, run_tags
     finally:
         # Nothing of the run goes on in this process now: a slot it still holds (a step could not free it
         # while the database was down) would block the next run forever.
-        InstanceLedger(instance).close_run(run_id)
+        ledger.close_run(run_id)
     if stop is not None:
         stop.check()
         if ended_by_interrupt(result):

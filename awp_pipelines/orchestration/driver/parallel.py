@@ -27,10 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetKey,
-    DagsterEventType,
     DagsterInstance,
     Definitions,
-    EventLogEntry,
     InitLoggerContext,
     JobDefinition,
     LoggerDefinition,
@@ -46,8 +44,8 @@ from awp_pipelines.dagster_compat.execution import execute_run
 from awp_pipelines.dagster_compat.executor import start_step_server
 from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.compute.step_executor import DEFAULT_PARALLEL, STEP_PRELOAD
-from awp_pipelines.orchestration.ledger.history import run_events_page
-from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.ledger import AttemptEvent, Ledger
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.execution import ExecutionResult
@@ -133,12 +131,12 @@ def _quiet(_init_context: InitLoggerContext) -> logging.Logger:
     return log
 
 
-def execute_parallel(source: JobSource, instance: DagsterInstance, keys: list[AssetKey], run_tags: dict[str, str],
-                     run_id: str, verbose: bool, prompts: Mapping[AssetKey, str],
+def execute_parallel(source: JobSource, instance: DagsterInstance, ledger: Ledger, keys: list[AssetKey],
+                     run_tags: dict[str, str], run_id: str, verbose: bool, prompts: Mapping[AssetKey, str],
                      listener: Listener | None) -> ExecutionResult:
     """One run of the selection on the multiprocess executor, in this process (it waits for the run).
     The steps run in other processes: each Attempt's start and end reach `listener` from the stored event log
-    (its start marker and its record), as they are written."""
+    (its start marker and its record, `Ledger.run_events`), as they are written."""
     recon = build_reconstructable_job(__name__, packet_job.__name__, (source.to_json(),))
     job_def = recon.get_definition()
     loggers = {"console": {"config": {"log_level": "INFO"}}} if verbose else {"awp_quiet": {}}
@@ -147,12 +145,12 @@ def execute_parallel(source: JobSource, instance: DagsterInstance, keys: list[As
                                       asset_selection=frozenset(keys))
     # Dagster takes SIGINT and SIGTERM for the run (capture_interrupts) and tells each step process to stop; the
     # runner then sees an interrupted run and stops as for SIGINT (exit 130, whichever signal it was).
-    with _forwarding_attempts(instance, run_id, prompts, listener):
+    with _forwarding_attempts(ledger, run_id, prompts, listener):
         return execute_run(recon, run, instance)
 
 
 @contextmanager
-def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mapping[AssetKey, str],
+def _forwarding_attempts(ledger: Ledger, run_id: str, prompts: Mapping[AssetKey, str],
                          listener: Listener | None, interval_s: float = 0.5) -> Iterator[None]:
     """Tail the run's events in a thread while the block runs: each Attempt's start marker and record, as the
     values the in-process path hands its listener (there the compute emits them itself)."""
@@ -162,9 +160,9 @@ def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mappin
         cursor = None
         while True:
             last_round = done.is_set()
-            records, cursor, more = run_events_page(instance, run_id, cursor)
-            for record in records:
-                event = _attempt_event(record.event_log_entry, prompts)
+            found, cursor, more = ledger.run_events(run_id, cursor)
+            for stored in found:
+                event = _attempt_event(stored, prompts)
                 if event is not None and listener is not None:
                     listener(event)
             if more:
@@ -182,18 +180,12 @@ def _forwarding_attempts(instance: DagsterInstance, run_id: str, prompts: Mappin
         thread.join(timeout=10)
 
 
-def _attempt_event(entry: EventLogEntry, prompts: Mapping[AssetKey, str]) -> ProgressEvent | None:
+def _attempt_event(stored: AttemptEvent, prompts: Mapping[AssetKey, str]) -> ProgressEvent | None:
     """An Attempt's start (its marker) or end (its record) from a stored asset event; None for anything else."""
-    dagster_event = entry.dagster_event
-    if dagster_event is None or dagster_event.event_type not in (DagsterEventType.ASSET_OBSERVATION,
-                                                                 DagsterEventType.ASSET_MATERIALIZATION):
+    key, meta = stored
+    prompt = prompts.get(key)
+    if prompt is None:
         return None
-    data = dagster_event.event_specific_data
-    asset = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-    prompt = prompts.get(asset.asset_key) if asset is not None else None
-    if asset is None or prompt is None:
-        return None
-    meta = flat({k: getattr(v, "value", v) for k, v in asset.metadata.items()})
     if meta.get(tags.EVENT) == ATTEMPT_STARTED:
         return AttemptStarted(prompt, str(meta.get(tags.ATTEMPT, "")), str(meta.get(tags.MODE, "")),
                               str(meta.get(tags.PROVIDER, "")), meta.get(tags.MODEL), meta.get(tags.ACCOUNT), "")

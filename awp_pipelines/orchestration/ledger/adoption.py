@@ -9,33 +9,49 @@ backup) can forget an Attempt whole, its start marker with its record, while git
 Attempt is adopted from its commit alone (`lost_commits`): its start marker and record are stored again, so the
 committed prompt is not run a second time; `awp status` shows it the same way without storing anything.
 
-It runs on any ledger (`Ledger.adopt` calls it with itself): what it reads and stores are the ledger's own
-operations, so its promise (ledger.py) holds on the instance and in memory alike.
+No packet run is left behind either (`settle_earlier_packet_runs`): a plain `awp run PACKET` after a `kill -9` (or
+a crash, or an interrupted run) starts a new packet run; the killed one would otherwise read `running (due: 02)`
+forever, with nothing driving it, and an Attempt that committed before its process died would never get its
+record. So before the new packet run starts (under the packet's lock, dead runners already reaped), each earlier
+packet run of the packet gets its committed Attempts adopted, and one still unfinished is stopped by the new packet
+run: nothing launches it (the sensor honours stops) and every view says `stopped`, resumable with `--packet-run`
+or `awp resume`. A packet run is read once per change: its run count is stored when it is settled, and it is read
+again only when it has gained runs since (a resume of it).
+
+Both run on any ledger (`Ledger.adopt` and `Ledger.settle` call them with itself): what they read and store are
+the ledger's own operations, so their promises (ledger.py) hold on the instance and in memory alike.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from awp_pipelines.core.decisions.agent_run import AgentRunStatus
+from awp_pipelines.core.decisions.agent_run import UNFINISHED_BY_HAND, AgentRunStatus, packet_run_state
 from awp_pipelines.core.decisions.policy import Target
+from awp_pipelines.core.decisions.stops import StopMarker
 from awp_pipelines.core.engine.attempt_record import AttemptIdentity, AttemptRecord, AttemptTarget
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.committer import CommitResult
 from awp_pipelines.core.records.workspace import WorkspaceError, commit_of_attempt, commits_naming, git
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.metadata import record_metadata
-from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED, AgentRunHistory, PacketRunHistory
+from awp_pipelines.orchestration.ledger.history import (
+    ATTEMPT_STARTED,
+    AgentRunHistory,
+    PacketRunHistory,
+    agent_run_truth,
+)
 from awp_pipelines.orchestration.ledger.ledger import Ledger
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_MARK
-from awp_pipelines.orchestration.ledger.runners import runner_alive
+from awp_pipelines.orchestration.ledger.liveness import OUTAGE_MARK, runner_alive
 
 ADOPTED_REASON = "adopted: committed before its process died"
 # The process lived on, but the instance's database failed: its record (and its run's end) was never stored.
 OUTAGE_REASON = "adopted: committed, but its record was not stored while the instance's database was down"
 # The database forgot the Attempt whole (lost commits): only its commit's trailers say it ran.
 LOST_REASON = "adopted: committed, but the instance's database had lost its start and record"
+_UNFINISHED = frozenset({"running", *UNFINISHED_BY_HAND})
 
 
 def adopt_committed(ledger: Ledger, binding: PacketBinding, history: PacketRunHistory) -> list[str]:
@@ -203,3 +219,24 @@ def _store(ledger: Ledger, binding: PacketBinding, prompt: str, run_id: str, rec
     shown = record_metadata(record, "", (), AgentRunStatus("completed", reason).text)
     ledger.record_attempt(run_id, binding.key(prompt), record, shown=shown,
                           description=f"Attempt {record.identity.attempt_id}: {reason}")
+
+
+def settle_earlier_packet_runs(ledger: Ledger, binding: PacketBinding, new_packet_run: str) -> list[str]:
+    """Adopt the committed Attempts of every earlier packet run of the packet and stop each one left unfinished
+    (it says why: `new_packet_run` started). The packet runs stopped here."""
+    earlier = [p for p in ledger.packet_runs(binding.packet.name) if p != new_packet_run]
+    counts = ledger.run_counts(earlier)
+    seen = ledger.settled(list(counts))
+    stopped = []
+    for packet_run, runs in counts.items():
+        if seen.get(packet_run) == runs:
+            continue
+        history = ledger.history(packet_run, binding.keys)
+        ledger.adopt(binding, history)
+        state, _ = packet_run_state(agent_run_truth(binding, history)[1])
+        if state in _UNFINISHED and history.stopped is None:
+            ledger.stop(packet_run, StopMarker(time.time(), "new_packet_run",
+                                               f"packet run {new_packet_run} of the packet started after it"))
+            stopped.append(packet_run)
+        ledger.mark_settled(packet_run, runs)  # last: a crash before it settles the packet run again
+    return stopped

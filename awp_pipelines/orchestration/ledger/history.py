@@ -1,8 +1,9 @@
-"""A packet run's history read back from Dagster: its runs (by the `awp/packet_run` tag) and the Attempt
-records and start markers in their event logs. Budgets are counted from this, never from memory.
+"""A packet run's history as a ledger reads it back: its runs (by the `awp/packet_run` tag) and the Attempt
+records and start markers they stored, and what every reader derives from it (the decision's inputs, each
+AgentRun's state, the packet run's). Budgets are counted from this, never from memory.
 
-Reads are bounded by the packet run (its runs, their events), never by the asset's whole history or the
-whole event log: on SQL storages one query by the run-id index per 500 runs.
+`Ledger.history` builds it with `history_of` from what the ledger stored; reads are bounded by the packet run (its
+runs, their events), never by the asset's whole history or the whole event log.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any, Protocol
 
-from dagster import AssetKey, DagsterInstance, DagsterRun, DagsterRunStatus, EventLogRecord, RunRecord, RunsFilter
+from dagster import AssetKey, DagsterRun, DagsterRunStatus, MetadataValue
 
 from awp_pipelines.core.decisions.agent_run import (
     AgentRunStatus,
@@ -32,14 +34,51 @@ from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.run_tags import agent_run_id, attempt_id
 from awp_pipelines.core.records.workspace import commit_of_attempt
-from awp_pipelines.dagster_compat.events import RECORD_EVENTS, attempt_events, plain_value, run_event_page
+from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.account_store import AccountStore
-from awp_pipelines.orchestration.ledger.liveness import gone_runs
-from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
-from awp_pipelines.orchestration.ledger.stop_store import StopStore
 
 FINISHED = frozenset({DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED})
+# A run that has not ended (SUSPENDED aside: nothing of AWP's is ever suspended). Whether its driver still lives
+# is liveness.py's.
+UNFINISHED = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+              DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
+ATTEMPT_STARTED = "attempt_started"
+_RECENT = 200  # packet runs of the packet `latest_history` looks through for the prompt's latest one
+
+
+# --- a run's packet run -----------------------------------------------------------------------------------------
+def own_packet_run(run: DagsterRun) -> str:
+    """The packet run a run starts when it joins none: named after the run."""
+    return f"pr-{run.run_id[:8]}"
+
+
+def joining_tags(packet_run: str) -> dict[str, str]:
+    """The tags that make a run a run of `packet_run` (`Ledger.join_run`): a run of a job Dagster made has none of
+    the packet job's tags, and Dagster's run retries must leave its Attempts' failures to AWP too."""
+    return {tags.PACKET_RUN: packet_run, **WORKER_LOSS_ONLY}
+
+
+# --- an Attempt's start marker, as a ledger stores it ------------------------------------------------------------
+def marker_metadata(marker: Mapping[str, object]) -> dict[str, Any]:
+    """The stored metadata of a flat marker (tag names → values; `None` and empty values left out): the page link
+    (a URL entry, first: the asset page opens the running Attempt in one click) and the rest as one JSON entry
+    (`awp/started`). Dagster stores each metadata entry of an observation with ~110 bytes of envelope, so ten
+    entries cost about 1.1 KiB more per Attempt than one."""
+    fields = {name.removeprefix(tags.PREFIX): getattr(value, "value", value) for name, value in marker.items()
+              if name not in (tags.PAGE, tags.EVENT) and value not in (None, "")}
+    page = getattr(marker.get(tags.PAGE), "value", marker.get(tags.PAGE))
+    return {**({tags.PAGE: MetadataValue.url(str(page))} if page else {}), tags.STARTED: MetadataValue.json(fields)}
+
+
+def flat(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored metadata (plain values) with a start marker's JSON entry spread out as the flat fields readers
+    read (`awp/event: attempt_started`, `awp/mode`, …, as markers were stored before), whichever form an instance
+    holds; anything else as it is."""
+    started = meta.get(tags.STARTED)
+    if not isinstance(started, dict):
+        return dict(meta)
+    rest = {k: v for k, v in meta.items() if k != tags.STARTED}
+    return {**rest, tags.EVENT: ATTEMPT_STARTED, **{f"{tags.PREFIX}{name}": v for name, v in started.items()}}
 
 
 @dataclass
@@ -174,23 +213,6 @@ def prompts_of_run(run: DagsterRun, keys: Mapping[AssetKey, str]) -> set[str]:
     if not selection:
         return set(keys.values())
     return {keys[k] for k in selection if k in keys}
-
-
-def packet_run_records(instance: DagsterInstance, packet_run: str) -> list[RunRecord]:
-    """The run records of the packet run, each once: Dagster's `add_run_tags` reads the run, then inserts the
-    tags it lacked, so a run tagged by two writers at once gets the tag row twice and a tag filter (a join on
-    the tags table) returns it twice (seen on 1.12's SQLite and 1.13's PostgreSQL)."""
-    return list({r.dagster_run.run_id: r for r in
-                 instance.get_run_records(RunsFilter(tags={tags.PACKET_RUN: packet_run}))}.values())
-
-
-def packet_run_history(instance: DagsterInstance, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
-    records = packet_run_records(instance, packet_run)
-    runs = [r.dagster_run for r in records]
-    ended = {r.dagster_run.run_id: r.end_time for r in records if r.end_time}
-    return history_of(packet_run, runs, ended, attempt_events(instance, [run.run_id for run in runs], keys), keys,
-                      AccountStore(instance).availability, StopStore(instance).marker(packet_run),
-                      gone_runs(instance, runs))
 
 
 def history_of(packet_run: str, runs: list[DagsterRun], ended: dict[str, float],
@@ -335,26 +357,20 @@ def _last_ended(record: AttemptRecord | None, run_end: float | None) -> float | 
     return run_end
 
 
-def run_asset_events(instance: DagsterInstance, run_id: str) -> list[tuple[AssetKey, dict[str, object]]]:
-    """One run's materializations and observations, in order: (asset, metadata as plain values)."""
-    found = []
-    for entry in instance.all_logs(run_id, of_type=set(RECORD_EVENTS)):
-        event = entry.dagster_event
-        data = event.event_specific_data if event else None
-        payload = getattr(data, "materialization", None) or getattr(data, "asset_observation", None)
-        if event is not None and event.asset_key is not None and payload is not None:
-            found.append((event.asset_key, {k: plain_value(v) for k, v in payload.metadata.items()}))
-    return found
+class _PacketRuns(Protocol):
+    """What `latest_history` reads of a ledger (ledger.py imports this module, not the reverse)."""
+
+    def packet_runs(self, packet: str) -> list[str]: ...
+
+    def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory: ...
 
 
-def attempt_records(instance: DagsterInstance, run_id: str) -> list[AttemptRecord]:
-    """Every Attempt record one run stored, in order."""
-    return [AttemptRecord.model_validate(meta[tags.RECORD]) for _, meta in run_asset_events(instance, run_id)
-            if isinstance(meta.get(tags.RECORD), dict)]
-
-
-def run_events_page(instance: DagsterInstance, run_id: str,
-                    cursor: str | None) -> tuple[list[EventLogRecord], str, bool]:
-    """One page of a run's event records, oldest first, the next cursor and whether more follow: what
-    `awp run --parallel` follows its runs by (the ledger reads every event log AWP reads)."""
-    return run_event_page(instance, run_id, cursor)
+def latest_history(ledger: _PacketRuns, packet: str, keys: Mapping[AssetKey, str],
+                   prompt: str) -> PacketRunHistory | None:
+    """`Ledger.latest_history`, for every ledger: the packet's packet runs newest first (its index), each read
+    until one holds an Attempt record of the prompt."""
+    for packet_run in ledger.packet_runs(packet)[:_RECENT]:
+        history = ledger.history(packet_run, keys)
+        if prompt in history.agent_runs and history.agent_runs[prompt].records:
+            return history
+    return None

@@ -1,5 +1,6 @@
-"""The Dagster instance `awp run` and the README's UI use: embedded SQLite under `<packet>/.awp/dagster`
-unless told otherwise.
+"""Which Dagster instance holds the ledger, and opening it: the embedded SQLite under `<packet>/.awp/dagster` that
+`awp run` and the README's UI use unless told otherwise, and the one a reading command reads (`instance_to_read`).
+The one module that decides which instance.
 
 The embedded instance gets the concurrency the packets need: one agent per work tree (the repo pools,
 limit 1) and one Attempt per account (lease pools, limit 1). Runs start as soon as they are launched (no
@@ -19,11 +20,13 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy.exc
-from dagster import DagsterInstance
+from dagster import DagsterInstance, SensorEvaluationContext, serialize_value
 from dagster_postgres.utils import DagsterPostgresException
 
 from awp_pipelines.dagster_compat.embedded_instance import (
@@ -96,6 +99,7 @@ def _config_to_write(folder: Path, current: str | None) -> str | None:
 
 
 def instance_home(packet_root: Path, home: Path | None = None) -> Path:
+    """Where `awp run` keeps the packet's instance: `home`, else AWP_DAGSTER_HOME, else `<packet>/.awp/dagster`."""
     if home is not None:
         return home
     env = os.environ.get("AWP_DAGSTER_HOME")
@@ -163,6 +167,45 @@ def small_pages(folder: Path) -> None:
             conn.execute(f"PRAGMA journal_mode={mode}")
 
 
+_INSTANCE_FILES = ("dagster.yaml", "history")
+
+
+@dataclass(frozen=True)
+class ChosenInstance:
+    home: Path
+    why: str
+
+    def line(self) -> str:
+        return f"instance: {self.home} ({self.why})"
+
+
+def instance_to_read(packet_root: Path, explicit: Path | None) -> ChosenInstance:
+    """Which instance a reading command (`awp status`, `awp watch`, `awp accounts`) reads, and why, said on its
+    first line. `--instance` (or AWP_DAGSTER_HOME) first; else DAGSTER_HOME, the `dagster` CLI's variable, when it
+    holds an instance (its dagster.yaml, or the history an instance without one keeps): on a deployment's hosts
+    that is where the runs are; else the packet's embedded instance (where `awp run` stores them). A DAGSTER_HOME
+    passed over is named in the line, so no read is silently of another instance."""
+    if explicit is not None:
+        return ChosenInstance(explicit, "--instance or AWP_DAGSTER_HOME")
+    dagster_home = os.environ.get("DAGSTER_HOME", "").strip()
+    if dagster_home and any((Path(dagster_home) / name).exists() for name in _INSTANCE_FILES):
+        return ChosenInstance(Path(dagster_home), "DAGSTER_HOME, as the dagster CLI reads it")
+    embedded = instance_home(packet_root)
+    if dagster_home:
+        return ChosenInstance(embedded, f"the packet's embedded instance: DAGSTER_HOME={dagster_home} holds none")
+    return ChosenInstance(embedded, "the packet's embedded instance; DAGSTER_HOME is not set")
+
+
+def instance_to_serve(packet: Path, explicit: Path | None) -> Path:
+    """Which instance `awp serve` shows: `--instance` (or AWP_DAGSTER_HOME), else DAGSTER_HOME when set (the
+    webserver beside it reads that one), else the packet's embedded instance. The caller opens only one that holds
+    a dagster.yaml: an empty instance is never created to serve nothing from."""
+    if explicit is not None:
+        return explicit
+    dagster_home = os.environ.get("DAGSTER_HOME")
+    return Path(dagster_home) if dagster_home else instance_home(packet.resolve())
+
+
 def open_instance(packet_root: Path, home: Path | None = None) -> DagsterInstance:
     """A folder with a dagster.yaml (e.g. Postgres storage) is used as it is; an empty one becomes SQLite."""
     return open_instance_folder(instance_home(packet_root, home))
@@ -187,3 +230,28 @@ def storage_failure(err: BaseException) -> str | None:
         return None
     deepest = next((e for e in reversed(chain) if str(e).strip()), err)
     return f"{type(deepest).__name__}: {str(deepest).strip().splitlines()[0]}"
+
+
+# The instance a sensor tick reads, opened once per code-server process rather than once per tick. Under the daemon,
+# each tick is a gRPC call to the code server, whose `context.instance` is a fresh `DagsterInstance.from_ref`:
+# storages built, and on SQLite the alembic revision of each database checked by loading every migration script.
+# That was most of the CPU of a tick (py-spy of the code server, bench/sensor_daemon_cpu.py). The storages keep no
+# state between reads (each read opens its own connection; PostgreSQL's engines use no pool), so one instance per
+# instance ref serves every tick. `context.instance_ref` is a plain property, not marked `@public`: its canary is in
+# tests/ledger/test_tick_instance.py.
+_OPEN: dict[str, DagsterInstance] = {}
+_LOCK = threading.Lock()  # the code server evaluates sensors on a thread pool
+
+
+def tick_instance(context: SensorEvaluationContext) -> DagsterInstance:
+    """The instance of `context`: its own where it was given one (a test's `build_sensor_context`), else the
+    process's instance for its ref, opened on the first tick."""
+    ref = context.instance_ref
+    if ref is None:
+        return context.instance
+    key = serialize_value(ref)
+    with _LOCK:
+        instance = _OPEN.get(key)
+        if instance is None:
+            instance = _OPEN[key] = DagsterInstance.from_ref(ref)
+        return instance

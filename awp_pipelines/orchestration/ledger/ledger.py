@@ -1,8 +1,8 @@
 """The ledger: everything AWP remembers about its packet runs, behind one typed interface, each operation with
 what it promises under concurrency and crashes. `InstanceLedger` (instance_ledger.py) keeps it in a Dagster instance
-(SQLite or PostgreSQL) through the modules beside this one; `MemoryLedger` (memory_ledger.py) keeps it in a process, so
-scenarios about AWP's decisions run as fast tests. tests/ledger/test_ledger_contract.py holds both to the
-same promises. docs/architecture.md has them as a table.
+(SQLite or PostgreSQL); `MemoryLedger` (memory_ledger.py) keeps it in a process, so scenarios about AWP's decisions
+run under the real compute and sensor code as fast tests. Clients are handed a `Ledger` (factory.py makes it);
+tests/ledger/test_ledger_contract.py holds both to the same promises. docs/architecture.md has them as a table.
 
 "Lost commits" below means a database that acknowledged writes and then lost them (PostgreSQL with
 `synchronous_commit=off` killed, a restore from backup): every promise says what AWP notices and repairs then.
@@ -10,7 +10,9 @@ same promises. docs/architecture.md has them as a table.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dagster import AssetKey, DagsterRun
@@ -20,9 +22,50 @@ from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.ended_runs import EndedRun
-from awp_pipelines.orchestration.ledger.heartbeat import Beat
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory
+from awp_pipelines.orchestration.ledger.liveness import Beat
+
+# An Attempt event as a ledger gives it back: its asset, and its metadata as plain values (a start marker's flat).
+AttemptEvent = tuple[AssetKey, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """A run that ended, as the recovery sensor reads it: the cursor moves to `updated_at`; a cancelled run's
+    stop is dated `ended_at` (else `updated_at`)."""
+
+    run: DagsterRun
+    updated_at: float  # epoch s
+    ended_at: float | None = None
+
+
+@dataclass(frozen=True)
+class PacketRunEntry:
+    """A packet run as the packet index notes it: its packet and when a run last joined it (ms since epoch)."""
+
+    packet: str
+    packet_run: str
+    at_ms: int
+
+
+@dataclass
+class AttemptLog:
+    """Everything a packet run's runs stored of its Attempts, on any asset (an Attempt's page needs no packet):
+    its runs, oldest first, each with the Attempt events it stored in order, and the runs whose driver is gone."""
+
+    runs: list[DagsterRun] = field(default_factory=list)
+    events: dict[str, list[AttemptEvent]] = field(default_factory=dict)  # run id → its Attempt events
+    gone: dict[str, str] = field(default_factory=dict)  # run id → why (liveness.py)
+
+
+def now_ms() -> int:
+    """Now, as the ledger's operations take a time in milliseconds (`record_use`, `availability`)."""
+    return int(time.time() * 1000)
+
+
+def pull_request_urls(results: Sequence[HandoffResult]) -> str:
+    """The `awp/pull_request` tag's value `keep_handoff` stores: the URLs of the hand-offs that have one."""
+    return " ".join(r.url for r in results if r.ok and r.url)
 
 
 @runtime_checkable
@@ -72,6 +115,22 @@ class Ledger(Protocol):
         quiet (`awp watch`). A read, no lock: an event stored meanwhile may be missed until the next."""
         ...
 
+    def attempt_log(self, packet_run: str) -> AttemptLog:
+        """The packet run's runs and every Attempt event they stored, whatever the asset: what an Attempt's page
+        (`awp serve`) shows. Bounded by the packet run, as `history`; not a snapshot."""
+        ...
+
+    def run_events(self, run_id: str, cursor: str | None) -> tuple[list[AttemptEvent], str, bool]:
+        """One page of the run's Attempt events from `cursor` (None: its first), oldest first: the page, the
+        cursor after it, and whether more follow. What `awp run --parallel` follows its runs' steps by, in other
+        processes, as they store them. An event stored meanwhile comes in a later page."""
+        ...
+
+    def recent_packet_runs(self, limit: int) -> list[PacketRunEntry]:
+        """Every packet's packet runs, the one a run joined last first, at most `limit`: the front door of the
+        Attempt pages. One read of the packet index."""
+        ...
+
     # --- reaping: runs whose driver is gone -----------------------------------------------------------------
     def reap(self, packet: str | None = None, now: float | None = None) -> dict[str, str]:
         """End for good the unfinished runs whose driver is gone, which `history` already counts ended: each is
@@ -96,7 +155,7 @@ class Ledger(Protocol):
 
     def close_run(self, run_id: str) -> None:
         """A run this process executed is over, however it ended: failed if its end was never stored (the
-        database was down when it ended: `why_failed` says so, `reaper.OUTAGE_MARK`), and every slot it still
+        database was down when it ended: `why_failed` says so, `liveness.OUTAGE_MARK`), and every slot it still
         holds freed (a step frees its own as it ends, which fails while the database is down). Idempotent; an
         ended run stays as it ended. Lost commits: as `reap`, the next `awp run` of the packet ends it again."""
         ...
@@ -112,7 +171,7 @@ class Ledger(Protocol):
 
     def join_run(self, run: DagsterRun, packet: str, packet_run: str) -> None:
         """The run belongs to `packet_run` of `packet` (its first compute says so): the packet's index notes the
-        packet run now, then the run gets the tags a packet job's run carries (`asset_job_runs.joining_tags`)
+        packet run now, then the run gets the tags a packet job's run carries (`history.joining_tags`)
         that `run` (the caller's copy: no read) lacks. The caller passes the packet run the run carries, when
         it has one. Idempotent; two joiners of
         one run at once write the same. A crash between leaves a noted packet run the run has not joined yet
@@ -144,7 +203,7 @@ class Ledger(Protocol):
 
     def settle(self, binding: PacketBinding, new_packet_run: str) -> list[str]:
         """Before `new_packet_run` starts: adopt the committed Attempts of every earlier packet run of the
-        packet and stop each one left unfinished (settling.py). The packet runs stopped. The caller holds the
+        packet and stop each one left unfinished (adoption.py). The packet runs stopped. The caller holds the
         packet's lock (`awp run`); two settlers without it both stop a packet run, and one marker stands.
         Each packet run is read once per change: its run count, stored last, says it was settled, so a
         crash mid-way settles it again (adopting and stopping are idempotent). Lost commits are a suffix of
@@ -261,8 +320,8 @@ class Ledger(Protocol):
         ...
 
     def settled(self, packet_runs: Collection[str]) -> dict[str, int]:
-        """Packet run → its run count when it was last settled (settling.py reads a packet run again only when
-        it gained runs since)."""
+        """Packet run → its run count when it was last settled (settling reads a packet run again only when it
+        gained runs since)."""
         ...
 
     def mark_settled(self, packet_run: str, runs: int) -> None:
@@ -274,7 +333,7 @@ class Ledger(Protocol):
         ...
 
     def keep_handoff(self, packet: str, packet_run: str, results: Sequence[HandoffResult]) -> None:
-        """Keep a hand-off's results (handoffs.py), and first their pull requests' URLs as the `awp/pull_request`
+        """Keep a hand-off's results (views/handoff.py), and first their pull requests' URLs as the `awp/pull_request`
         tag of the packet run's first run, where Dagster's run page and Runs list show them (one tag on one run;
         none when no repo's hand-off has a URL). Last writer wins: of two hand-offs at once (the sensor and
         `awp handoff`) one's results stand. The tag is stored first, so results never stand without it: a crash

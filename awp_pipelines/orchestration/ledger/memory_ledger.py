@@ -1,7 +1,8 @@
 """The ledger in one process's memory: the same promises as the instance's (ledger.py), held to them by the
 same contract tests, so a scenario about AWP's decisions (a stop and its resume, a cooldown honoured, a dead
-driver read as interrupted) runs as a fast test with no Dagster run. It plays the instance's part for runs
-too: `add_run` and `end_run` stand for a launcher creating a run and Dagster ending it.
+driver read as interrupted) runs under the real compute and sensor code as a fast test with no Dagster run. It
+plays the instance's part for runs too: `add_run`, `log_event` and `end_run` stand for a launcher creating a run,
+Dagster storing what its step logs, and Dagster ending it.
 
 Every operation takes one lock: atomic among the threads of the process, which is all a memory can promise
 (it shares nothing with another process, and a crash loses it all).
@@ -17,27 +18,44 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dagster import AssetKey, DagsterRun, DagsterRunStatus
+from dagster import AssetKey, AssetMaterialization, AssetObservation, DagsterRun, DagsterRunStatus
 
 from awp_pipelines.core.decisions.rotation import AccountUsage, Availability, Cooldown
 from awp_pipelines.core.decisions.stops import StopMarker, StopState
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
+from awp_pipelines.core.records import run_tags
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.adoption import adopt_committed
-from awp_pipelines.orchestration.ledger.asset_job_runs import joining_tags, own_packet_run
-from awp_pipelines.orchestration.ledger.claims import this_process
-from awp_pipelines.orchestration.ledger.ended_runs import EndedRun
-from awp_pipelines.orchestration.ledger.handoff_store import pull_request_urls
-from awp_pipelines.orchestration.ledger.heartbeat import Beat
-from awp_pipelines.orchestration.ledger.history import FINISHED, PacketRunHistory, history_of
-from awp_pipelines.orchestration.ledger.liveness import drivers_gone
-from awp_pipelines.orchestration.ledger.packet_index import latest_history
-from awp_pipelines.orchestration.ledger.reaper import OUTAGE_WHY, SLOT_GRACE_S, keeps_slots, runner_gone
-from awp_pipelines.orchestration.ledger.run_states import UNFINISHED
-from awp_pipelines.orchestration.ledger.runners import runner_alive, this_runner
-from awp_pipelines.orchestration.ledger.settling import settle_earlier_packet_runs
+from awp_pipelines.orchestration.ledger.adoption import adopt_committed, settle_earlier_packet_runs
+from awp_pipelines.orchestration.ledger.history import (
+    FINISHED,
+    UNFINISHED,
+    PacketRunHistory,
+    flat,
+    history_of,
+    joining_tags,
+    latest_history,
+    own_packet_run,
+)
+from awp_pipelines.orchestration.ledger.ledger import (
+    AttemptEvent,
+    AttemptLog,
+    EndedRun,
+    PacketRunEntry,
+    pull_request_urls,
+)
+from awp_pipelines.orchestration.ledger.liveness import (
+    OUTAGE_WHY,
+    SLOT_GRACE_S,
+    Beat,
+    drivers_gone,
+    keeps_slots,
+    runner_alive,
+    runner_gone,
+    this_process,
+    this_runner,
+)
 
 
 @dataclass
@@ -69,12 +87,14 @@ class MemoryLedger:
 
     # --- runs: what Dagster does for the instance's ledger ---------------------------------------------------
     def add_run(self, packet_run: str | None, assets: Sequence[AssetKey] | None = None,
-                status: DagsterRunStatus = DagsterRunStatus.STARTED, job_name: str = "__awp_memory__") -> str:
-        """A run of `packet_run` (None: a run of one of Dagster's asset jobs, which joins none until claimed)."""
+                status: DagsterRunStatus = DagsterRunStatus.STARTED, job_name: str = "__awp_memory__",
+                tags: Mapping[str, str] | None = None, run_config: Mapping[str, Any] | None = None) -> str:
+        """A run of `packet_run` (None: a run of one of Dagster's asset jobs, which joins none until claimed, or a
+        run whose `tags` name its packet run), with the tags and config its launcher gave it."""
         run_id = str(uuid.uuid4())
         run = DagsterRun(job_name=job_name, run_id=run_id, status=status,
-                         tags={tags.PACKET_RUN: packet_run} if packet_run else {},
-                         asset_selection=frozenset(assets) if assets else None)
+                         tags={**(tags or {}), **({run_tags.PACKET_RUN: packet_run} if packet_run else {})},
+                         asset_selection=frozenset(assets) if assets else None, run_config=dict(run_config or {}))
         with self._lock:
             self.runs[run_id] = _Run(run)
             self.event_at[run_id] = time.time()
@@ -88,6 +108,17 @@ class MemoryLedger:
                 entry.run = entry.run.with_status(status)
                 entry.ended_at = entry.updated_at = time.time() if at is None else at
                 self.event_at[run_id] = entry.ended_at  # Dagster logs the run's end as an event
+
+    def log_event(self, run_id: str, event: object) -> None:
+        """A step's own event (the compute's start marker, its Attempt's materialization or observation), stored
+        in its run's log as Dagster stores what a step logs: what `history` reads back, as from an instance. A
+        check's evaluation is kept apart by Dagster, and read by no operation here."""
+        if not isinstance(event, AssetMaterialization | AssetObservation):
+            return
+        with self._lock:
+            plain = {k: getattr(v, "value", v) for k, v in event.metadata.items()}
+            self.events.append((run_id, event.asset_key, plain))
+            self.event_at[run_id] = time.time()
 
     # --- the ledger's operations ----------------------------------------------------------------------------
     def history(self, packet_run: str, keys: Mapping[AssetKey, str]) -> PacketRunHistory:
@@ -139,6 +170,30 @@ class MemoryLedger:
     def last_event_at(self, run_ids: Collection[str]) -> dict[str, float]:
         with self._lock:
             return {run_id: self.event_at[run_id] for run_id in run_ids if run_id in self.event_at}
+
+    def attempt_log(self, packet_run: str) -> AttemptLog:
+        with self._lock:
+            runs = [e.run for e in self.runs.values() if e.run.tags.get(tags.PACKET_RUN) == packet_run]
+            events: dict[str, list[AttemptEvent]] = {run.run_id: [] for run in runs}
+            for run_id, key, meta in self.events:
+                if run_id in events:
+                    events[run_id].append((key, flat(meta)))
+            unfinished = [r.run_id for r in runs if r.status in UNFINISHED]
+            gone = drivers_gone(unfinished, self.runners(unfinished), list(self.beat_store.values()), time.time())
+        return AttemptLog(runs, events, gone)
+
+    def run_events(self, run_id: str, cursor: str | None) -> tuple[list[AttemptEvent], str, bool]:
+        start = int(cursor or 0)
+        with self._lock:
+            mine = [(key, flat(meta)) for r, key, meta in self.events if r == run_id]
+        return mine[start:], str(len(mine)), False
+
+    def recent_packet_runs(self, limit: int) -> list[PacketRunEntry]:
+        with self._lock:
+            noted = [(k.removeprefix(tags.PACKET_RUNS_KEY).rpartition("/"), int(v)) for k, v in self.kv.items()
+                     if k.startswith(tags.PACKET_RUNS_KEY)]
+        entries = [PacketRunEntry(packet, packet_run, at) for (packet, _, packet_run), at in noted]
+        return sorted(entries, key=lambda e: e.at_ms, reverse=True)[:limit]
 
     def reap(self, packet: str | None = None, now: float | None = None) -> dict[str, str]:
         now = time.time() if now is None else now

@@ -1,2 +1,2 @@
-"""The code location's sensors: recovery (retries, fallbacks, repairs under the daemon) and housekeeping, with the
-instance a tick reads."""
+"""The code location's sensors: recovery (retries, fallbacks, repairs under the daemon) and housekeeping, each tick
+handed the ledger of its instance."""

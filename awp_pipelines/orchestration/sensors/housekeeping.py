@@ -25,8 +25,9 @@ from dagster import (
     sensor,
 )
 
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
+from awp_pipelines.orchestration.ledger.factory import tick_ledger
+from awp_pipelines.orchestration.ledger.instance import tick_instance
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 HOUSEKEEPING_SENSOR = "awp_housekeeping"
 # Every third wake-up of the daemon (sensors.py), not every one: a silent run is only failed once its beat is
@@ -51,9 +52,8 @@ def run_monitoring_frees_slots(instance: DagsterInstance) -> bool:
                 and instance.run_monitoring_settings.get("free_slots_after_run_end_seconds"))
 
 
-def sweep(instance: DagsterInstance, slots: bool = True) -> Swept:
+def sweep(ledger: Ledger, slots: bool = True) -> Swept:
     """One round of the instance's housekeeping; `slots=False` leaves the ended runs' slots to run monitoring."""
-    ledger = InstanceLedger(instance)
     failed = list(ledger.reap())
     return Swept(failed, ledger.free_ended_slots() if slots else [])
 
@@ -64,8 +64,7 @@ def housekeeping_sensor() -> SensorDefinition:
                         "beating (a dead worker or host) and frees their slots; frees the slots of ended runs "
                         "where run monitoring does not. Launches nothing.")
     def _housekeeping(context: SensorEvaluationContext) -> SkipReason:
-        instance = tick_instance(context)
-        swept = sweep(instance, slots=not run_monitoring_frees_slots(instance))
+        swept = sweep(tick_ledger(context), slots=not run_monitoring_frees_slots(tick_instance(context)))
         for run_id in swept.failed:
             context.log.warning(f"run {run_id[:8]} failed: its compute stopped beating")
         return SkipReason(swept.summary())

@@ -10,7 +10,7 @@ the launch itself its run config (attempt_config.py). A packet with nothing new 
 read. The run key is the Attempt's id, so a launch is requested once however often it is computed.
 A packet run the user stopped (stops.py: Ctrl-C of `awp run`, a run cancelled in the UI) gets nothing until
 the user resumes it; the cursor keeps it in view, so a resume by `awp resume --lift-only` is picked up.
-A packet run with nothing left to launch whose AgentRuns all ended is handed off (ledger/handoffs.py) when its
+A packet run with nothing left to launch whose AgentRuns all ended is handed off (views/handoff.py) when its
 packet has a `handoff:` repo: the tick that saw its last run end pushes its branch and opens the pull request.
 
 One sensor rather than one per packet: the daemon's fixed cost per sensor tick (its gRPC call to the code
@@ -20,7 +20,7 @@ server, the tick's state and writes; 65-160 ms of CPU each) made 200 packets' se
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,14 +42,14 @@ from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.dagster_compat.tags import PARENT_RUN_ID_TAG, ROOT_RUN_ID_TAG
 from awp_pipelines.orchestration.compile.attempt_config import launch_run_config
 from awp_pipelines.orchestration.compile.binding import PacketBinding
-from awp_pipelines.orchestration.ledger.asset_job_runs import claimant, of_packet
-from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
-from awp_pipelines.orchestration.ledger.handoffs import hand_off_packet_run
+from awp_pipelines.orchestration.ledger.factory import tick_ledger
 from awp_pipelines.orchestration.ledger.history import PacketRunHistory, decision_inputs
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 from awp_pipelines.orchestration.ledger.liveness import driven_in_process
-from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
-from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
+from awp_pipelines.orchestration.sensors.asset_job_runs import claimant, of_packet
+from awp_pipelines.orchestration.sensors.recovery_cursor import PacketCursor, RecoveryCursor
+from awp_pipelines.orchestration.views.handoff import hand_off_packet_run
+from awp_pipelines.orchestration.views.status import has_handoff
 
 if TYPE_CHECKING:
     from awp_pipelines.dagster_compat.execution import UnresolvedAssetJobDefinition
@@ -114,32 +114,36 @@ def recovery_sensor(packets: Sequence[ServedPacket], name: str) -> SensorDefinit
     @sensor(name=name, jobs=[p.job for p in packets], minimum_interval_seconds=INTERVAL_S,
             default_status=DefaultSensorStatus.RUNNING, description=served_description(packets))
     def _recover(context: SensorEvaluationContext) -> SensorResult:
-        cursor = RecoveryCursor.parse(context.cursor)
-        instance = tick_instance(context)
-        ledger = InstanceLedger(instance)
-        # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
-        # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
-        in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
-        after = _take_ended(context, ledger, served, cursor.after, in_view)
-        states = ledger.stop_states(set[str]().union(*in_view.values()))  # one read for every packet
-        requests: list[RunRequest] = []
-        packets: dict[str, PacketCursor] = {}
-        now = time.time()
-        for name in sorted(in_view):
-            stopped = {r for r in in_view[name] if states[r].stopped}  # a decision: nothing until a resume
-            waiting: set[str] = set()
-            for packet_run in sorted(in_view[name] - stopped):
-                due, waits = _launches(context, ledger, served[name], packet_run, now)
-                requests.extend(due)
-                if waits:
-                    waiting.add(packet_run)
-            packets[name] = PacketCursor(waiting, stopped)
-        return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, packets).dump())
+        return recovery_tick(tick_ledger(context), served, context.cursor, context.log.info)
 
     return _recover
 
 
-def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served: dict[str, ServedPacket],
+def recovery_tick(ledger: Ledger, served: Mapping[str, ServedPacket], cursor_text: str | None,
+                  say: Callable[[str], object], now: float | None = None) -> SensorResult:
+    """One tick of the sensor on the ledger it is handed: its run requests and its next cursor."""
+    cursor = RecoveryCursor.parse(cursor_text)
+    # A run whose worker died unseen (a Celery worker killed, a host lost) is failed by the location's
+    # housekeeping sensor (housekeeping.py); this tick or the next launches its retry.
+    in_view = {name: c.in_view() for name, c in cursor.packets.items() if name in served}
+    after = _take_ended(say, ledger, served, cursor.after, in_view)
+    states = ledger.stop_states(set[str]().union(*in_view.values()))  # one read for every packet
+    requests: list[RunRequest] = []
+    packets: dict[str, PacketCursor] = {}
+    now = time.time() if now is None else now
+    for name in sorted(in_view):
+        stopped = {r for r in in_view[name] if states[r].stopped}  # a decision: nothing until a resume
+        waiting: set[str] = set()
+        for packet_run in sorted(in_view[name] - stopped):
+            due, waits = _launches(say, ledger, served[name], packet_run, now)
+            requests.extend(due)
+            if waits:
+                waiting.add(packet_run)
+        packets[name] = PacketCursor(waiting, stopped)
+    return SensorResult(run_requests=requests, cursor=RecoveryCursor(after, packets).dump())
+
+
+def _take_ended(say: Callable[[str], object], ledger: Ledger, served: Mapping[str, ServedPacket],
                 after: float, in_view: dict[str, set[str]]) -> float:
     """The runs that ended since `after`, read once for every packet: each served packet's packet runs added to
     `in_view`, a cancelled run's stop stored. Returns the update time the cursor moves to."""
@@ -150,7 +154,7 @@ def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served
         run = ended.run
         owner = claimant(run, bindings)  # a run of `__ASSET_JOB` that ended before its first compute tagged it
         if owner is not None:
-            run = _claim(context, ledger, run, owner)
+            run = _claim(say, ledger, run, owner)
         packet_run = run.tags.get(tags.PACKET_RUN)
         # Its packet: the packet job it ran, else (one of Dagster's asset jobs) the packet whose prompts it selected.
         packet = by_job.get(run.job_name) or next(
@@ -164,16 +168,15 @@ def _take_ended(context: SensorEvaluationContext, ledger: InstanceLedger, served
     return after
 
 
-def _claim(context: SensorEvaluationContext, ledger: InstanceLedger, run: DagsterRun,
-           owner: PacketBinding) -> DagsterRun:
+def _claim(say: Callable[[str], object], ledger: Ledger, run: DagsterRun, owner: PacketBinding) -> DagsterRun:
     claimed = ledger.claim_run(run.run_id, owner.packet.name) or run
     if claimed.tags.get(tags.PACKET_RUN):
-        context.log.info(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
+        say(f"run {run.run_id[:8]} ended before its first compute: it joins packet run "
                          f"{claimed.tags.get(tags.PACKET_RUN)} of packet {owner.packet.name}")
     return claimed
 
 
-def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: ServedPacket, packet_run: str,
+def _launches(say: Callable[[str], object], ledger: Ledger, packet: ServedPacket, packet_run: str,
               now: float) -> tuple[list[RunRequest], bool]:
     """The due launches of one packet run as run requests of its packet's job, and whether one waits for its
     backoff (or for the `awp run` that drives it to let go)."""
@@ -188,7 +191,7 @@ def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: 
     requests = []
     for launch in outlook.due:
         if launch.prompt in changed:  # said once: the launch starts the changed prompt's new AgentRun
-            context.log.info(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
+            say(f"packet run {packet_run}: prompt {launch.prompt} changed since its last "
                              f"Attempt: Attempt {launch.number} starts a new AgentRun of it")
         key = binding.key(launch.prompt)
         attempt = history.attempt_of(launch.prompt, launch.number, binding.intents[launch.prompt])
@@ -198,5 +201,5 @@ def _launches(context: SensorEvaluationContext, ledger: InstanceLedger, packet: 
     if outlook.idle and has_handoff(binding.packet):
         # Nothing comes next: if every AgentRun ended, the packet run's work is handed off (once it succeeded).
         for result in hand_off_packet_run(ledger, binding, packet_run, automatic=True):
-            context.log.info(f"packet run {packet_run}: hand-off: {result.line()}")
+            say(f"packet run {packet_run}: hand-off: {result.line()}")
     return requests, bool(outlook.waiting)

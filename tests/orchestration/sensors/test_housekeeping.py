@@ -16,8 +16,9 @@ from housekeeping_support import counted_queries
 from awp_pipelines.core.records.run_tags import RUNNER_KEY
 from awp_pipelines.dagster_compat.kvs import kv_set
 from awp_pipelines.dagster_compat.pools import claim_slot, ensure_pool, slot_holders
-from awp_pipelines.orchestration.ledger.heartbeat import Beat, beats, write_beat
+from awp_pipelines.orchestration.ledger.factory import ledger_of
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
+from awp_pipelines.orchestration.ledger.liveness import Beat
 from awp_pipelines.orchestration.sensors.housekeeping import HOUSEKEEPING, run_monitoring_frees_slots, sweep
 
 
@@ -35,7 +36,7 @@ def _packets(instance: DagsterInstance, count: int) -> tuple[list[str], list[str
     for n in range(count):
         packet = f"p{n:03d}"
         run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED).run_id
-        write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now - 600, 15.0))
+        ledger_of(instance).beat(Beat(run, f"{packet}__01", packet, "host-b", 4242, now - 600, 15.0))
         silent.append(run)
         done = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.SUCCESS).run_id
         kv_set(instance, {RUNNER_KEY + done: "h:1:1"})  # an `awp run` run: its slots go at once
@@ -47,9 +48,9 @@ def _packets(instance: DagsterInstance, count: int) -> tuple[list[str], list[str
 
 def test_a_sweep_fails_every_packets_silent_runs_and_frees_every_ended_runs_slots(instance: DagsterInstance) -> None:
     silent, ended = _packets(instance, 3)
-    swept = sweep(instance)
+    swept = sweep(ledger_of(instance))
     assert sorted(swept.failed) == sorted(silent) and sorted(swept.freed) == sorted(ended)
-    assert not beats(instance) and not slot_holders(instance)
+    assert not ledger_of(instance).beats() and not slot_holders(instance)
 
 
 @pytest.mark.parametrize("packets", [1, 12])
@@ -61,11 +62,11 @@ def test_a_sweep_reads_each_concern_once_whatever_the_number_of_packets(instance
     for n in range(packets):
         packet = f"p{n:03d}"
         run = create_run_for_test(instance, job_name=f"packet__{packet}", status=DagsterRunStatus.STARTED).run_id
-        write_beat(instance, Beat(run, f"{packet}__01", packet, "host-b", 4242, now, 15.0))
+        ledger_of(instance).beat(Beat(run, f"{packet}__01", packet, "host-b", 4242, now, 15.0))
         ensure_pool(instance, f"awp_{packet}_docs")
         assert claim_slot(instance, f"awp_{packet}_docs", run, "step")
     with counted_queries() as seen:
-        swept = sweep(instance)
+        swept = sweep(ledger_of(instance))
     assert swept.failed == [] and swept.freed == [] and len(slot_holders(instance)) == packets
     reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
     assert len(reads) == 4, reads
@@ -99,7 +100,7 @@ def test_a_packets_recovery_sensor_does_no_housekeeping(instance: DagsterInstanc
         compiled.sensor.evaluate_tick(build_sensor_context(instance=instance, definitions=compiled.definitions()))
     assert seen, "the tick read nothing: it did not run"
     assert not any("kvs" in s or "concurrency" in s or "pending_steps" in s for s in seen), seen
-    assert [b.run_id for b in beats(instance)] == silent and slot_holders(instance) == set(ended)
+    assert [b.run_id for b in ledger_of(instance).beats()] == silent and slot_holders(instance) == set(ended)
 
 
 def test_the_locations_one_recovery_sensor_reads_the_ended_runs_once_for_every_packet(instance: DagsterInstance,

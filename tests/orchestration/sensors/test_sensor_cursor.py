@@ -20,7 +20,7 @@ from awp_pipelines.orchestration.compile.naming import job_name
 from awp_pipelines.orchestration.compute.resources import AwpResource
 from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
-from awp_pipelines.orchestration.ledger.recovery_cursor import PacketCursor, RecoveryCursor
+from awp_pipelines.orchestration.sensors.recovery_cursor import PacketCursor, RecoveryCursor
 
 
 def test_a_tick_moves_past_other_packets_runs_and_reads_only_its_own(tmp_path: Path,
@@ -54,14 +54,20 @@ def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp
     """Stopped packet runs stay in the cursor until resumed, over months: their stops are read in one query,
     a resumed one is looked at again and a stopped one is not."""
     from awp_pipelines.core.decisions.stops import StopMarker
-    from awp_pipelines.orchestration.ledger import stop_store
-    from awp_pipelines.orchestration.ledger.stop_store import StopStore
+    from awp_pipelines.core.records import run_tags
+    from awp_pipelines.orchestration.ledger import instance_ledger
 
     packet = load_packet(write_dag_packet(tmp_path / "packet", {"01": "r1"}, name="tick"))
     compiled = packet_assets(packet, BUILTIN, AwpResource(state_dir=str(tmp_path / "state")))
     reads: list[set[str]] = []
-    real_get = stop_store.kv_get
-    monkeypatch.setattr(stop_store, "kv_get", lambda instance, keys: reads.append(keys) or real_get(instance, keys))
+    real_get = instance_ledger.kv_get
+
+    def kv_get(instance, keys):  # type: ignore[no-untyped-def]
+        if any(k.startswith(run_tags.STOP_KEY) for k in keys):  # the stops' reads
+            reads.append(keys)
+        return real_get(instance, keys)
+
+    monkeypatch.setattr(instance_ledger, "kv_get", kv_get)
     looked: list[str] = []
     real_history = InstanceLedger.history
     monkeypatch.setattr(InstanceLedger, "history", lambda ledger, packet_run, keys: looked.append(packet_run)
@@ -70,8 +76,8 @@ def test_the_stopped_packet_runs_the_cursor_keeps_cost_one_read_not_one_each(tmp
     try:
         stopped = {f"pr-{i:02d}" for i in range(30)}
         for packet_run in stopped:
-            StopStore(instance).stop(packet_run, StopMarker(1.0, "sigint", "Ctrl-C"))
-        StopStore(instance).resume("pr-07")
+            InstanceLedger(instance).stop(packet_run, StopMarker(1.0, "sigint", "Ctrl-C"))
+        InstanceLedger(instance).resume("pr-07", time.time())
         reads.clear()
         result = compiled.sensor.evaluate_tick(build_sensor_context(
             instance=instance, cursor=RecoveryCursor(time.time(), {"tick": PacketCursor(stopped=stopped)}).dump(),

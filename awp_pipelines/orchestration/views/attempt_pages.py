@@ -1,20 +1,16 @@
-"""An Attempt found in the instance by its id, for its page (`awp serve`): its started marker and, once it
-ended, its record, each with the run and asset that stored it. Bounded by the packet run: the runs tagged with
-it, each run's own asset events (Dagster's public per-run API)."""
+"""An Attempt found in the ledger it is handed by its id, for its page (`awp serve`): its started marker and, once
+it ended, its record, each with the run and asset that stored it. Bounded by the packet run (`Ledger.attempt_log`:
+the runs tagged with it, each run's own Attempt events)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import DagsterInstance
-
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.records import run_tags as tags
-from awp_pipelines.dagster_compat.kvs import kv_prefixed
-from awp_pipelines.orchestration.ledger.history import packet_run_records, run_asset_events
-from awp_pipelines.orchestration.ledger.liveness import gone_runs
-from awp_pipelines.orchestration.ledger.start_marker import ATTEMPT_STARTED, flat
+from awp_pipelines.orchestration.ledger.history import ATTEMPT_STARTED
+from awp_pipelines.orchestration.ledger.ledger import Ledger
 
 
 @dataclass
@@ -71,48 +67,27 @@ def split_attempt_id(attempt: str) -> tuple[str, str, int] | None:
     return packet_run, prompt, int(number)
 
 
-@dataclass(frozen=True)
-class PacketRunEntry:
-    """A packet run as the packet index notes it: its packet and when a run last joined it (ms since epoch)."""
-
-    packet: str
-    packet_run: str
-    at_ms: int
-
-
-def packet_run_entries(instance: DagsterInstance, limit: int = 50) -> list[PacketRunEntry]:
-    """Every packet's packet runs in the instance, newest first (one prefix read of the packet index)."""
-    entries = []
-    for key, value in kv_prefixed(instance, tags.PACKET_RUNS_KEY).items():
-        packet, _, packet_run = key.removeprefix(tags.PACKET_RUNS_KEY).rpartition("/")
-        if packet and packet_run and not packet_run.startswith("."):  # `.indexed` marks a packet, not a run
-            entries.append(PacketRunEntry(packet, packet_run, int(value) if value.isdigit() else 0))
-    return sorted(entries, key=lambda e: e.at_ms, reverse=True)[:limit]
-
-
-def packet_run_attempts(instance: DagsterInstance, packet_run: str) -> list[FoundAttempt]:
+def packet_run_attempts(ledger: Ledger, packet_run: str) -> list[FoundAttempt]:
     """Every Attempt of the packet run, in the order they started (runs oldest first, events in log order)."""
-    return _attempts(instance, packet_run, f"{packet_run}.")
+    return _attempts(ledger, packet_run, f"{packet_run}.")
 
 
-def agent_run_attempts(instance: DagsterInstance, agent_run: str) -> list[FoundAttempt]:
-    """Every Attempt of the AgentRun the instance holds, oldest first."""
-    return sorted(_attempts(instance, agent_run.partition(".")[0], f"{agent_run}.a"), key=lambda a: a.number)
+def agent_run_attempts(ledger: Ledger, agent_run: str) -> list[FoundAttempt]:
+    """Every Attempt of the AgentRun the ledger holds, oldest first."""
+    return sorted(_attempts(ledger, agent_run.partition(".")[0], f"{agent_run}.a"), key=lambda a: a.number)
 
 
-def _attempts(instance: DagsterInstance, packet_run: str, prefix: str) -> list[FoundAttempt]:
+def _attempts(ledger: Ledger, packet_run: str, prefix: str) -> list[FoundAttempt]:
     found: dict[str, FoundAttempt] = {}
-    runs = packet_run_records(instance, packet_run)
-    gone = gone_runs(instance, [run.dagster_run for run in runs])
-    for run in sorted(runs, key=lambda r: r.create_timestamp):
-        run_id, status = run.dagster_run.run_id, run.dagster_run.status.value
-        for key, stored in run_asset_events(instance, run_id):
-            meta = flat(stored)
-            attempt = str(meta.get(tags.ATTEMPT) or "")
-            if not attempt.startswith(prefix):
-                continue
+    log = ledger.attempt_log(packet_run)
+    for run in log.runs:
+        run_id, status = run.run_id, run.status.value
+        for key, meta in log.events.get(run_id, []):
             record = AttemptRecord.model_validate(meta[tags.RECORD]) if isinstance(meta.get(tags.RECORD), dict) \
                 else None
+            attempt = str(meta.get(tags.ATTEMPT) or (record.identity.attempt_id if record else ""))
+            if not attempt.startswith(prefix):
+                continue
             entry = found.setdefault(attempt, FoundAttempt(
                 attempt, int(str(meta.get(tags.ATTEMPT_NUMBER) or attempt.rpartition(".a")[2])), run_id,
                 list(key.path), {}, None, status))
@@ -122,13 +97,13 @@ def _attempts(instance: DagsterInstance, packet_run: str, prefix: str) -> list[F
                 entry.record = record
                 entry.agent_run_state = str(meta.get(tags.AGENT_RUN_STATE) or "")
             entry.run_status = status
-            entry.driver_gone = run_id in gone
+            entry.driver_gone = run_id in log.gone
     return list(found.values())
 
 
-def find_attempt(instance: DagsterInstance, attempt: str) -> FoundAttempt | None:
+def find_attempt(ledger: Ledger, attempt: str) -> FoundAttempt | None:
     parts = split_attempt_id(attempt)
     if parts is None:
         return None
     agent_run = tags.agent_run_id(parts[0], parts[1])
-    return next((a for a in agent_run_attempts(instance, agent_run) if a.attempt_id == attempt), None)
+    return next((a for a in agent_run_attempts(ledger, agent_run) if a.attempt_id == attempt), None)

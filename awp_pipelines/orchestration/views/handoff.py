@@ -1,6 +1,6 @@
-"""A packet run's hand-off (core/handoff/), run on the packet run as the ledger holds it, its results kept there
-(`Ledger.keep_handoff`, with the pull request's tag on the first run). Called where a packet run ends: `awp run`
-(api.py), the recovery sensor (sensors/recovery.py), and `awp handoff` by hand."""
+"""A packet run's hand-off (core/handoff/), run on the packet run as the status view reads it from the ledger it is
+handed, its results kept there (`Ledger.keep_handoff`, with the pull request's tag on the first run). Called where
+a packet run ends: `awp run` (api.py), the recovery sensor (sensors/recovery.py), and `awp handoff` by hand."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from awp_pipelines.core.packet.providers_config import Catalog
 from awp_pipelines.core.records.handoff_record import HandoffResult
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
-from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.ledger import Ledger
-from awp_pipelines.orchestration.ledger.status_read import status_report
+from awp_pipelines.orchestration.views.status import has_handoff, status_report
 
 
 def hand_off_packet_run(ledger: Ledger, binding: PacketBinding, packet_run: str, *,

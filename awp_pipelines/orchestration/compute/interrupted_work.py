@@ -1,5 +1,6 @@
 """The partial work of Attempts that died (no record), saved as their AgentRun's checkpoint before anything else
-edits the tree: the next `awp run`, or the next Attempt's compute, does it."""
+edits the tree: the next `awp run`, or the next Attempt's compute, does it. Outside the ledger on purpose: it acts
+on git work trees from a history the ledger already read, and stores nothing in it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The instance a sensor tick reads (orchestration/sensor_instance.py): under the daemon each tick arrives with the
+"""The instance a sensor tick reads (ledger/instance.py, `tick_instance`): under the daemon each tick arrives with the
 instance's ref, and the code server opens that instance once, not on every tick (a `from_ref` per tick was most
 of a tick's CPU on SQLite: every migration script loaded to check each database's revision)."""
 
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from awp_pipelines.orchestration.ledger.instance import open_instance_folder
-from awp_pipelines.orchestration.sensors import sensor_instance
-from awp_pipelines.orchestration.sensors.sensor_instance import tick_instance
+from awp_pipelines.orchestration.ledger import instance as sensor_instance
+from awp_pipelines.orchestration.ledger.instance import open_instance_folder, tick_instance
 
 
 @dataclass

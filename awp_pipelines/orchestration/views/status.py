@@ -1,6 +1,6 @@
-"""`awp status` read from the ledger (a Dagster instance, SQLite or Postgres, or the memory's): one packet run,
-found by the packet index, and the Attempt records in its runs' own events (history.py). Nothing scans the
-whole event log."""
+"""`awp status` read from the ledger it is handed (a Dagster instance's, SQLite or Postgres, or the memory's): one
+packet run, found by the packet index, and the Attempt records in its runs' own events (ledger/history.py).
+Nothing scans the whole event log."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus, DecisionInput, resumable_prompts
 from awp_pipelines.core.engine.status_report import PromptStatus, StatusReport, StopInfo, totals_of, with_live_progress
+from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.core.records import run_tags as tags
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.page_link import attempt_page_url
 from awp_pipelines.orchestration.ledger.adoption import lost_commits
-from awp_pipelines.orchestration.ledger.handoff_store import has_handoff
 from awp_pipelines.orchestration.ledger.history import (
     AgentRunHistory,
     PacketRunHistory,
@@ -23,6 +23,11 @@ from awp_pipelines.orchestration.ledger.history import (
     superseded_runs,
 )
 from awp_pipelines.orchestration.ledger.ledger import Ledger
+
+
+def has_handoff(packet: Packet) -> bool:
+    """Whether a repo of the packet hands its work off: only then is a hand-off read or written."""
+    return any(repo.handoff is not None for repo in packet.repos.values())
 
 
 def newest_packet_run(ledger: Ledger, packet: str) -> str | None:

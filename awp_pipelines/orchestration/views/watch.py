@@ -1,4 +1,4 @@
-"""`awp watch` readings from the ledger (a Dagster instance's, or the memory's): liveness from the runs
+"""`awp watch` readings from the ledger it is handed (a Dagster instance's, or the memory's): liveness from the runs
 themselves (their status and the age of their latest event) and from what the decision function says is due —
 the daemon's view, whoever launches."""
 
@@ -32,7 +32,7 @@ from awp_pipelines.orchestration.ledger.history import (
     superseded_runs,
 )
 from awp_pipelines.orchestration.ledger.ledger import Ledger
-from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+from awp_pipelines.orchestration.views.status import newest_packet_run
 
 
 def watch_reading(ledger: Ledger, binding: PacketBinding, packet_run: str | None,

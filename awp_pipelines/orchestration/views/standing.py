@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.engine.attempt_record import AttemptRecord
 from awp_pipelines.core.packet.packet import Packet
 from awp_pipelines.orchestration.compile.binding import PacketBinding
 from awp_pipelines.orchestration.compile.translator import PacketTranslator
 from awp_pipelines.orchestration.ledger.history import agent_run_truth, intent_changes
-from awp_pipelines.orchestration.ledger.instance import open_instance
-from awp_pipelines.orchestration.ledger.instance_ledger import InstanceLedger
 from awp_pipelines.orchestration.ledger.ledger import Ledger
-from awp_pipelines.orchestration.ledger.status_read import newest_packet_run
+from awp_pipelines.orchestration.views.status import newest_packet_run
 
 Standing = tuple[str | None, dict[str, AgentRunStatus], list[str]]
 
@@ -28,14 +24,6 @@ def standing(ledger: Ledger, binding: PacketBinding, packet_run: str | None = No
     history = ledger.history(packet_run, binding.keys)
     statuses = agent_run_truth(binding, history)[1]
     return packet_run, statuses, intent_changes(binding, history, statuses)
-
-
-def standing_at(binding: PacketBinding, home: Path | None, packet_run: str | None = None) -> Standing:
-    instance = open_instance(binding.packet.root, home)
-    try:
-        return standing(InstanceLedger(instance), binding, packet_run)
-    finally:
-        instance.dispose()
 
 
 def agent_run_records(ledger: Ledger, packet: PacketBinding | Packet, packet_run: str,
