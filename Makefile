@@ -55,14 +55,16 @@ PAGE_PORT ?= 3001
 ui: install
 	$(VENV)/bin/python -c 'from pathlib import Path; from awp_pipelines.orchestration.ledger.instance import open_instance; \
 		open_instance(Path("assets/demo")).dispose()'
-	# Warnings and errors only: the daemon's and webserver's own lines (--log-level) and each run's console
-	# (AWP_CONSOLE_LOG_LEVEL, read by the code location); every event is still in the run's page.
+	# Warnings and errors only, one line each: the daemon's and webserver's own lines (--log-level) and each run's
+	# console (AWP_CONSOLE_LOG_LEVEL, read by the code location; tests/ui/test_make_ui_console.py launches it as
+	# this recipe does; GRPC_VERBOSITY: gRPC's own "Got goaway" info line at Ctrl-C); every event and stack trace is
+	# still in the run's page.
 	@echo "Dagster UI on http://127.0.0.1:$(UI_PORT) (warnings and errors below; Ctrl-C stops)"
 	# The Attempt pages (`awp serve`) beside the UI, on the same instance; stopped with it.
 	"$(CURDIR)/$(VENV)/bin/awp" serve --instance "$(DEMO_HOME)" --port $(PAGE_PORT) \
 		--dagster-url http://127.0.0.1:$(UI_PORT) & trap "kill $$!" EXIT; \
 	cd "$(DEMO_HOME)" && DAGSTER_HOME="$(DEMO_HOME)" AWP_PAGE_URL=http://127.0.0.1:$(PAGE_PORT) \
-		AWP_CONSOLE_LOG_LEVEL=WARNING PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+		AWP_CONSOLE_LOG_LEVEL=WARNING GRPC_VERBOSITY=ERROR PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
 		"$(CURDIR)/$(VENV)/bin/dagster" dev -w "$(CURDIR)/workspace.yaml" -p $(UI_PORT) --log-level warning
 
 # ruff, then mypy with the pydantic plugin (config in pyproject.toml).

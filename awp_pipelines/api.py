@@ -30,12 +30,12 @@ from awp_pipelines.core.engine.progress import AttemptEnded, Listener, ProgressE
 from awp_pipelines.core.engine.run_stream import EventListener, EventTail, PacketRunEnded, RunEvent
 from awp_pipelines.core.engine.runlock import packet_lock
 from awp_pipelines.core.engine.status_report import StatusReport
-from awp_pipelines.core.lint import LintReport, lint_packet, refuse_secrets
+from awp_pipelines.core.lint import LintReport, lint_loaded, lint_packet, refuse_broken_references, refuse_secrets
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.packet import Packet, load_packet, normalize_id
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
 from awp_pipelines.core.planning.plan import Overrides, PacketPlan, PlanContext, build_plan
-from awp_pipelines.core.planning.preflight import refuse_unknown_providers
+from awp_pipelines.core.planning.preflight import refuse_missing_trees, refuse_unknown_providers
 from awp_pipelines.core.planning.selection import (
     Selection,
     ended_explanation,
@@ -430,6 +430,10 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     chosen = select if isinstance(select, Select) else Select(ids=tuple(select))
     context = PlanContext(catalog=found, overrides=overrides or Overrides())
     whole = build_plan(loaded, context)
+    # A broken reference between the packet's parts (an unknown depends_on, target repo, phase) is refused as lint
+    # reports it, by the plan too: the job would not compile, or the prompt would run elsewhere than it says.
+    said = refuse_broken_references(lint_loaded(loaded, found, whole))
+    whole = whole.model_copy(update={"warnings": [*whole.warnings, *said]})
     # --remaining continues the packet run it reads (the newest, or `packet_run`): its completed prompts are
     # the upstream of the remaining ones. A new packet run has nothing completed.
     statuses: dict[str, AgentRunStatus] = {}
@@ -460,12 +464,13 @@ def _planned(packet: PathLike | Packet, select: Select | Sequence[str], override
     # An explicit selection is the user's decision: it runs, each unfinished upstream named (the run is tagged
     # awp/ignore_deps, so the compute does not hold it either). An automatic one never leaves an upstream out.
     unmet = {} if chosen.ignore_deps else unmet_upstream(loaded, ids, statuses)
-    warnings = changes + upstream_warnings(unmet, packet_run)
+    warnings = said + changes + upstream_warnings(unmet, packet_run)
     if unmet:
         chosen = replace(chosen, ignore_deps=True)
     # A resume where nothing can go on still runs (it ends dead runs, adopts what they committed), and says why.
     stuck = ended_explanation(ids, statuses, packet_run, loaded) if packet_run and not chosen.ignore_deps else None
     planned = _part(whole, loaded, selection)
+    refuse_missing_trees(planned.prompts, loaded)
     refuse_unknown_providers(planned.prompts, found, loaded.manifest_file,
                              executables=executables and not skip_preflight, logins=not skip_preflight)
     return _Chosen(loaded, found, context, chosen, planned, packet_run, whole, None, stuck, warnings)

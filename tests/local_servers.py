@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import socketserver
 import subprocess
@@ -9,10 +10,24 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TypeVar
 
 Server = TypeVar("Server", bound=socketserver.BaseServer)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: object,
+              headers: dict[str, str] | None = None) -> None:
+    """An HTTP handler's JSON answer, with its length (the CLIs' clients keep the connection)."""
+    payload = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(payload)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(payload)
 
 
 @contextmanager

@@ -102,6 +102,8 @@ DEFINITIONS: dict[str, tuple[Defines, str]] = {
     "git runner": (lambda n: bool(_function_names(n) & {"git", "git_env", "changed_paths"}) or _git_subprocess(n),
                    "core/records/workspace.py"),
     "prompt id rule": (_two_digit_format, "core/packet/packet.py"),
+    "packet run and AgentRun states": (lambda n: {"interrupted", "stopped", "blocked"} <= _literal_strings(n),
+                                       "core/decisions/agent_run.py"),
 }
 
 
@@ -127,6 +129,7 @@ def test_each_vocabulary_word_is_defined_in_one_module() -> None:
 def test_the_definition_greps_recognise_a_second_definition() -> None:
     second = ast.parse(
         'from typing import Literal\nM = Literal["run", "retry"]\nF = Literal["provider_rate_limit"]\n'
+        'S = Literal["interrupted", "stopped", "blocked"]\n'
         "class C:\n    sha: str\n    status: str\n    input_tokens: int\n"
         'def commit_message(p): ...\ndef git(*a): return subprocess.run(["git", *a])\nID = f"{n:02d}"\n')
     for word, (defines, _home) in DEFINITIONS.items():
@@ -142,3 +145,17 @@ def test_a_target_is_where_an_attempt_runs_never_a_repo() -> None:
     plans = [node for path, tree in _modules() if path.name == "plan.py" for node in ast.walk(tree)
              if isinstance(node, ast.ClassDef) and node.name == "PromptPlan"]
     assert "repos" in _class_fields(plans[0]) and "targets" not in _class_fields(plans[0])
+
+
+def test_awp_serve_says_a_packet_runs_state_in_the_words_of_awp_status() -> None:
+    """One vocabulary for a packet run's state: `awp status` (StatusReport.state), `awp watch` (which reads the same
+    report) and `awp serve`'s pages (PacketRunView.state) all give agent_run.PacketRunState; serve said "not done"."""
+    import typing
+
+    from awp_pipelines.cli_features.run_index import PacketRunView
+    from awp_pipelines.core.decisions.agent_run import PacketRunState
+    from awp_pipelines.core.engine.status_report import StatusReport, WatchReading
+
+    assert typing.get_type_hints(PacketRunView.state)["return"] is PacketRunState
+    assert StatusReport.model_fields["state"].annotation is PacketRunState
+    assert WatchReading.model_fields["state"].annotation is PacketRunState

@@ -16,6 +16,7 @@ from awp_pipelines.cli import (
     list_cmd,
     operator_cmd,
     plan_cmd,
+    prompt_runner_cmd,
     repair_cmd,
     resume_cmd,
     run_cmd,
@@ -37,7 +38,8 @@ def cli() -> None:
 
 
 for module in (lint_cmd, plan_cmd, run_cmd, repair_cmd, resume_cmd, status_cmd, watching_cmd, control_cmd,
-               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd, accounts_cmd, list_cmd, operator_cmd):
+               authoring_cmd, blame_cmd, doctor_cmd, handoff_cmd, serve_cmd, accounts_cmd, list_cmd, operator_cmd,
+               prompt_runner_cmd):
     module.register(cli)
 
 

@@ -154,7 +154,7 @@ def profile_list(as_json: bool) -> None:
         click.echo(f"{row['name']}  {details or '(no settings)'}  {row['file']}")
 
 
-def _subgroup(group: click.Group, name: str, help_text: str) -> click.Group:
+def subgroup(group: click.Group, name: str, help_text: str) -> click.Group:
     """Reuse a group another command module already registered (e.g. `packet lint`), else create it."""
     existing = group.commands.get(name)
     if isinstance(existing, click.Group):
@@ -165,9 +165,9 @@ def _subgroup(group: click.Group, name: str, help_text: str) -> click.Group:
 
 
 def register(group: click.Group) -> None:
-    _subgroup(group, "packet", "Create and inspect packets.").add_command(packet_new)
-    _subgroup(group, "prompt", "Add prompts to a packet.").add_command(prompt_new)
-    _subgroup(group, "checklist", "Generated checklists next to each prompt.").add_command(checklist_sync)
-    profiles = _subgroup(group, "profile", "Home profiles: execution defaults shared by packets.")
+    subgroup(group, "packet", "Create and inspect packets.").add_command(packet_new)
+    subgroup(group, "prompt", "Add prompts to a packet.").add_command(prompt_new)
+    subgroup(group, "checklist", "Generated checklists next to each prompt.").add_command(checklist_sync)
+    profiles = subgroup(group, "profile", "Home profiles: execution defaults shared by packets.")
     profiles.add_command(profile_new)
     profiles.add_command(profile_list)

@@ -49,7 +49,8 @@ INDEX_PACKET_RUNS = 20  # the front door reads this many packet runs, newest fir
 
 
 def chip(found: FoundAttempt) -> AttemptChip:
-    return AttemptChip(found.attempt_id, found.number, found.prompt, found.prompt_name, found.mode, found.result)
+    return AttemptChip(found.attempt_id, found.number, found.prompt, found.prompt_name, found.mode, found.result,
+                       found.agent_run_state)
 
 
 def packet_run_view(ledger: Ledger, entry: PacketRunEntry) -> PacketRunView:

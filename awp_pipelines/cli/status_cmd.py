@@ -22,6 +22,7 @@ from awp_pipelines.cli.common import (
     user_errors,
 )
 from awp_pipelines.core.engine.status_report import AttemptSummary, StatusReport
+from awp_pipelines.core.records.attempt_lifecycle import cause_shown
 from awp_pipelines.core.records.plural import counted
 
 _STYLE = {"completed": "green", "running": "cyan", "active": "cyan", "queued": "cyan", "waiting": "cyan",
@@ -81,7 +82,8 @@ def print_status(report: StatusReport, packet: Path) -> None:
     for prompt in report.prompts:
         style = _STYLE[prompt.state]
         reason = f" — {escape(prompt.reason)}" if prompt.reason else ""
-        cause = f" ({prompt.cause})" if prompt.cause else ""
+        last = prompt.attempts[-1].failure_class if prompt.attempts else None
+        cause = f" ({cause_shown(prompt.cause, last)})" if prompt.cause else ""
         if prompt.avoids:
             reason += escape(f" ({prompt.role}: never on {', '.join(prompt.avoids)}, its coders' accounts)")
         out.print(f"{prompt.prompt} {prompt.name}: [{style}]{prompt.state}[/{style}]{cause}{reason}", highlight=False)

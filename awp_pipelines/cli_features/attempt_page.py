@@ -61,6 +61,7 @@ class AttemptChip:
     prompt_name: str
     mode: str
     result: str
+    agent_run_state: str = ""  # the AgentRun's state once this Attempt ended, as stored with it (`waiting — …`)
 
     def html(self) -> str:
         kind = {"completed": "ok", "running": "run"}.get(self.result, "bad")

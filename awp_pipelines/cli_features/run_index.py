@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast, get_args
 from urllib.parse import quote
 
 from awp_pipelines.cli_features.attempt_page import AttemptChip, DagsterLinks, esc, page
+from awp_pipelines.core.decisions.agent_run import AgentRunState, AgentRunStatus, PacketRunState, packet_run_state
 from awp_pipelines.core.records import run_tags as tags
 
 
@@ -29,16 +31,26 @@ class PacketRunView:
             by_prompt.setdefault(chip.prompt, []).append(chip)
         return [(p, chips[0].prompt_name, sorted(chips, key=lambda c: c.number)) for p, chips in by_prompt.items()]
 
-    def state(self) -> str:
-        """completed when every prompt's last Attempt completed; running while one runs; else not done."""
-        lasts = [chips[-1].result for _, _, chips in self.prompts()]
-        if any(r == "running" for r in lasts):
-            return "running"
-        return "completed" if lasts and all(r == "completed" for r in lasts) else "not done"
+    def state(self) -> PacketRunState:
+        """The packet run's state in `awp status`'s words, from each prompt's AgentRun as its last Attempt left it
+        (running while one is active or waits for its retry or repair; interrupted, stopped, completed, blocked,
+        failed), by the rule status uses (agent_run.packet_run_state)."""
+        return packet_run_state({p: agent_run_of(chips[-1]) for p, _, chips in self.prompts()})[0]
 
     def filter_text(self) -> str:
         return " ".join([self.packet, self.packet_run, self.state(),
                          *(f"{c.prompt} {c.prompt_name} {c.mode} {c.result}" for c in self.attempts)])
+
+
+def agent_run_of(last: AttemptChip) -> AgentRunStatus:
+    """A prompt's AgentRun from its last Attempt: running while that runs, else the state stored with it (an
+    Attempt stored before it was, by its result)."""
+    if last.result in ("running", "interrupted"):
+        return AgentRunStatus("active" if last.result == "running" else "interrupted")
+    word = last.agent_run_state.split(" — ", 1)[0].strip()
+    if word in get_args(AgentRunState):
+        return AgentRunStatus(cast(AgentRunState, word))
+    return AgentRunStatus("completed" if last.result == "completed" else "failed")
 
 
 def when(at_ms: int) -> str:

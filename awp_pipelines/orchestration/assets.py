@@ -22,10 +22,11 @@ from dagster import (
     multi_asset,
 )
 
-from awp_pipelines.core.lint import refuse_secrets
+from awp_pipelines.core.lint import refuse_broken_graph, refuse_secrets
 from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.providers_config import Catalog
-from awp_pipelines.core.planning.plan import PacketPlan, PlanContext
+from awp_pipelines.core.planning.plan import PacketPlan, PlanContext, build_plan
+from awp_pipelines.core.planning.selection import Selection, nothing_selected
 from awp_pipelines.core.records.redact import Redactor
 from awp_pipelines.dagster_compat.config_schema import shared_config_schema
 from awp_pipelines.dagster_compat.tags import WORKER_LOSS_ONLY
@@ -96,7 +97,11 @@ def packet_assets(packet: Packet, catalog: Catalog, runtime: AwpResource | None 
     already carries `catalog` and one `resource_name` share one resource (the code location does: Dagster binds
     every resource of a location to every asset, so 200 of them cost 200 x 2,000 bindings)."""
     refuse_secrets(packet)
+    if not packet.prompts:  # a job of no assets is no job: say so, as `awp run` does, not a TypeError of Dagster's
+        raise nothing_selected(packet, Selection(), None, {})
     translator = load_translator(translator)
+    plan = plan or build_plan(packet, plan_context or PlanContext(catalog=catalog))
+    refuse_broken_graph(packet, catalog, plan)  # an unknown or circular depends_on: its file and line, no KeyError
     binding = PacketBinding.of(packet, catalog, plan_context, translator, plan, resource_name or resource_key(packet))
     # The job snapshot keeps descriptions: a credential in a prompt body must not reach it.
     redactor = Redactor.for_catalog(catalog)

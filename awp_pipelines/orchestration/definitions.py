@@ -6,18 +6,20 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dagster import Definitions, LoggerDefinition, ScheduleDefinition, colored_console_logger
+from dagster import Definitions, ScheduleDefinition
 
 from awp_pipelines.core.packet.automation import load_automation
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.install import PACKAGE_DIR
 from awp_pipelines.core.packet.packet import NATIVE_MANIFEST, PROMPT_RUNNER_MANIFEST, Packet, load_packet
 from awp_pipelines.core.packet.providers_config import Catalog, load_catalog
+from awp_pipelines.dagster_compat.console_level import default_console_at
 from awp_pipelines.orchestration.assets import location_definitions, packet_assets
 from awp_pipelines.orchestration.compile.naming import dagster_name
 from awp_pipelines.orchestration.compute.resources import AwpResource
@@ -63,14 +65,24 @@ def deferred_full_collections() -> Iterator[None]:
 CONSOLE_LEVEL_ENV = "AWP_CONSOLE_LOG_LEVEL"
 
 
-def console_loggers() -> dict[str, LoggerDefinition]:
-    """The runs' console logger at $AWP_CONSOLE_LOG_LEVEL (`make ui` sets WARNING): a terminal running
-    `dagster dev` shows warnings and errors, not every DEBUG event of every run. The event log keeps them all
-    (the console is one of the run's loggers, the instance's storage another). Unset: Dagster's default."""
+def quiet_console() -> None:
+    """Runs log to the console at $AWP_CONSOLE_LOG_LEVEL (`make ui` sets WARNING): a terminal running `dagster dev`
+    shows warnings and errors, not every DEBUG event of every run. Their runs name no logger in their run config
+    ("Materialize all", the sensors' run requests), so it is Dagster's default console that is set, in each process
+    that loads this location (console_level.py); the event log keeps every event. Unset: Dagster's default."""
     level = os.environ.get(CONSOLE_LEVEL_ENV, "").strip().upper()
-    if not level:
-        return {}
-    return {"console": colored_console_logger.configured({"log_level": level, "name": "dagster"})}
+    if level:
+        default_console_at(level)
+
+
+def _has_prompts(packet: Packet) -> bool:
+    """A packet with no prompts yet (just made by `awp packet new`) is left out of the location, said as a warning
+    on the console `dagster dev` prints to: it has nothing to show, and must not stop the other packets loading."""
+    if not packet.prompts:
+        logging.getLogger(__name__).warning("awp: packet %s (%s) has no prompts yet, so it is not in the code location;"
+                                            " `awp prompt new %s SLUG` writes one", packet.name, packet.root,
+                                            packet.root)
+    return bool(packet.prompts)
 
 
 def build_definitions(root: Path | None = None) -> Definitions:
@@ -79,12 +91,13 @@ def build_definitions(root: Path | None = None) -> Definitions:
 
 
 def _build(root: Path) -> Definitions:
+    quiet_console()
     providers_file = root / "resources" / "providers.yaml"
     catalog: Catalog = load_catalog(providers_file if providers_file.is_file() else None)
     # One resource for every packet: they share the project's providers file and the default settings.
     shared = AwpResource().with_catalog(catalog)
     compiled = [packet_assets(p, catalog, shared, resource_name=LOCATION_RESOURCE)
-                for p in discover_packets(root / REPO_PACKETS_DIR)]
+                for p in discover_packets(root / REPO_PACKETS_DIR) if _has_prompts(p)]
     jobs = {c.packet.name: c.job for c in compiled}
     schedules = []
     for spec in load_automation(root / "sensors" / "automation.yaml").schedules:
@@ -100,7 +113,7 @@ def _build(root: Path) -> Definitions:
     # steps in process, as each packet's job does; Dagster's default executor died there starting children.
     defs = Definitions.merge(location_definitions(compiled),
                              Definitions(schedules=schedules, sensors=[HOUSEKEEPING],
-                                         executor=parallel_executor(), loggers=console_loggers()))
+                                         executor=parallel_executor()))
     defs.get_repository_def()  # resolved and validated here, as a code server does first (Dagster caches it)
     return defs
 

@@ -20,7 +20,7 @@ def test_one_is_singular_and_every_other_count_plural() -> None:
 
 
 def test_a_folder_that_is_not_a_packet_names_the_packets_below_it(tmp_path: Path) -> None:
-    for folder in ("assets/demo", "assets/other", ".hidden/p", "workspace/p"):
+    for folder in ("assets/demo", "assets/other", ".hidden/p", "workspace/p", "tests/malformed/bad"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "packet.yaml").write_text("name: x\n")
     assert packets_below(tmp_path) == [tmp_path / "assets" / "demo", tmp_path / "assets" / "other"]
@@ -32,6 +32,8 @@ def test_a_folder_that_is_not_a_packet_names_the_packets_below_it(tmp_path: Path
     empty.mkdir()
     with pytest.raises(PacketError, match="packet new"):  # nothing below: how to make one
         load_packet(empty)
+    # A folder with no assets/ of its own: whatever holds a manifest below it, as before.
+    assert packets_below(tmp_path / "tests") == [tmp_path / "tests" / "malformed" / "bad"]
 
 
 def test_the_plan_says_what_happens_to_a_dirty_tree_not_that_something_was_refused() -> None:

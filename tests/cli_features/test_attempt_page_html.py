@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from awp_pipelines.cli_features import attempt_page
 from awp_pipelines.cli_features.attempt_page import (
     AttemptChip,
@@ -109,6 +111,25 @@ def test_the_front_door_lists_packet_runs_newest_first_with_state_chips_and_filt
     assert "pr-9" in only and "pr-1'" not in only
     page = packet_run_html(runs[1], DagsterLinks("http://dag:3000"))
     assert "/agent-runs/pr-1.02'>02 Log</a>" in page and page.count("class='chip") == 4
+
+
+@pytest.mark.parametrize(("lasts", "state"), [
+    ((("completed", "waiting — repair 1/2: unmet verifier items"),), "running"),  # `awp serve` said "not done"
+    ((("provider_failed", "waiting — provider_rate_limit: retry 1/5"),), "running"),
+    ((("provider_failed", "failed — provider_config_claim on claude: refused, not retried"),), "failed"),
+    ((("completed", "completed — attempt 2 met the contract"),), "completed"),
+    ((("running", ""),), "running"),
+    ((("interrupted", ""),), "interrupted"),
+    ((("provider_failed", "stopped — the user stopped it"),), "stopped"),
+    ((("completed", ""), ("verification_failed", "")), "failed"),  # stored before the state was: by the result
+])
+def test_a_packet_runs_state_is_said_in_the_words_of_awp_status(lasts: tuple[tuple[str, str], ...],
+                                                                 state: str) -> None:
+    """One vocabulary: the state `awp status` gives the packet run, from what each prompt's last Attempt left."""
+    chips = [AttemptChip(f"pr-1.0{i}.a1", 1, f"0{i}", "P", "run", result, stored)
+             for i, (result, stored) in enumerate(lasts, start=1)]
+    view = PacketRunView("demo", "pr-1", 1_000, chips)
+    assert view.state() == state and f"<td>{state}</td>" in index_html([view])
 
 
 def test_the_agent_run_page_names_its_packet_and_prompt() -> None:

@@ -59,6 +59,7 @@ PRIVATE_NAMES = {
                           "dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log",
                           "dagster._core.storage.sql:stamp_alembic_rev"],
     "log_mirrors": ["dagster._core.execution.compute_logs:subprocess"],
+    "console_level": ["dagster._core.execution.context_creation_job:default_system_loggers"],
 }
 
 
@@ -142,6 +143,47 @@ def test_the_migrations_patch_still_reaches_dagsters_revision_check() -> None:
     sql = private("dagster._core.storage.sql")
     source = inspect.getsource(sql)  # type: ignore[arg-type]
     assert "ScriptDirectory.from_config" in source, "dagster._core.storage.sql no longer calls ScriptDirectory"
+
+
+def test_a_run_with_no_logger_configured_logs_to_the_console_at_the_level_set_and_stores_every_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """console_level.py sets the level of Dagster's default console (the one a run whose run config names no logger
+    gets: "Materialize all", a sensor's run request): DEBUG events and INFO lines leave the console, and still reach
+    the run's event log. Without it the run printed every DEBUG event (`make ui`: 92 DEBUG lines for the demo)."""
+    from dagster import DagsterInstance, Failure, job, op
+
+    from awp_pipelines.dagster_compat.console_level import default_console_at
+
+    creation = private("dagster._core.execution.context_creation_job")
+    before = creation.default_system_loggers  # type: ignore[attr-defined]
+
+    @op
+    def speak(context) -> None:  # type: ignore[no-untyped-def]
+        context.log.info("an info line")
+        context.log.warning("a warning line")
+        raise Failure(description="repair next: the demo's expected failure")
+
+    @job
+    def quiet() -> None:
+        speak()
+
+    try:
+        default_console_at("WARNING")
+        default_console_at("WARNING")  # idempotent: one wrapper over Dagster's own
+        with DagsterInstance.ephemeral() as instance:
+            run = quiet.execute_in_process(instance=instance, raise_on_error=False)
+            stored = instance.all_logs(run.run_id)
+    finally:
+        creation.default_system_loggers = before  # type: ignore[attr-defined]
+    printed = capsys.readouterr().err
+    assert "a warning line" in printed and "an info line" not in printed and " - DEBUG - " not in printed
+    # A failure on one line, its stack trace left to the run's page, where every line and event still is.
+    [failed] = [line for line in printed.splitlines() if "STEP_FAILURE" in line]
+    assert failed.endswith("(its stack trace: the run's page)") and "repair next: the demo's expected failure" in failed
+    assert "Stack Trace" not in printed
+    assert "an info line" in [e.user_message for e in stored]
+    [failure] = [e for e in stored if e.dagster_event and e.dagster_event.event_type_value == "STEP_FAILURE"]
+    assert failure.dagster_event.step_failure_data.error.stack  # type: ignore[union-attr]
 
 
 def test_the_log_mirrors_are_started_through_the_module_attribute_awp_patches() -> None:

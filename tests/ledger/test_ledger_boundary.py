@@ -21,7 +21,7 @@ COMPAT = PACKAGE / "dagster_compat"
 LEDGER = PACKAGE / "orchestration" / "ledger"
 DAGSTER_LAYER = PACKAGE / "orchestration"
 STATE = {"kvs", "events", "pools", "embedded_instance"}
-SHIMS = {"tags", "execution", "executor", "config_schema", "log_mirrors", "migrations"}
+SHIMS = {"tags", "execution", "executor", "config_schema", "log_mirrors", "migrations", "console_level"}
 
 
 def compat_imports(source: str) -> set[str]:

@@ -390,6 +390,34 @@ def test_the_code_location_refuses_a_key_in_a_prompt_file_name_without_echoing_i
     assert "the file name of prompt 01 holds a anthropic key" in message and "Z" * 8 not in message
 
 
+def test_the_code_location_refuses_an_unknown_depends_on_at_its_line_as_awp_run_does(tmp_path: Path) -> None:
+    """The UI loads the definitions, not `awp run`: the same line, not a KeyError while binding the assets."""
+    message = _load_refusal(tmp_path, "01_a.prompt.md", "---\nid: '01'\ndepends_on: ['07']\n---\nA.\n")
+    assert message.startswith(f"{tmp_path}/assets/") and "01_a.prompt.md:3: depends_on: depends on prompt '07'" \
+        in message
+
+
+def test_a_packet_with_no_prompts_yet_is_left_out_of_the_location_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Just made by `awp packet new`: the other packets load (it raised Dagster's TypeError for a job of no assets,
+    found by the references fuzz), and the console says why it is not there."""
+    from awp_pipelines.core.packet.providers_config import BUILTIN
+    from awp_pipelines.orchestration.assets import packet_assets
+
+    for name, prompts in (("empty", {}), ("full", {"01_a.prompt.md": "---\nverify: {files_exist: [a]}\n---\nA.\n"})):
+        folder = tmp_path / REPO_PACKETS_DIR / name
+        (folder / "prompts").mkdir(parents=True)
+        (folder / "packet.yaml").write_text(f"name: {name}\nprovider: simulated\n")
+        for file, text in prompts.items():
+            (folder / "prompts" / file).write_text(text)
+    with caplog.at_level("WARNING"):
+        defs = build_definitions(tmp_path)
+    assert [g for g in defs.get_repository_def().assets_defs_by_key] == [AssetKey(["full", "01_a"])]
+    assert "packet empty" in caplog.text and "has no prompts yet" in caplog.text
+    with pytest.raises(PacketError, match="packet empty has no prompts"):
+        packet_assets(load_packet(tmp_path / REPO_PACKETS_DIR / "empty"), BUILTIN)
+
+
 def test_the_build_defers_full_collections_and_restores_the_thresholds(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Full collections walk every object the load built, for nothing to free: none while it builds, and the

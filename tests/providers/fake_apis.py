@@ -4,7 +4,8 @@ a model_providers base_url) and Gemini's streamGenerateContent (Gemini CLI, via 
 
 `scenario` decides every answer: "success" streams a short text reply (SSE); "429" answers a rate limit
 with `retry-after: 7`; "401" an authentication error; "529" (Messages) or "500" an overload; "unknown_model"
-each API's own 404 for a model it does not serve; "bad_key" Anthropic's 401 "invalid x-api-key". "agent_control"
+each API's own 404 for a model it does not serve, "entity_not_found" Google's other wording of it ("Requested entity
+was not found."); "bad_key" Anthropic's 401 "invalid x-api-key". "agent_control"
 (Messages) plays an agent that steers its iterations through its Bash tool: in iteration 1 it writes step.txt
 and runs `awp agent-control progress` and `repeat`; later it writes final.txt and runs `finish`; once the tool's
 result is back it ends its turn. "bash" does the same with the one command set on the server.
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from local_servers import serving
+from local_servers import send_json, serving
 
 REPLY = "Hello from the fake Messages API."
 ERRORS = {"429": (429, "rate_limit_error", {"retry-after": "7"}),
@@ -131,6 +132,10 @@ class _Handler(BaseHTTPRequestHandler):
         if scenario == "unknown_model":
             self._unknown_model(gemini, body.get("model") or self.path.split("/models/")[-1].split(":")[0])
             return
+        if scenario == "entity_not_found":  # Google's own 404 for a model its endpoint does not know
+            self._json(404, {"error": {"code": 404, "message": "Requested entity was not found.",
+                                       "status": "NOT_FOUND"}})
+            return
         if scenario in ERRORS:
             status, kind, headers = ERRORS[scenario]
             self._json(status, {"type": "error", "error": {"type": kind, "message": f"fake {kind}"}}, headers)
@@ -173,14 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}})
 
     def _json(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, status, body, headers)
 
 
 class FakeMessagesServer(ThreadingHTTPServer):

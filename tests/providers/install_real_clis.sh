@@ -9,7 +9,7 @@ set -euo pipefail
 
 cache=${AWP_NPM_CACHE:-$HOME/.cache/awp/npm}
 packages=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "opencode-ai@1.18.33"
-          "@google/gemini-cli@0.61.0")
+          "@google/gemini-cli@0.61.0" "@sourcegraph/amp@0.0.1790142911-g7618fb")
 
 installed() {  # name@version -> 0 when that version is in the cache
   local spec=$1 name version

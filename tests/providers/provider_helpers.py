@@ -18,6 +18,8 @@ KIND_SPECS = {
     "opencode": ProviderSpec(kind="opencode", command=str(FAKES / "opencode"), credential_env="OPENCODE_API_KEY"),
     "gemini": ProviderSpec(kind="gemini", command=str(FAKES / "gemini"), credential_env="GEMINI_API_KEY",
                            config_dir_env="GEMINI_CLI_HOME"),
+    "amp": ProviderSpec(kind="amp", command=str(FAKES / "amp"), credential_env="AMP_API_KEY",
+                        config_dir_env="XDG_CONFIG_HOME"),
 }
 
 

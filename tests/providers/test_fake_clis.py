@@ -16,9 +16,11 @@ from awp_pipelines.core.records.events import EventSink
 
 KEY = "sk-test-fake-credential-0123456789"
 # kind -> (reset delay the rate-limit scenario states, in ms; the session id the fake reports)
-RATE_LIMIT_DELAY = {"claude_code": 3_600_000, "codex": 7_500_000, "opencode": 45_000, "gemini": 10_800_000}
+RATE_LIMIT_DELAY = {"claude_code": 3_600_000, "codex": 7_500_000, "opencode": 45_000, "gemini": 10_800_000,
+                    "amp": 3_600_000}
 SESSION = {"claude_code": "4f1c2b9e-0d7a-4c55-9a43-claude-session", "codex": "0199a7f3-5c1e-7b20-8d3a-codex-thread",
-           "opencode": "ses_494719016ffe85dkDMj0FPRbHK", "gemini": "b2b90938-611f-4bd0-adf6-829e14549653"}
+           "opencode": "ses_494719016ffe85dkDMj0FPRbHK", "gemini": "b2b90938-611f-4bd0-adf6-829e14549653",
+           "amp": "4f1c2b9e-0d7a-4c55-9a43-claude-session"}  # Amp's stream is Claude Code's: its fake replays that
 KINDS = sorted(KIND_SPECS)
 
 
@@ -83,8 +85,34 @@ def test_a_missing_executable_is_a_launch_failure(tmp_path: Path) -> None:
     assert outcome.failure is not None and outcome.failure.failure_class == "launch_failed"
 
 
+def test_a_cli_missing_in_the_sandbox_is_refused_once_before_it_starts(tmp_path: Path) -> None:
+    """Under the sandbox the wrapper starts, not the CLI: it exited 127 ("awp egress: cannot run claude: [Errno 2]"),
+    which read as a runtime claim and was retried three times under `--skip-preflight`. The adapter looks first."""
+    import sys
+    from dataclasses import replace
+
+    class Wrapper:  # what the sandbox does with a CLI it cannot find
+        started = False
+
+        def command(self, argv: list[str], cwd: Path) -> list[str]:
+            Wrapper.started = True
+            return [sys.executable, "-c", f"import sys; sys.stderr.write('awp egress: cannot run {argv[0]}: "
+                    "[Errno 2] No such file or directory'); sys.exit(127)"]
+
+        def environment(self, env: dict[str, str]) -> dict[str, str]:
+            return env
+
+    adapter = adapter_for(KIND_SPECS["claude_code"].model_copy(update={"command": "no-such-awp-claude"}))
+    s = sink(tmp_path)
+    outcome = adapter.run(replace(request(tmp_path, "x", KEY), sandbox=Wrapper()), s)  # type: ignore[arg-type]
+    failure = outcome.failure
+    assert failure is not None and (failure.failure_class, failure.retryable, failure.provider_code) == (
+        "launch_failed", False, "cli_missing"), failure
+    assert "`no-such-awp-claude` is not on PATH" in failure.message and not Wrapper.started
+
+
 RESUME_FLAGS = {"claude_code": ["--resume=sess-42"], "codex": ["resume", "sess-42"], "opencode": ["-s", "sess-42"],
-                "gemini": ["-r", "sess-42"]}
+                "gemini": ["-r", "sess-42"], "amp": ["threads", "continue", "sess-42"]}
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -73,7 +73,7 @@ def test_real_claude_own_root_refusal_is_one_deterministic_failure(
         tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the preflight (as when a check is skipped), the CLI's own refusal is classified as deterministic."""
     class NoPreflight(ClaudeCodeAdapter):
-        def refusal(self, request, env):  # type: ignore[no-untyped-def]
+        def refusal(self, request, env, executable):  # type: ignore[no-untyped-def]
             return None
 
     monkeypatch.delenv("IS_SANDBOX", raising=False)
@@ -132,7 +132,7 @@ def test_real_claude_as_a_non_root_user_accepts_bypass_without_is_sandbox(tmp_pa
         wrapper.chmod(0o755)
 
         class AsNobody(ClaudeCodeAdapter):  # AWP runs as root here; the agent does not
-            def refusal(self, request, env):  # type: ignore[no-untyped-def]
+            def refusal(self, request, env, executable):  # type: ignore[no-untyped-def]
                 return None
 
         with fake_api("success") as server:

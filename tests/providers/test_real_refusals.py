@@ -96,6 +96,37 @@ def test_real_gemini_unknown_model(tmp_path: Path, gemini: Path) -> None:  # noq
     assert "is not found" in _refused(outcome.failure).message
 
 
+def test_real_gemini_unknown_model_in_googles_other_words(tmp_path: Path, gemini: Path) -> None:  # noqa: F811
+    """404 "Requested entity was not found.": its result says `unknown`, its stderr `ModelNotFoundError` (it was
+    retried three times as a runtime claim)."""
+    with fake_api("entity_not_found") as server:
+        outcome, _, _ = run_gemini(tmp_path, gemini, server.url)
+    failure = _refused(outcome.failure)
+    assert "Requested entity was not found" in failure.message and failure.provider_code == "ModelNotFoundError:404"
+
+
+def test_real_opencode_not_logged_in(tmp_path: Path, opencode: Path,  # noqa: F811
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key at all: "Anthropic API key is missing …", which says nothing a text pattern knew; its name
+    (`AI_LoadAPIKeyError` in its error log, `ProviderAuthError` in its event) does. It cost four Attempts."""
+    monkeypatch.setattr("test_real_opencode.KEY", "")
+    with fake_api("success") as server:
+        outcome, _ = run_opencode(tmp_path, opencode, server.url, monkeypatch, idle_ms=60_000)
+        asked = len(server.requests)
+    assert "API key is missing" in _refused(outcome.failure, "provider_auth_claim").message and asked == 0
+
+
+@pytest.mark.parametrize(("scenario", "cls", "said"), [("entity_not_found", "provider_config_claim", "404 Not Found"),
+                                                       ("401", "provider_auth_claim", "401 Unauthorized")])
+def test_real_codex_refusals_by_their_status(tmp_path: Path, codex: Path, scenario: str, cls: str,  # noqa: F811
+                                             said: str) -> None:
+    """Codex states the API's status in its words ("unexpected status 404 Not Found: …"): a 404 or a 401 says the
+    same on every try, whatever the API's message."""
+    with fake_api(scenario) as server:
+        outcome = codex_adapter(codex).run(codex_request(tmp_path, server.url), sink(tmp_path))
+    assert said in _refused(outcome.failure, cls).message
+
+
 @pytest.mark.parametrize("scenario", ["unknown_model", "no_login"])
 def test_real_claude_refusals_cost_exactly_one_attempt_through_awp_run(
         tmp_path: Path, claude: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811

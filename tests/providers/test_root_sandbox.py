@@ -68,7 +68,7 @@ def _fake_refusing_cli(tmp: Path) -> Path:
 
 def test_a_cli_refusing_its_configuration_is_deterministic_and_not_retried(tmp_path: Path) -> None:
     class NoPreflight(ClaudeCodeAdapter):  # let the CLI itself refuse, as an older AWP or another check would
-        def refusal(self, request, env):  # type: ignore[no-untyped-def]
+        def refusal(self, request, env, executable):  # type: ignore[no-untyped-def]
             return None
 
     adapter = NoPreflight(ProviderSpec(kind="claude_code", command=str(_fake_refusing_cli(tmp_path))))

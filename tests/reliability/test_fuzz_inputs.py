@@ -2,6 +2,14 @@
 `awp verify` and `awp run --dry-run`, in process. Every call ends in exit 0, 1, 2 or 3 and never in an
 uncaught exception.
 
+The `references` shard fuzzes what points from one part of a packet to another: `depends_on` (unknown ids,
+cycles, duplicates), `targets` and verify entries naming repos, `phase` against `phases`, `prompt_dir`, the
+`prompt_template` and `template` files, a profile, and the repos' work trees (a git tree, a plain folder, none,
+a file, a remote). AWP has no include key: these are all the files a packet names. There each bad input is one
+clear line: exit 2 prints exactly one `error: FILE[:LINE]: ... (how to fix)` line; lint's broken references are
+refused by `awp plan` and `awp run` with lint's own message; and the code location the UI loads
+(build_definitions) builds the packet or raises that one PacketError, never anything else.
+
 Cases: AWP_FUZZ_EXAMPLES (default 400, the same fixed budget in CI and locally; `make fuzz` runs 10,000),
 split across SHARDS so xdist spreads them; that run is slow (tests/conftest.py), and `make test-fast` drives
 FAST_PER_SHARD cases per shard instead. One case is one generated packet driven through all four commands.
@@ -9,6 +17,7 @@ FAST_PER_SHARD cases per shard instead. One case is one generated packet driven 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import string
@@ -27,9 +36,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from awp_pipelines.cli import cli
+from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.verifiers.process import Finished
 
-SHARDS = ("native", "prompt_runner", "front_matter", "raw_text")
+SHARDS = ("native", "prompt_runner", "front_matter", "raw_text", "references")
 ALLOWED_EXITS = {0, 1, 2, 3}
 
 
@@ -215,6 +225,111 @@ def packets(draw: st.DrawFn, shard: str) -> dict[str, str]:
     return files
 
 
+# ---- references between prompts, folders, templates and work trees ------------------------------------------
+
+# The folders and files every references case has beside its manifest (tree_kinds: what each path is).
+TREES = {"./workspace": "git", "./plain": "plain", "./missing": "none", "./afile": "file"}
+REPO_NAMES = st.sampled_from(["app", "web"])
+REFERENCED_IDS = st.sampled_from(["01", "02", "03", "07", 1, "1"])
+repo_entries = st.one_of(st.sampled_from(sorted(TREES)).map(lambda path: {"path": path}),
+                         st.just({"remote": {"url": "https://forge.invalid/x.git"}}))
+reference_fronts = st.fixed_dictionaries({}, optional={
+    "id": st.sampled_from(["01", "02", "03"]),
+    "depends_on": st.one_of(REFERENCED_IDS, st.lists(REFERENCED_IDS, max_size=3)),
+    "targets": st.lists(st.sampled_from(["app", "web", "nope"]), max_size=2),
+    "phase": st.sampled_from([1, "2", 9]),
+    "template": st.sampled_from(["tpl", "gone"]),
+    "agent": st.sampled_from(["coder", "reviewer"]),
+    "verify": st.fixed_dictionaries({"files_exist": st.lists(st.one_of(
+        st.just("hello.txt"), st.fixed_dictionaries({"repo": st.sampled_from(["app", "web", "nope", "packet"]),
+                                                     "path": st.just("hello.txt")})), min_size=1, max_size=2)}),
+})
+
+
+@st.composite
+def referencing_packets(draw: st.DrawFn) -> dict[str, str]:
+    """A packet whose parts name each other, rightly or not; `TREES` are made beside it (write_packet)."""
+    repos = draw(st.dictionaries(REPO_NAMES, repo_entries, min_size=1, max_size=2))
+    manifest: dict[str, Any] = {"name": "refs", "provider": "simulated", "model": "simulated-demo",
+                                "repos": repos if draw(st.booleans()) else [{"name": n, **r} for n, r in repos.items()]}
+    manifest.update(draw(st.fixed_dictionaries({}, optional={
+        "prompt_dir": st.sampled_from(["prompts", "steps", "promts", "afile", "."]),
+        "prompt_template": st.sampled_from(["tpl", "missing-tpl"]),
+        "phases": st.just({"1": "Build", "2": "Ship"}),
+        "profile": st.just("missing-profile")})))
+    written = manifest.get("prompt_dir", "prompts")  # mostly where the manifest says: the rest goes on from there
+    folder = draw(st.sampled_from([written] * 4 + ["prompts", "steps"])) if written in ("prompts", "steps") \
+        else draw(st.sampled_from(["prompts", "steps"]))
+    files = {"packet.yaml": dump(manifest)}
+    if draw(st.booleans()):
+        files["templates/tpl.prompt.md"] = "---\n---\n# From the template\n"
+    for stem in draw(st.lists(st.sampled_from(["01_a", "02_b", "03_c"]), min_size=1, max_size=3, unique=True)):
+        files[f"{folder}/{stem}.prompt.md"] = f"---\n{dump(draw(reference_fronts))}---\n# Body\n"
+    return files
+
+
+LINE_OF_ERROR = re.compile(r"^error: (?P<file>/[^:]+)(?::(?P<line>\d+))?: \S.*$")
+HOW_TO_FIX = re.compile(r"\S \(.+\)$")
+
+
+def one_clear_line(output: str, root: Path, fix: bool = True) -> str | None:
+    """What is wrong with an exit-2 output, if anything: one line naming a file of the packet (and `fix`: how to
+    fix it, in parentheses at its end)."""
+    lines = output.rstrip("\n").split("\n")  # what a terminal shows as lines (splitlines also cuts at \x1c, \x85)
+    if len(lines) != 1:
+        return f"{len(lines)} lines, not one"
+    match = LINE_OF_ERROR.match(lines[0])
+    if match is None or (fix and not HOW_TO_FIX.search(lines[0])):
+        return f"not `error: FILE[:LINE]: what{' (how to fix)' if fix else ''}`: {lines[0]!r}"
+    if not Path(match["file"]).is_relative_to(root):
+        return f"names {match['file']}, outside the packet"
+    return None
+
+
+def drive_references(files: dict[str, str]) -> list[str]:
+    """Problems found: a traceback, an exit outside 0-3, an exit-2 output that is not one clear line, a broken
+    reference lint reports that plan or run lets through, or a code location that fails otherwise than with it."""
+    from awp_pipelines.core.lint.references import REFUSED
+    from awp_pipelines.orchestration.definitions import build_definitions
+
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="awp-fuzz-") as tmp:
+        root = Path(tmp) / "project" / "assets" / "refs"
+        root.mkdir(parents=True)
+        write_packet(root, files)
+        (root / "plain").mkdir()
+        (root / "afile").write_text("a file, not a tree\n")
+        results = {command[0] + ("-dry" if len(command) > 1 else ""): CliRunner().invoke(cli, [*command, str(root)])
+                   for command in COMMANDS}
+        for name, result in results.items():
+            uncaught = result.exception is not None and not isinstance(result.exception, SystemExit)
+            if uncaught or result.exit_code not in ALLOWED_EXITS or "Traceback" in result.output:
+                problems.append(f"{name}: {type(result.exception).__name__}: {result.exception!r} "
+                                f"(exit {result.exit_code})")
+            elif result.exit_code == 2 and (wrong := one_clear_line(result.output, root)):
+                problems.append(f"{name}: {wrong}")
+        lint = CliRunner().invoke(cli, ["lint", "--json", str(root)])
+        refused = [f for f in _findings(lint.output) if f["kind"] in REFUSED]
+        for name in ("plan", "run-dry"):
+            if refused and refused[0]["message"] not in results[name].output:
+                problems.append(f"{name}: lets through what lint refuses: {refused[0]['message']}")
+        try:
+            build_definitions(root.parent.parent)
+        except PacketError:
+            pass  # one line in the UI, with its file
+        except Exception as err:  # anything else is a traceback in the UI
+            problems.append(f"code location: {type(err).__name__}: {err!r}")
+    return problems
+
+
+def _findings(output: str) -> list[dict[str, Any]]:
+    try:
+        report = json.loads(output)
+    except ValueError:
+        return []  # the packet does not load: lint's one line, checked above
+    return list(report.get("findings", [])) if isinstance(report, dict) else []
+
+
 # ---- driving the CLI -------------------------------------------------------------------------------------
 
 COMMANDS = (("lint",), ("plan",), ("verify",), ("run", "--dry-run"))
@@ -229,7 +344,7 @@ def no_real_commands() -> Iterator[None]:
 
 
 def write_packet(root: Path, files: dict[str, str]) -> None:
-    (root / "workspace").mkdir()
+    (root / "workspace" / ".git").mkdir(parents=True)  # a git work tree, as `awp run`'s preflight sees one
     (root / "workspace" / "hello.txt").write_text("hello\n")
     for rel, content in files.items():
         path = root / rel
@@ -250,6 +365,8 @@ def drive(files: dict[str, str]) -> list[str]:
             if uncaught or result.exit_code not in ALLOWED_EXITS or "Traceback" in result.output:
                 kind = type(result.exception).__name__ if result.exception else "exit"
                 problems.append(f"{' '.join(command)}: {kind}: {result.exception!r} (exit {result.exit_code})")
+            elif result.exit_code == 2 and (wrong := one_clear_line(result.output, root, fix=False)):
+                problems.append(f"{' '.join(command)}: {wrong}")
     return problems
 
 
@@ -274,9 +391,9 @@ def fuzz(shard: str, examples: int, reliability_row: Callable[..., None]) -> Non
     # failure message carries the packet's files as generated.
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
-    @given(files=packets(shard))
+    @given(files=referencing_packets() if shard == "references" else packets(shard))
     def case(files: dict[str, str]) -> None:
-        problems = drive(files)
+        problems = drive_references(files) if shard == "references" else drive(files)
         tally[0] += 1
         tally[1] += bool(problems)
         assert not problems, "\n".join(problems) + "\n\nfiles:\n" + repr(files)[:4000]
@@ -287,5 +404,5 @@ def fuzz(shard: str, examples: int, reliability_row: Callable[..., None]) -> Non
         finally:
             reliability_row("fuzzed manifests and front matter", tries=tally[0], survived=tally[0] - tally[1],
                             seconds=time.monotonic() - started,
-                            note="a try = one packet through lint, plan, verify, run --dry-run; "
-                            "survived = no traceback, exit 0-3")
+                            note="a try = one packet through lint, plan, verify, run --dry-run (references: and "
+                            "the code location); survived = no traceback, exit 0-3, an exit 2 one line")

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from e2e_support import fresh_database
+from first_run import demo_project
 from ui_server import DagsterUi, free_port, stop_group, wait_for_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -46,14 +47,6 @@ def _environment(base: Path, home: Path, project: Path, db: sa.URL) -> dict[str,
     return env
 
 
-def _project(base: Path) -> Path:
-    """A project folder: assets/demo (a copy, its workspace repo made by its own setup.sh) and resources/."""
-    project = base / "project"
-    shutil.copytree(REPO_ROOT / "assets" / "demo", project / "assets" / "demo",
-                    ignore=shutil.ignore_patterns("workspace", ".awp"))
-    shutil.copytree(REPO_ROOT / "resources", project / "resources")
-    subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
-    return project
 @contextmanager
 def _served(db: sa.URL, base: Path, demo_runs: int = 1) -> Iterator[DagsterUi]:
     """`demo_runs` demo packet runs (`awp run`, each a new packet run) stored in `db`, then the webserver."""
@@ -67,7 +60,7 @@ def _served(db: sa.URL, base: Path, demo_runs: int = 1) -> Iterator[DagsterUi]:
     shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
     (home / ".nux").mkdir()
     (home / ".nux" / "nux.yaml").write_text("seen: 1\n")  # no "Join the Dagster community" modal
-    project = _project(base)
+    project = demo_project(base)
     env = _environment(base, home, project, db)
     for _ in range(demo_runs):
         run = subprocess.run([str(BIN / "awp"), "run", str(project / "assets" / "demo"), "--instance", str(home),

@@ -17,13 +17,19 @@ from awp_pipelines.orchestration.ledger.instance import open_instance_folder
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def demo_run_without_daemon(base: Path, home: Path) -> tuple[Path, str]:
-    """The demo's project (a copy, its workspace made by its setup.sh) and one in-process run of its job."""
+def demo_project(base: Path) -> Path:
+    """A project folder: assets/demo (a copy, its workspace repo made by its own setup.sh) and resources/."""
     project = base / "project"
     shutil.copytree(REPO_ROOT / "assets" / "demo", project / "assets" / "demo",
                     ignore=shutil.ignore_patterns("workspace", ".awp"))
     shutil.copytree(REPO_ROOT / "resources", project / "resources")
     subprocess.run(["bash", str(project / "assets" / "demo" / "setup.sh")], check=True, capture_output=True)
+    return project
+
+
+def demo_run_without_daemon(base: Path, home: Path) -> tuple[Path, str]:
+    """The demo's project (demo_project) and one in-process run of its job."""
+    project = demo_project(base)
     packet = project / "assets" / "demo"
     compiled = packet_assets(load_packet(packet), load_catalog(project / "resources" / "providers.yaml"))
     instance = open_instance_folder(home)

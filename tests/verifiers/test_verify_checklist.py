@@ -53,7 +53,7 @@ def test_checklist_groups_by_clause_key_and_keeps_entry_order() -> None:
     items = checklist_markdown("07", "Everything", contract).split("## Verification Items\n\n")[1]
     assert items.splitlines() == [
         "- [ ] command: pytest -q 'tests dir'",
-        "- [ ] doc: README.md (non-blank; 1 lines advisory)",
+        "- [ ] doc: README.md (non-blank; 1 line advisory)",
         "- [ ] file absent: z.log",
         "- [ ] file exists: b.txt",
         "- [ ] file exists: a.txt",

@@ -168,7 +168,7 @@ def test_check_names_read_as_what_they_check_and_descriptions_as_what_is_demande
     assert items["command_git_diff_quiet"].description == "`git diff --quiet` exits 0"
     assert items["changed_paths_only"].description == "Only GREETING.md changed"
     # The label stays Prompt Runner's checklist label (the checklist file is byte-compatible).
-    assert items["status_md_is_a_document"].label == "doc: STATUS.md (non-blank; 1 lines advisory)"
+    assert items["status_md_is_a_document"].label == "doc: STATUS.md (non-blank; 1 line advisory)"
 
 
 def test_two_items_that_would_share_a_name_get_stable_suffixes() -> None:

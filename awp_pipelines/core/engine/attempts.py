@@ -56,6 +56,7 @@ from awp_pipelines.core.packet.packet import Packet, Prompt
 from awp_pipelines.core.packet.prices import load_prices
 from awp_pipelines.core.packet.providers_config import AccountBinding
 from awp_pipelines.core.planning.plan import PromptPlan
+from awp_pipelines.core.planning.preflight import tree_problem
 from awp_pipelines.core.providers.base import ProviderAdapter, ProviderOutcome, ProviderRequest, ProviderUsage
 from awp_pipelines.core.providers.environment import awp_shim, scoped_home
 from awp_pipelines.core.records.agent_files import control_folder
@@ -184,7 +185,7 @@ def execute_attempt(spec: AttemptSpec, adapter: ProviderAdapter, sink: EventSink
     trail.append(transition("provisioning", "restoring the AgentRun's checkpoint" if spec.restore else
                             "snapshotting the work tree"))
     profile = execution_profile(spec.target.provider_kind, adapter, spec.plan.isolation, _account(spec))
-    unstarted = spec.refusal or unstartable(profile)
+    unstarted = spec.refusal or unstartable(profile) or _missing_tree(targets)
     if unstarted is not None:  # never falls back to running the agent unsandboxed
         return redactor.model(_refused(spec, sink, started, clock, trail, unstarted,
                                        IsolationRecord(profile=profile, node=platform.node())))
@@ -367,6 +368,17 @@ def store_diff(sink: EventSink, targets: Mapping[str, Path], record: AttemptReco
     return str(file)
 
 
+def _missing_tree(targets: Mapping[str, Path]) -> FailureEnvelope | None:
+    """A work tree that is not there (or in no repository) fails every Attempt the same way before its agent starts:
+    one deterministic refusal, never a retry (a run launched from the UI has no `awp run` preflight)."""
+    for name, path in targets.items():
+        problem = tree_problem(path)
+        if problem is not None:
+            return FailureEnvelope.for_class("launch_failed", f"work tree '{name}': {problem[0]} ({problem[1]})",
+                                             deterministic=True)
+    return None
+
+
 def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, trail: list[Transition],
              failure: FailureEnvelope, isolation: IsolationRecord | None = None) -> AttemptRecord:
     """Provisioning refused (a person's changes in the tree, a sandbox that cannot start, no target available):
@@ -374,7 +386,7 @@ def _refused(spec: AttemptSpec, sink: EventSink, started: str, clock: float, tra
     sink.run_failed(failure)
     cls = failure.failure_class
     trail.append(transition("terminal", f"{cls}: {failure.message}", cause_of(cls)))
-    heads = {t.name: head(t.path) for t in spec.plan.repos}
+    heads = {t.name: head(t.path) for t in spec.plan.repos if tree_problem(Path(t.path)) is None}
     outcome = ProviderOutcome.from_sink(sink, None, None)
     result: AttemptResult = "dirty_tree" if cls == "dirty_tree" else "provider_failed"
     return _record(spec, sink, started, clock, heads, {}, outcome, 0, None, result, failure,

@@ -28,6 +28,7 @@ KNOWN_HOSTS: dict[str, tuple[str, ...]] = {
     # OpenCode's own gateway, its models list, and the providers its models name most often.
     "opencode": ("opencode.ai", "models.dev", "openrouter.ai", "api.anthropic.com", "api.openai.com",
                  "generativelanguage.googleapis.com"),
+    "amp": ("ampcode.com",),  # its server runs the session's model (the thread actor)
     "openai_http": ("api.openai.com",),
     "command": (),
     "simulated": (),

@@ -15,14 +15,16 @@ while loading, so it arrives as `invalid_packet` with the clause's line and a di
     targets     providers, model aliases, accounts, fallbacks, the timeout bound, reviewer independence
     enforcement permission_mode and allowed_tools nobody enforces, agents run with `isolation: none`
     hygiene     the home profile, templates, secrets written down, front-matter keys never sent
+    references  the work trees; which broken references `awp plan` and `awp run` refuse or say as well
     linter      lint_packet: load the packet, run the rules in a fixed order
 """
 
 from .contracts import SHELLS
 from .hygiene import refuse_secrets, secrets_in_packet
-from .linter import lint_packet
+from .linter import lint_loaded, lint_packet
+from .references import refuse_broken_graph, refuse_broken_references
 from .report import KINDS, Finding, LintReport, Severity, finding
 from .targets import MIN_TIMEOUT_MS
 
-__all__ = ["KINDS", "MIN_TIMEOUT_MS", "SHELLS", "Finding", "LintReport", "Severity", "finding", "lint_packet",
-           "refuse_secrets", "secrets_in_packet"]
+__all__ = ["KINDS", "MIN_TIMEOUT_MS", "SHELLS", "Finding", "LintReport", "Severity", "finding", "lint_loaded",
+           "lint_packet", "refuse_broken_graph", "refuse_broken_references", "refuse_secrets", "secrets_in_packet"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from awp_pipelines.core.packet.errors import PacketError
-from awp_pipelines.core.packet.packet import load_packet
+from awp_pipelines.core.packet.packet import Packet, load_packet
 from awp_pipelines.core.packet.providers_config import Catalog
-from awp_pipelines.core.planning.plan import PlanContext, build_plan
+from awp_pipelines.core.planning.plan import PacketPlan, PlanContext, build_plan
 from awp_pipelines.core.records.redact import Redactor
 
-from . import contracts, enforcement, hygiene, prompts, settings, targets
+from . import contracts, enforcement, hygiene, prompts, references, settings, targets
 from .context import LintContext
 from .report import Finding, LintReport, finding
 
@@ -22,8 +22,14 @@ def lint_packet(path: Path | str, catalog: Catalog) -> LintReport:
     except PacketError as err:
         return LintReport(packet=str(path), findings=[finding("invalid_packet", str(err.file), err.message,
                                                               line=err.line, key=err.key, hint=err.hint)])
+    return lint_loaded(packet, catalog, plan)
+
+
+def lint_loaded(packet: Packet, catalog: Catalog, plan: PacketPlan) -> LintReport:
+    """The findings of a packet already loaded, and its plan of every prompt (`awp plan` and `awp run` have both)."""
     ctx = LintContext(packet, catalog, plan)
     hygiene.lint_manifest(ctx)
+    references.lint_work_trees(ctx)
     targets.lint_manifest(ctx)
     prompts.lint_agent_control(ctx)
     for prompt, prompt_plan in zip(packet.prompts, plan.prompts, strict=True):

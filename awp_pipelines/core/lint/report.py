@@ -47,6 +47,8 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "missing_template": ("warning", "a template found neither in the packet nor in the home templates"),
     "profile_missing": ("warning", "the manifest's profile is not on this machine"),
     "reference_missing": ("warning", "a remote repo's reference cache is not on this machine"),
+    "missing_work_tree": ("warning", "a repo's work tree is not a git work tree on this machine (`awp run` refuses "
+                                     "it)"),
 }
 
 

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+_PLAIN_KEY = re.compile(r"[\w.\-]+")
+
+
+def shown_key(key: str) -> str:
+    """A dotted key as written when it is plain; quoted with its escapes when not (a key of spaces, a newline in
+    it), so the error stays one line whose key can be told from its message."""
+    return key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
 
 
 @dataclass
@@ -18,7 +28,7 @@ class PacketError(Exception):
 
     def __str__(self) -> str:
         where = str(self.file) + (f":{self.line}" if self.line else "")
-        key = f" {self.key}:" if self.key else ""
+        key = f" {shown_key(self.key)}:" if self.key else ""
         hint = f" ({self.hint})" if self.hint else ""
         return f"{where}:{key} {self.message}{hint}"
 

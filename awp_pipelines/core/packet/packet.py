@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import re
@@ -168,9 +169,20 @@ def find_manifest(root: Path) -> Path:
 _NOT_SEARCHED = {"node_modules", "__pycache__", "workspace", "site-packages"}
 
 
+# A project's packets: the code location serves the packets of this folder (definitions.REPO_PACKETS_DIR).
+PROJECT_PACKETS = "assets"
+
+
 def packets_below(root: Path, depth: int = 3) -> list[Path]:
     """The packet folders under `root` (a manifest in them), up to `depth` levels down, sorted; hidden folders,
-    virtual environments and the demo's work trees are not searched (a mistyped path must not walk a disk)."""
+    virtual environments and the demo's work trees are not searched (a mistyped path must not walk a disk). At a
+    project root, its packets are those under assets/ (what the UI serves), not a test suite's fixtures."""
+    if root / PROJECT_PACKETS != root and (project := _packets_in(root / PROJECT_PACKETS, depth - 1)):
+        return project
+    return _packets_in(root, depth)
+
+
+def _packets_in(root: Path, depth: int) -> list[Path]:
     found: list[Path] = []
     level = [root]
     for _ in range(depth):
@@ -211,9 +223,11 @@ def _load(given: Path, root: Path) -> Packet:
         fm = split_front_matter(_read(manifest_file), manifest_file)
         doc, body = fm.doc, fm.body
     if not isinstance(doc.data, dict):
-        raise PacketError(manifest_file, "the manifest must be a YAML mapping of keys", line=1)
+        raise PacketError(manifest_file, "the manifest must be a YAML mapping of keys", line=1,
+                          hint="write one `key: value` per line, starting with `name: my-packet`")
     manifest = validate_doc(Manifest, doc)
     _check_repos(manifest, doc)
+    _check_prompt_dir(root, manifest, doc)
     prompts = _load_prompts(root / manifest.prompt_dir, doc.data.get("recovery") or {})
     return Packet(root, manifest_file, manifest, body, prompts, doc.data, doc)
 
@@ -224,6 +238,22 @@ def _check_repos(manifest: Manifest, doc: YamlDoc) -> None:
     if len(defaults) > 1:
         raise PacketError(doc.file, f"more than one default repo: {', '.join(defaults)}", key="repos",
                           line=doc.line_of(("repos",)), hint="mark exactly one repo `default: true`")
+
+
+def _check_prompt_dir(root: Path, manifest: Manifest, doc: YamlDoc) -> None:
+    """A `prompt_dir` written but not there is a typo to say, not a packet of no prompts (`no prompt matches`). The
+    default folder may be absent: a packet with no prompts yet (`awp run` says so)."""
+    folder = root / manifest.prompt_dir
+    if folder.is_dir() or "prompt_dir" not in manifest.model_fields_set:
+        return
+    holding = sorted(str(f.parent.relative_to(root)) for f in root.glob(f"*/*{PROMPT_SUFFIX}"))
+    close = difflib.get_close_matches(str(manifest.prompt_dir), holding, n=1)
+    hint = (f"did you mean '{close[0]}'?" if close else
+            f"folders holding prompts: {', '.join(dict.fromkeys(holding))}" if holding else
+            f"create {folder} (`awp prompt new` writes NN_slug{PROMPT_SUFFIX} files into it)")
+    what = "is a file, not a folder of prompts" if folder.exists() else "is no folder of the packet"
+    raise PacketError(doc.file, f"'{manifest.prompt_dir}' {what}", key="prompt_dir",
+                      line=doc.line_of(("prompt_dir",)), hint=hint)
 
 
 def _load_prompts(prompt_dir: Path, packet_recovery: dict[str, Any]) -> list[Prompt]:

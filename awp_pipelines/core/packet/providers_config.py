@@ -26,7 +26,7 @@ SettingName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*
 SETTINGS_HELP = ("Plain settings (never a credential) set in the agent's environment, e.g. IS_SANDBOX: '1' so "
                  "Claude Code accepts permission_mode bypass as root inside a container.")
 
-ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "openai_http", "command", "simulated"]
+ProviderKind = Literal["claude_code", "codex", "opencode", "gemini", "amp", "openai_http", "command", "simulated"]
 
 
 class ProviderSpec(StrictModel):
@@ -180,6 +180,9 @@ BUILTIN = Catalog(
         "opencode": ProviderSpec(kind="opencode", command="opencode", models=["opencode/"]),
         "gemini": ProviderSpec(kind="gemini", command="gemini", credential_env="GEMINI_API_KEY",
                                config_dir_env="GEMINI_CLI_HOME", models=["gemini"]),
+        # Amp's model is its agent mode (low, medium, high, ultra): the mode picks the model (amp.py).
+        "amp": ProviderSpec(kind="amp", command="amp", default_model="medium", credential_env="AMP_API_KEY",
+                            config_dir_env="XDG_CONFIG_HOME"),
         "simulated": ProviderSpec(kind="simulated", default_model="simulated-demo", models=["simulated"]),
     },
 )

@@ -35,9 +35,20 @@ def to_packet_error(err: ValidationError, model: type[BaseModel], doc: YamlDoc) 
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         if close:
             return PacketError(doc.file, "unknown key", key=key, line=line, hint=f"did you mean '{close[0]}'?")
-        return PacketError(doc.file, f"unknown key; allowed keys here: {', '.join(allowed)}", key=key, line=line)
+        return PacketError(doc.file, f"unknown key; allowed keys here: {', '.join(allowed)}", key=key, line=line,
+                           hint="remove it, or write one of the allowed keys")
     same_place = [e for e in errors if _data_path(e["loc"], doc.data) == loc]
-    return PacketError(doc.file, _message(first, same_place), key=key, line=line)
+    return PacketError(doc.file, _message(first, same_place), key=key, line=line, hint=_fix(first, same_place, loc))
+
+
+def _fix(first: Any, same_place: list[Any], loc: tuple[Any, ...]) -> str | None:
+    """How to fix it, where the kind of error says (a validator's own message says its fix itself)."""
+    if first["type"] == "missing":
+        return f"add `{loc[-1]}:`" if loc else None
+    if first["type"] == "literal_error":
+        return "write one of the allowed values"
+    wanted = list(dict.fromkeys(_expected(e["msg"]) for e in same_place if e["msg"].startswith("Input should")))
+    return f"write {' or '.join(wanted)} here" if wanted else None
 
 
 def _message(first: Any, same_place: list[Any]) -> str:

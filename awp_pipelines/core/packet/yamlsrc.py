@@ -229,6 +229,7 @@ def split_front_matter(text: str, file: Path, required: bool = True) -> FrontMat
             if doc.data is None:
                 doc.data = {}
             if not isinstance(doc.data, dict):
-                raise PacketError(file, "front matter must be a YAML mapping of keys", line=2)
+                raise PacketError(file, "front matter must be a YAML mapping of keys", line=2,
+                                  hint="write one `key: value` per line between the two `---` lines")
             return FrontMatter(doc, "".join(lines[index + 1 :]), index + 2)
     raise PacketError(file, "front matter is not closed", line=1, hint="add a '---' line after the YAML keys")

@@ -13,7 +13,7 @@ from awp_pipelines.core.packet.providers_config import Catalog
 
 Section = Literal["providers", "accounts"]
 # Kinds whose agent needs a credential or a login: a variable holding a key, or a config folder with a login.
-NEEDS_LOGIN = frozenset({"claude_code", "codex", "gemini", "openai_http"})
+NEEDS_LOGIN = frozenset({"claude_code", "codex", "gemini", "amp", "openai_http"})
 _CONFIG_DIR_KINDS = NEEDS_LOGIN - {"openai_http"}
 
 

@@ -338,8 +338,11 @@ def build_plan(packet: Packet, ctx: PlanContext, selection: Selection | None = N
     layers, warnings = base_layers(packet, ctx)
     prompts = (selection or Selection()).apply(packet)
     planned = {p.id: plan_prompt(packet, p, layers, ctx) for p in prompts}
+    known = {p.id for p in packet.prompts}
 
     def role(pid: str) -> str | None:  # an upstream prompt outside the selection is planned for its role only
+        if pid not in known:
+            return None  # a depends_on naming no prompt: lint's unknown_depends_on says so, plan and run refuse it
         if pid not in planned:
             planned[pid] = plan_prompt(packet, packet.prompt(pid), layers, ctx)
         return planned[pid].role

@@ -41,6 +41,7 @@ INSTALL_HINT = {
     "codex": "npm install -g @openai/codex",
     "opencode": "npm install -g opencode-ai",
     "gemini": "npm install -g @google/gemini-cli",
+    "amp": "npm install -g @sourcegraph/amp",
 }
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from awp_pipelines.core.decisions.agent_run import AgentRunStatus
 from awp_pipelines.core.packet.errors import PacketError
-from awp_pipelines.core.packet.packet import Packet, Prompt, normalize_id
+from awp_pipelines.core.packet.packet import PROMPT_SUFFIX, Packet, Prompt, normalize_id
 
 
 @dataclass(frozen=True)
@@ -88,12 +88,16 @@ def nothing_selected(packet: Packet, selection: Selection, packet_run: str | Non
                            f"{packet.name} is done there", key="selection",
                            hint=f"`awp status {packet.root}` shows it; `awp run {packet.root}` starts a new "
                            "packet run (after a reset of the work tree, for instance)")
+    if not packet.prompts:
+        return PacketError(packet.prompt_dir, f"packet {packet.name} has no prompts: no NN_slug{PROMPT_SUFFIX} file "
+                           "in its prompt folder", key="prompt_dir",
+                           hint=f"`awp prompt new {packet.root} SLUG` writes one")
     flags = [f"--phase {selection.phase}" if selection.phase else "",
              f"--from {selection.from_id}" if selection.from_id else "",
              f"--through {selection.through_id}" if selection.through_id else "",
              " ".join(selection.ids)]
     phases = sorted({str(p.front.phase) for p in packet.prompts if p.front.phase is not None})
-    return PacketError(packet.root, f"no prompt of {packet.name} matches {' '.join(f for f in flags if f)}",
+    return PacketError(packet.root, " ".join([f"no prompt of {packet.name} matches", *(f for f in flags if f)]),
                        key="selection", hint=f"prompts: {', '.join(p.id for p in packet.prompts)}"
                        + (f"; phases: {', '.join(phases)}" if phases else ""))
 

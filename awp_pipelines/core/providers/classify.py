@@ -60,6 +60,98 @@ _REPEATS_IDENTICALLY: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _BILLING = re.compile(r"(?i)billing|credit balance|insufficient.?(funds|credits)|\b402\b")
 
+_LOGIN_FIX, _MODEL_FIX = (fix for _, fix in _REPEATS_IDENTICALLY)
+# Each CLI's structured errors: the name, type or code its adapter reads from the event (not the text, whose
+# wording changes between releases), with their class, and for those that say the same on every try the fix.
+#   Claude Code's assistant `error`; the Anthropic and OpenAI APIs' error types and codes (in the bodies the CLIs
+#   pass on); OpenCode's `error.name` (its NamedErrors) and the AI SDK's errors it logs; Gemini CLI's error classes
+#   (`ModelNotFoundError` and the others on stderr, its result's `error.type`); Amp's `error` (amp.py).
+STRUCTURED_ERRORS: dict[str, tuple[FailureClass, str | None]] = {
+    # not logged in, a key the provider refuses: the same on every try
+    "authentication_failed": ("provider_auth_claim", _LOGIN_FIX),
+    "authentication_error": ("provider_auth_claim", _LOGIN_FIX),
+    "invalid_api_key": ("provider_auth_claim", _LOGIN_FIX),
+    "ProviderAuthError": ("provider_auth_claim", _LOGIN_FIX),
+    "LoadAPIKeyError": ("provider_auth_claim", _LOGIN_FIX),
+    "AI_LoadAPIKeyError": ("provider_auth_claim", _LOGIN_FIX),
+    "FatalAuthenticationError": ("provider_auth_claim", _LOGIN_FIX),
+    "UnauthorizedError": ("provider_auth_claim", _LOGIN_FIX),
+    "permission_error": ("provider_auth_claim", None),
+    "ForbiddenError": ("provider_auth_claim", None),
+    "ValidationRequiredError": ("provider_auth_claim", None),
+    # a model the provider does not serve: the same on every try
+    "model_not_found": ("provider_config_claim", _MODEL_FIX),
+    "not_found_error": ("provider_config_claim", _MODEL_FIX),
+    "ProviderModelNotFoundError": ("provider_config_claim", _MODEL_FIX),
+    "ModelNotFoundError": ("provider_config_claim", _MODEL_FIX),
+    # a request the provider refuses as written
+    "invalid_request": ("provider_config_claim", None),
+    "invalid_request_error": ("provider_config_claim", None),
+    "BadRequestError": ("provider_config_claim", None),
+    "FatalConfigError": ("provider_config_claim", None),
+    "ProviderInitError": ("provider_config_claim", None),
+    # limits and quotas: the account rests, the chain moves on
+    "rate_limit": ("provider_rate_limit", None),
+    "rate_limit_error": ("provider_rate_limit", None),
+    "billing_error": ("provider_rate_limit", None),
+    "insufficient_quota": ("provider_rate_limit", None),
+    "TerminalQuotaError": ("provider_rate_limit", None),
+    "RetryableQuotaError": ("provider_rate_limit", None),
+    "TooManyRequestsError": ("provider_rate_limit", None),
+    # an outage: another target may serve, this one again after a pause
+    "server_error": ("provider_capacity", None),
+    "overloaded_error": ("provider_capacity", None),
+    "api_error": ("provider_capacity", None),
+    "InternalServerError": ("provider_capacity", None),
+}
+
+
+_EMBEDDED_NAME = re.compile(r'"(?:type|code)"\s*:\s*"(\w+)"')
+_LEADING_NAME = re.compile(r"^\W*(\w*Error)\b:")
+_API_TYPE = re.compile(r"\b([a-z]+(?:_[a-z]+)*_error)\b")
+
+
+def error_name(text: str) -> str | None:
+    """The structured error a CLI's text carries: an API body it passes on (`{"type":"not_found_error"...}`,
+    `"code":"model_not_found"`) or a JavaScript error's name leading a line (`AI_LoadAPIKeyError: …`); None."""
+    names = [m for m in _EMBEDDED_NAME.findall(text or "") if m in STRUCTURED_ERRORS]
+    if names:
+        return names[-1]  # the innermost: `{"type":"error","error":{"type":"not_found_error"}}`
+    match = _LEADING_NAME.match(text or "")
+    if match and match.group(1) in STRUCTURED_ERRORS:
+        return match.group(1)
+    # An API's error type quoted bare behind a generic one: "AI_APICallError: … authentication_error"
+    bare = next((m for m in _API_TYPE.findall(text or "") if m in STRUCTURED_ERRORS), None)
+    return bare or (match.group(1) if match else None)
+
+
+# The API's own name for an HTTP status whose refusal repeats identically (a key refused, a model or endpoint it does
+# not have): what a structured status stands for where a CLI gives no name (Codex's "unexpected status 404").
+_STATUS_NAMES = {401: "authentication_error", 404: "not_found_error"}
+_STATUS_IN_TEXT = re.compile(r"\bunexpected status (\d{3})\b")
+
+
+def status_name(status: object) -> str | None:
+    """The structured error an HTTP status stands for, where it says the same on every try; None otherwise."""
+    return _STATUS_NAMES.get(status) if isinstance(status, int) else None
+
+
+def status_in_text(text: str) -> int | None:
+    """The HTTP status a CLI states in its own words (Codex: "unexpected status 401 Unauthorized: …")."""
+    match = _STATUS_IN_TEXT.search(text or "")
+    return int(match.group(1)) if match else None
+
+
+def class_of_error(name: object, status: object = None, text: str = "",
+                   default: FailureClass = "provider_runtime_claim") -> FailureClass:
+    """A CLI's structured error: by its name (STRUCTURED_ERRORS) first, then by an HTTP status, then by its text."""
+    known = STRUCTURED_ERRORS.get(str(name)) if name else None
+    if known is not None:
+        return known[0]
+    if isinstance(status, int) and not isinstance(status, bool):
+        return class_of_status(status)
+    return class_of_text(text, default)
+
 
 def class_of_status(status: int | None) -> FailureClass:
     if status is None:
@@ -87,10 +179,15 @@ def local_refusal(text: str) -> bool:
     return bool(_LOCAL_REFUSAL.search(text or ""))
 
 
-def repeat_fix(cls: FailureClass, text: str) -> str | None:
-    """The fix for an auth or config refusal that would repeat identically on every try; None for any other."""
+def repeat_fix(cls: FailureClass, text: str, code: str | None = None) -> str | None:
+    """The fix for an auth or config refusal that would repeat identically on every try, by its structured error
+    (`code`: the name the adapter read, e.g. `ProviderAuthError`, `ModelNotFoundError:404`) or its text; None for
+    any other."""
     if cls not in REFUSAL_CLASSES:
         return None
+    known = STRUCTURED_ERRORS.get((code or "").split(":")[0])
+    if known is not None and known[0] == cls and known[1] is not None:
+        return known[1]
     return next((fix for pattern, fix in _REPEATS_IDENTICALLY if pattern.search(text or "")), None)
 
 
@@ -164,11 +261,12 @@ def reset_delay_ms(text: str, now: datetime) -> int | None:
 
 
 def envelope(cls: FailureClass, message: str, *, code: str | None = None, delay_ms: int | None = None,
-             now: datetime | None = None, deterministic: bool = False) -> FailureEnvelope:
+             now: datetime | None = None, deterministic: bool = False, name: str | None = None) -> FailureEnvelope:
     """The envelope for `cls`; a rate limit without a stated reset reads one from the text, a billing
     refusal rests the account for a day; a refusal that repeats identically (not logged in, an unknown model,
-    a bad flag) is deterministic, its fix in the message: no retry, no repair (the policy may fall back)."""
-    fix = repeat_fix(cls, message)
+    a bad flag: by its structured error `code`, or its text) is deterministic, its fix in the message: no
+    retry, no repair (the policy may fall back). `name`: the structured error, where `code` is not it."""
+    fix = repeat_fix(cls, message, name or code)
     if fix is not None:
         deterministic = True
         message = f"{message} (not retried: {fix})"

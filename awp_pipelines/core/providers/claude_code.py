@@ -15,16 +15,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from awp_pipelines.core.providers.base import ProviderRequest
-from awp_pipelines.core.providers.classify import class_of_status, class_of_text, envelope, epoch_delay_ms
+from awp_pipelines.core.providers.classify import class_of_error, envelope, epoch_delay_ms, error_name
 from awp_pipelines.core.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.core.providers.process import STOP
 from awp_pipelines.core.records.failures import FailureClass
 
 PERMISSION_MODES = {"auto": "acceptEdits", "bypass": "bypassPermissions", "plan": "plan", "default": "default"}
-_ASSISTANT_ERRORS: dict[str, FailureClass] = {
-    "authentication_failed": "provider_auth_claim", "billing_error": "provider_rate_limit",
-    "rate_limit": "provider_rate_limit", "invalid_request": "provider_config_claim",
-    "server_error": "provider_capacity", "model_not_found": "provider_config_claim"}
 # api_retry statuses worth acting on at once: waiting through ten retries changes nothing.
 _STOP_STATUSES = frozenset({401, 402, 403, 429, 529})
 _MAX_TRANSIENT_RETRIES = 3  # other statuses (500, no server) get a few of the CLI's own retries
@@ -73,13 +69,12 @@ class ClaudeStreamParser(StreamParser):
         else:
             self.sink.error(self.last_error, error_status=status, retry_in_ms=delay)
         if status in _STOP_STATUSES or self.retries >= _MAX_TRANSIENT_RETRIES:
-            cls = class_of_status(status) if status is not None else class_of_text(error, "transport_disconnect")
-            if error == "authentication_failed":
-                cls = "provider_auth_claim"
+            # Its structured error first (`authentication_failed`: a key refused, the same on every try).
+            cls = class_of_error(error, status, error, "transport_disconnect")
             self.fail(envelope(cls, f"Claude API {error} (HTTP {status}); stopped after the CLI's retry "
                                f"{event.get('attempt')}/{event.get('max_retries')}", code=f"api_retry_{status}",
                                delay_ms=int(delay) if isinstance(delay, int | float) and status == 429 else None,
-                               now=self.now()))
+                               now=self.now(), name=error))
             return STOP
         return None
 
@@ -101,8 +96,8 @@ class ClaudeStreamParser(StreamParser):
             text = " ".join(str(b.get("text")) for b in message.get("content") or []
                             if isinstance(b, dict) and b.get("text")) or str(error)
             self.last_error = text
-            # An error it names ("model_not_found" as 2.1.197 says it), else what its text says.
-            cls = _ASSISTANT_ERRORS.get(str(error)) or class_of_text(text)
+            # The error it names ("model_not_found" as 2.1.197 says it: STRUCTURED_ERRORS), else what its text says.
+            cls = class_of_error(error, None, text)
             self.fail(envelope(cls, text, code=str(error), now=self.now()))
 
     def _user(self, event: dict[str, Any]) -> None:
@@ -155,14 +150,14 @@ class ClaudeStreamParser(StreamParser):
             return
         text = str(event.get("result") or event.get("subtype") or "error")
         status = event.get("api_error_status")
-        if status is not None:
-            cls = class_of_status(int(status))
-        elif event.get("subtype") in ("error_max_turns", "error_max_budget_usd"):
-            cls = "provider_runtime_claim"
+        name = error_name(text)  # the API's own error type in the body it quotes: `not_found_error`
+        if event.get("subtype") in ("error_max_turns", "error_max_budget_usd"):
+            cls: FailureClass = "provider_runtime_claim"
         else:
-            cls = class_of_text(text)
+            cls = class_of_error(name, int(status) if status is not None else None, text)
         self.last_error = text
-        self.fail(envelope(cls, text, code=str(status or event.get("subtype") or "is_error"), now=self.now()))
+        self.fail(envelope(cls, text, code=str(status or event.get("subtype") or "is_error"), now=self.now(),
+                           name=name))
 
 
 def _tokens(usage: dict[str, Any]) -> dict[str, int]:

@@ -7,6 +7,7 @@ Codex exit 0 on some API errors), so the parser's findings come first.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -146,14 +147,25 @@ class CliAdapter:
     def prepare(self, request: ProviderRequest, env: dict[str, str]) -> None:
         """Set up what the CLI needs before it starts (e.g. a settings file in the account's config dir)."""
 
+    def new_parser(self, sink: EventSink, env: dict[str, str]) -> StreamParser:
+        """The session's parser; `env` is the CLI's (a parser may read what the CLI writes where it says)."""
+        return self.parser_class(sink)
+
     # -- shared --------------------------------------------------------------------------------------------
     def env(self, request: ProviderRequest) -> dict[str, str]:
         return {**agent_env(self.kind, self.spec, request.account, request.env, home=request.home,
                             tools=request.tools),
                 **configured_env(self.spec, request.account), **self.extra_env(request)}
 
-    def refusal(self, request: ProviderRequest, env: Mapping[str, str]) -> FailureEnvelope | None:
-        """A refusal known before the CLI starts (root + a permission mode it refuses): deterministic."""
+    def refusal(self, request: ProviderRequest, env: Mapping[str, str], executable: str) -> FailureEnvelope | None:
+        """A refusal known before the CLI starts (its `executable` is not there; root + a permission mode it
+        refuses): deterministic, one Attempt. A missing CLI in the sandbox exited 127 through the egress, which
+        read as a runtime claim: `--skip-preflight` retried it three times."""
+        if shutil.which(executable, path=env.get("PATH")) is None:
+            return FailureEnvelope.for_class(
+                "launch_failed", f"the agent CLI `{executable}` is not on PATH (not retried: install it, or set the "
+                "provider's `command:` in providers.yaml; `awp doctor` checks it)", provider_code="cli_missing",
+                deterministic=True)
         found = root_refusal(self.kind, request.permission_mode, env, provider=self.name,
                              account=request.account.name if request.account else None,
                              euid=SANDBOX_UID if request.sandbox is not None else None)
@@ -194,13 +206,13 @@ class CliAdapter:
                          account=request.account.name if request.account else None,
                          attempt_number=request.attempt_number, argv=self.display_argv(request, resume),
                          deadline_ms=request.timeout_ms, idle_ms=idle_ms)
-        refused = self.refusal(request, env)
+        refused = self.refusal(request, env, argv[0])
         if refused is not None:  # the CLI would exit at once, the same way every time: do not start it
             sink.run_failed(refused, ended="refused")
             return ProviderOutcome.from_sink(sink, refused, request.session_id)
         if request.sandbox is not None:  # provisioned by the Attempt: the same session, inside bubblewrap
             argv, env = request.sandbox.command(argv, request.cwd), request.sandbox.environment(env)
-        parser = self.parser_class(sink)
+        parser = self.new_parser(sink, env)
         with sink.batch():  # the events of each chunk read reach the file together
             result = run_streaming(argv, cwd=request.cwd, env=env, on_line=parser.feed,
                                    deadline_ms=request.timeout_ms, idle_ms=idle_ms,

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awp_pipelines.core.providers.base import ProviderRequest
-from awp_pipelines.core.providers.classify import class_of_text, envelope
+from awp_pipelines.core.providers.classify import (
+    class_of_error,
+    envelope,
+    error_name,
+    status_in_text,
+    status_name,
+)
 from awp_pipelines.core.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.core.providers.process import STOP
 from awp_pipelines.core.records import jsonl
@@ -51,11 +57,17 @@ class CodexStreamParser(StreamParser):
         elif kind == "turn.failed":
             message = str((event.get("error") or {}).get("message") or "turn failed")
             self.last_error = message
-            self.fail(envelope(class_of_text(message), message, code="turn.failed", now=self.now()))
+            # Codex passes on the API's body (its `code`: `model_not_found`) or states the status in its words.
+            status = status_in_text(message)
+            name = error_name(message) or status_name(status)
+            self.fail(envelope(class_of_error(name, status, message), message, code="turn.failed", now=self.now(),
+                               name=name))
         elif kind == "error":
             message = str(event.get("message") or "error")
             self.last_error = message
-            cls = class_of_text(message, default="transport_disconnect")
+            status = status_in_text(message)  # "Reconnecting... 1/5 (unexpected status 401 Unauthorized: …)"
+            name = error_name(message) or status_name(status)
+            cls = class_of_error(name, status, message, "transport_disconnect")
             if cls == "provider_rate_limit":
                 self.sink.rate_limit_notice(status="retrying" if message.startswith("Reconnecting") else "rejected",
                                             error=message)
@@ -63,10 +75,12 @@ class CodexStreamParser(StreamParser):
                 self.sink.error(message)
             if cls == "provider_capacity":
                 self.overloads += 1
-            if cls in _DECISIVE or self.overloads >= _MAX_OVERLOADS:
+            failure = envelope(cls, message, code="error", now=self.now(), name=name)
+            if cls in _DECISIVE or failure.local_deterministic or self.overloads >= _MAX_OVERLOADS:
                 # "Reconnecting... 1/5 (... 429 Too Many Requests)": Codex would reconnect five times (each
-                # with retries of its own, for half a minute) and change nothing; act on the first one.
-                self.fail(envelope(cls, message, code="error", now=self.now()))
+                # with retries of its own, for half a minute) and change nothing; act on the first one (a 404, a
+                # refusal that says the same every time, as well).
+                self.fail(failure)
                 return STOP
         return None
 

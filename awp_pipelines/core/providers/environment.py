@@ -33,6 +33,7 @@ ENDPOINT_ENV: dict[str, tuple[str, ...]] = {
     "claude_code": ("ANTHROPIC_BASE_URL",),
     "codex": ("OPENAI_BASE_URL",),
     "gemini": ("GOOGLE_GEMINI_BASE_URL",),
+    "amp": ("AMP_URL",),
     "opencode": (),
     "openai_http": (),
     "command": (),

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awp_pipelines.core.providers.base import ProviderRequest
-from awp_pipelines.core.providers.classify import DAY_MS, class_of_status, class_of_text, envelope, reset_delay_ms
+from awp_pipelines.core.providers.classify import (
+    DAY_MS,
+    class_of_error,
+    class_of_status,
+    envelope,
+    error_name,
+    reset_delay_ms,
+)
 from awp_pipelines.core.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.core.providers.process import STOP, ProcessResult
 from awp_pipelines.core.records.failures import FailureClass, FailureEnvelope
@@ -31,6 +38,10 @@ EXIT_CLASSES: dict[int, FailureClass] = {41: "provider_auth_claim", 42: "provide
 _MAX_MESSAGE_CHARS = 1 << 20  # one assistant message is buffered from its deltas, up to this much
 # Its silent retries show only on stderr: "Attempt 1 failed with status 429. Retrying with backoff..."
 _RETRY = re.compile(r"Attempt (\d+) failed with status (\d{3})")
+# Its structured error, which its result event calls `unknown`, shows on stderr: "Error when talking to Gemini API
+# Full report available at: …json ModelNotFoundError: Requested entity was not found." then `  code: 404`.
+_NAMED = re.compile(r"\b([A-Z]\w*Error): ")
+_CODE = re.compile(r"^\s*code: (\d{3}),?\s*$")
 _STOP_STATUSES = frozenset({401, 402, 403, 429})
 _MAX_TRANSIENT_RETRIES = 2  # a 5xx may pass: one retry is let through, the second ends the session
 
@@ -41,9 +52,19 @@ class GeminiStreamParser(StreamParser):
         self._text: list[str] = []
         self._size = 0
 
+    error_named: str | None = None  # the structured error its stderr named (ModelNotFoundError), and its status
+    error_status: int | None = None
+    result_error: dict[str, Any] | None = None  # a result event's error
+
     def feed_stderr(self, line: str) -> object:
         match = _RETRY.search(line)
         if match is None:
+            named, code = _NAMED.search(line), _CODE.match(line)
+            if named is not None and "Gemini API" in line and class_of_error(named.group(1), None, "", "unknown") \
+                    != "unknown":
+                self.error_named = named.group(1)
+            elif code is not None and self.error_named is not None:
+                self.error_status = int(code.group(1))
             return None
         attempt, status = int(match.group(1)), int(match.group(2))
         self.last_error = line.strip()[:500]
@@ -94,8 +115,8 @@ class GeminiStreamParser(StreamParser):
                             reasoning_tokens=int(stats.get("thoughts") or 0))
             if event.get("status") == "success":
                 self.completed = True
-            else:
-                self.fail(self._error(event.get("error") or {}))
+            else:  # judged at the end: the stderr line naming the error may come after it (two pipes)
+                self.result_error = event.get("error") or {}
         return None
 
     def _error(self, error: dict[str, Any]) -> FailureEnvelope:
@@ -111,10 +132,17 @@ class GeminiStreamParser(StreamParser):
         code = error.get("code")
         if isinstance(code, int) and code in EXIT_CLASSES:
             return envelope(EXIT_CLASSES[code], message, code=f"{etype}:{code}", now=self.now())
-        return envelope(class_of_text(message), message, code=etype, now=self.now())
+        # Its result says `unknown` where stderr named the error (ModelNotFoundError, 404): that decides, then the text.
+        named = (self.error_named or error_name(message)) if etype in ("unknown", "Error") else etype
+        status = self.error_status if named == self.error_named else None
+        cls = class_of_error(named, status, message)
+        return envelope(cls, message, code=f"{named}:{status}" if named and status else (named or etype),
+                        now=self.now())
 
     def finish(self, result: ProcessResult) -> FailureEnvelope | None:
         self._flush()
+        if self.result_error is not None:
+            self.fail(self._error(self.result_error))
         return super().finish(result)
 
     def exit_failure(self, result: ProcessResult) -> FailureEnvelope | None:

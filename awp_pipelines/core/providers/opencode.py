@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awp_pipelines.core.providers.base import ProviderRequest
-from awp_pipelines.core.providers.classify import class_of_status, class_of_text, envelope
+from awp_pipelines.core.providers.classify import class_of_error, envelope, error_name, status_name
 from awp_pipelines.core.providers.cli import CliAdapter, StreamParser, flag
 from awp_pipelines.core.providers.process import STOP
 
@@ -39,14 +39,16 @@ class OpenCodeStreamParser(StreamParser):
             return None
         message = match.group(1)
         self.last_error = message
-        cls = class_of_text(message, default="provider_runtime_claim")
+        name = error_name(message)  # the AI SDK's error leads the line: `AI_LoadAPIKeyError: … API key is missing`
+        cls = class_of_error(name, None, message)
         if cls == "provider_rate_limit":
             self.sink.rate_limit_notice(status="retrying", error=message)
         else:
             self.sink.error(message, source="stderr")
         self.overloads += cls == "provider_capacity"
         if cls in ("provider_rate_limit", "provider_auth_claim") or self.overloads >= _MAX_OVERLOADS:
-            self.fail(envelope(cls, f"OpenCode stream error: {message}", code="stream_error", now=self.now()))
+            self.fail(envelope(cls, f"OpenCode stream error: {message}", code="stream_error", now=self.now(),
+                               name=name))
             return STOP
         return None
 
@@ -82,10 +84,14 @@ class OpenCodeStreamParser(StreamParser):
             data = error.get("data") or {}
             message = str(data.get("message") or error.get("message") or error.get("name") or "error")
             status = data.get("statusCode")
+            named = error.get("name")
             self.last_error = message
-            self.sink.error(message, name=error.get("name"), status=status)
-            cls = class_of_status(int(status)) if isinstance(status, int) else class_of_text(message)
-            self.fail(envelope(cls, message, code=str(error.get("name") or status or "error"), now=self.now()))
+            self.sink.error(message, name=named, status=status)
+            # Its NamedError first (`ProviderAuthError`: "… API key is missing …", no status, no telling text),
+            # then the API's status, then the text.
+            cls = class_of_error(named, status, message)
+            self.fail(envelope(cls, message, code=str(named or status or "error"), now=self.now(),
+                               name=status_name(status) if named in (None, "APIError") else None))
         return None
 
 

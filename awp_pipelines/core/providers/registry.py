@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.providers_config import ProviderSpec
+from awp_pipelines.core.providers.amp import AmpAdapter
 from awp_pipelines.core.providers.base import ProviderAdapter
 from awp_pipelines.core.providers.claude_code import ClaudeCodeAdapter
 from awp_pipelines.core.providers.cli import CliAdapter
@@ -19,6 +20,7 @@ CLI_ADAPTERS: dict[str, type[CliAdapter]] = {
     "codex": CodexAdapter,
     "opencode": OpenCodeAdapter,
     "gemini": GeminiAdapter,
+    "amp": AmpAdapter,
     "command": CommandAdapter,
 }
 

@@ -18,7 +18,7 @@ HONOURED_BY: dict[str, frozenset[str]] = {
     "append_system_prompt": _SYSTEM_PROMPT,  # Claude Code --append-system-prompt; a second system message
     "max_turns": frozenset({"claude_code", "simulated"}),  # Claude Code --max-turns
     # the reported model against the one asked for (confirmation.py); a `command` agent reports none
-    "cli_confirmation": ALL_KINDS - {"command"},
+    "cli_confirmation": ALL_KINDS - {"command", "amp"},
     "adapter_opts.timeout": ALL_KINDS,  # the single bound, when `timeout` is unset (plan.py)
 }
 # Keys no adapter passes on, and why: the transcript and JSONL always keep everything. (`recovery.max_steers` is
@@ -33,7 +33,8 @@ NOT_PASSED: dict[str, str] = {
 }
 ADAPTER_OPTS_WHY = "of adapter_opts AWP reads only `timeout`"
 _WHY_NOT: dict[tuple[str, str], str] = {
-    ("cli_confirmation", "command"): "a command agent reports no model, so `require` always fails"}
+    ("cli_confirmation", "command"): "a command agent reports no model, so `require` always fails",
+    ("cli_confirmation", "amp"): "Amp's target names a mode, and the model it reports is the one the mode chose"}
 
 
 def unsupported(kind: str, key: str) -> str | None:

@@ -33,6 +33,12 @@ _CAUSES: dict[str, Cause] = {
 }
 
 
+def cause_shown(cause: Cause, failure_class: str | None) -> str:
+    """The cause as a line beside an AgentRun's state says it: a rate limit as one (its category, the seed's
+    `model_capacity`, stays in `--json` and the Attempt's metadata: a quota is no model at capacity)."""
+    return "rate limit" if failure_class == "provider_rate_limit" else cause
+
+
 def cause_of(failure_class: str | None) -> Cause | None:
     """The lifecycle reason a failure class stands for (None: no failure, or the contract was unmet)."""
     return _CAUSES.get(failure_class) if failure_class else None

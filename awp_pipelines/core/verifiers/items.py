@@ -29,6 +29,7 @@ from awp_pipelines.core.packet.model.contract import (
     YamlCheck,
     command_text,
 )
+from awp_pipelines.core.records.plural import counted
 from awp_pipelines.core.records.redact import redact
 
 from .clause_table import CLAUSE, CLAUSE_TABLE
@@ -57,7 +58,7 @@ def entry_label(clause: str, entry: Any) -> str:
     """Prompt Runner's checklist label for one entry of a clause."""
     if clause == "doc":
         min_lines = entry.min_lines if isinstance(entry, DocCheck) else 1
-        return f"doc: {display(entry)} (non-blank; {min_lines} lines advisory)"
+        return f"doc: {display(entry)} (non-blank; {counted(min_lines, 'line')} advisory)"  # never "1 lines"
     if clause == "commands":
         return f"{CLAUSE[clause].label}: {command_text(entry, with_repo=True)}"
     if clause == "repos_clean":

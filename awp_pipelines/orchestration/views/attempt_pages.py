@@ -25,6 +25,7 @@ class FoundAttempt:
     record: AttemptRecord | None = None
     run_status: str = ""
     driver_gone: bool = False  # its run has not ended, but what drove it is gone (liveness.py): interrupted
+    agent_run_state: str = ""  # the AgentRun's state once it ended, stored with its record (`waiting — …`)
 
     @property
     def prompt(self) -> str:
@@ -94,6 +95,7 @@ def _attempts(ledger: Ledger, packet_run: str, prefix: str) -> list[FoundAttempt
                 entry.started = meta
             if record is not None:
                 entry.record = record
+                entry.agent_run_state = str(meta.get(tags.AGENT_RUN_STATE) or "")
             entry.run_status = status
             entry.driver_gone = run_id in log.gone
     return list(found.values())

@@ -7,7 +7,7 @@ from awp_pipelines.core.decisions.budget import Budget, Spend
 from awp_pipelines.core.decisions.policy import AttemptFact, chain_of
 from awp_pipelines.core.packet.model.budget import BudgetConfig
 from awp_pipelines.core.packet.model.recovery import RecoveryConfig
-from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, trail_text
+from awp_pipelines.core.records.attempt_lifecycle import Transition, cause_of, cause_shown, trail_text
 
 CHAIN = chain_of("simulated", "m", None, [], [])
 RECOVERY = RecoveryConfig()
@@ -47,6 +47,14 @@ def test_an_agent_run_ends_completed_failed_cancelled_or_budget_exhausted() -> N
     assert (exhausted.state, exhausted.cause) == ("budget_exhausted", "policy_denial")
     assert "$0.0600 of its $0.05 cap" in exhausted.reason
     assert _status(budget=broke).state == "budget_exhausted"  # never started: refused before its first Attempt
+
+
+def test_a_rate_limit_is_said_as_one_beside_its_state_not_as_model_capacity() -> None:
+    """`awp status` printed "waiting (model_capacity)" for a quota: the category stays in --json and metadata."""
+    assert cause_of("provider_rate_limit") == "model_capacity"
+    assert cause_shown("model_capacity", "provider_rate_limit") == "rate limit"
+    assert cause_shown("model_capacity", "provider_capacity") == "model_capacity"
+    assert cause_shown("provider_outage", None) == "provider_outage"
 
 
 def test_failure_classes_map_to_the_seeds_reasons() -> None:

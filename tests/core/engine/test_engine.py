@@ -3,6 +3,7 @@ completion table (provider outcome × verifier report → result). No Dagster he
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -59,6 +60,21 @@ def test_a_provider_error_with_the_contract_unmet_is_provider_failed(tmp_path: P
     assert record.result == "provider_failed"
     assert record.failure is not None and record.failure.failure_class == "provider_rate_limit"
     assert record.fact().retryable and not record.workspace_changed and record.commits == []
+
+
+def test_a_work_tree_that_is_gone_ends_the_attempt_once_before_its_agent(tmp_path: Path, make_git_repo) -> None:
+    """A run launched from the UI has no `awp run` preflight: the Attempt says it, deterministic (not retried),
+    instead of an `interrupted` crash retried three times."""
+    def gone(path: Path) -> Path:
+        shutil.rmtree(make_git_repo(path))
+        return Path(path)
+
+    record, repo = _attempt(tmp_path, gone, WRITES_DONE)
+    assert record.result == "provider_failed" and record.failure is not None
+    failure = record.failure
+    assert (failure.failure_class, failure.retryable, failure.phase) == ("launch_failed", False, "launch")
+    assert failure.message.startswith(f"work tree 'app': no such work tree {repo}")
+    assert not repo.exists() and [t.state for t in record.transitions][-1] == "terminal"
 
 
 def test_the_record_is_frozen(tmp_path: Path, make_git_repo) -> None:

@@ -40,6 +40,7 @@ def write_packet(root: Path, manifest: dict[str, Any] | None = None,
                  prompts: dict[str, dict[str, Any]] | None = None, body: str = "# Work\n") -> Path:
     """packet.yaml plus prompts {filename stem: front matter}; by default one clean prompt 01_hello."""
     root.mkdir(parents=True, exist_ok=True)
+    (root / "app" / ".git").mkdir(parents=True, exist_ok=True)  # its work tree is there (missing_work_tree)
     base = {"name": "lint-demo", "provider": "simulated", "model": "simulated-demo",
             "repos": {"app": {"path": "./app", "default": True}}}
     (root / "packet.yaml").write_text(yaml.safe_dump({**base, **(manifest or {})}, sort_keys=False))
@@ -79,7 +80,9 @@ def test_every_compat_packet_lints_without_errors(prompt_runner_root: Path, name
     # Prompt Runner's own examples carry no commands and name home profiles this machine lacks; two carry
     # per-CLI options (`claude_opts`, `codex_thread_opts`) that AWP does not pass on, and says so.
     opts = {"unsupported_setting"} if name in ("claude_packet", "multi_repo_packet") else set()
-    assert {f.kind for f in report.warnings} == {"contract_without_commands", "profile_missing", *opts}
+    # Their work trees are on their authors' machines: lint says so here, as a warning (`awp run` refuses them).
+    assert {f.kind for f in report.warnings} == {"contract_without_commands", "profile_missing", "missing_work_tree",
+                                                 *opts}
 
 
 def test_a_packet_that_does_not_load_is_one_invalid_packet_error(tmp_path: Path) -> None:
@@ -317,6 +320,13 @@ def test_unknown_depends_on(tmp_path: Path) -> None:
     assert "'07'" in finding.message and finding.key == "depends_on"
 
 
+def test_a_reviewer_depending_on_no_prompt_is_a_finding_not_a_key_error(tmp_path: Path) -> None:
+    """The plan looks up a reviewer's upstream prompts for their role: one that is not there has none."""
+    root = write_packet(tmp_path, prompts={"01_a": {"agent": "reviewer", "depends_on": ["09"]}})
+    [finding] = only(lint(root), "unknown_depends_on")
+    assert "'09'" in finding.message
+
+
 def test_dependency_cycle_is_reported_once(tmp_path: Path) -> None:
     root = write_packet(tmp_path, prompts={"01_a": {}, "02_b": {"depends_on": "03"}, "03_c": {"depends_on": "02"}})
     [finding] = only(lint(root), "dependency_cycle")
@@ -345,6 +355,24 @@ def test_missing_template_packet_local_or_home(tmp_path: Path) -> None:
     assert lint(root).findings == []
 
 
+@pytest.mark.parametrize(("tree", "said"), [("absent", "no such work tree"), ("file", "is a file, not a folder"),
+                                             ("bare folder", "is not in a git repository")])
+def test_a_work_tree_that_is_not_there_is_a_warning_at_its_path(tmp_path: Path, tree: str, said: str) -> None:
+    repos = {"app": {"path": "./app", "default": True}, "web": {"path": "./web"}}
+    root = write_packet(tmp_path, {"repos": repos})
+    if tree == "file":
+        (root / "web").write_text("not a tree\n")
+    elif tree == "bare folder":
+        (root / "web").mkdir()
+    [finding] = only(lint(root), "missing_work_tree")
+    assert (finding.severity, finding.key, finding.line) == ("warning", "repos.web.path",
+                                                             line_of(root / "packet.yaml", "./web"))
+    assert said in finding.message and "repo 'web'" in finding.message and "path:" in (finding.hint or "")
+    (root / "web").unlink() if tree == "file" else None
+    (root / "web" / ".git").mkdir(parents=True)
+    assert lint(root).findings == []
+
+
 def test_profile_missing_is_a_warning(tmp_path: Path) -> None:
     root = write_packet(tmp_path, {"profile": "laptop"})
     [finding] = only(lint(root), "profile_missing")
@@ -367,6 +395,7 @@ def test_a_remote_repos_missing_reference_cache_is_a_warning(tmp_path: Path) -> 
 
 def test_a_packet_whose_own_files_lie_in_a_target_tree_is_a_warning_naming_the_fix(tmp_path: Path) -> None:
     root = write_packet(tmp_path / "p", {"repos": {"app": {"path": ".", "default": True}}})
+    (root / ".git").mkdir()
     [finding] = only(lint(root), "packet_in_target_tree")
     assert (finding.severity, finding.key, Path(finding.file).name) == ("warning", "repos", "packet.yaml")
     assert "move the packet out of the tree" in (finding.hint or "")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from awp_pipelines.core.packet.errors import PacketError
 from awp_pipelines.core.packet.model.recovery import ClassAttempts, RetryConfig
 from awp_pipelines.core.packet.packet import CHECKLIST_SUFFIX, load_packet, normalize_id
 
@@ -111,6 +112,47 @@ def test_a_native_packet_yaml_loads(tmp_path: Path) -> None:
                                                                ("02", "Second", "Do two.\n")]
     assert packet.repos["app"].path == (root / "app").resolve()
     assert load_packet(root / "packet.yaml").name == "native"  # the manifest file works as well as the folder
+
+
+@pytest.mark.parametrize(("written", "hint"), [("promts", "did you mean 'prompts'?"),
+                                               ("nope", "folders holding prompts: prompts")])
+def test_a_prompt_dir_that_is_not_there_is_an_error_at_its_line(tmp_path: Path, written: str, hint: str) -> None:
+    """Not a packet of no prompts (`no prompt of x matches  (prompts: )` at run)."""
+    root = write(tmp_path, {"packet.yaml": f"name: typo\nprovider: simulated\nprompt_dir: {written}\n",
+                            "prompts/01_a.prompt.md": "---\n---\nx\n"})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    assert (err.value.file, err.value.line, err.value.key, err.value.hint) == (root / "packet.yaml", 3, "prompt_dir",
+                                                                               hint)
+    assert err.value.message == f"'{written}' is no folder of the packet"
+    (root / "packet.yaml").write_text("name: typo\nprovider: simulated\n")
+    assert load_packet(root).prompt_dir == root / "prompts"
+
+
+@pytest.mark.parametrize(("manifest", "message", "hint"), [
+    ("provider: simulated\n", "required key is missing", "add `name:`"),
+    ("name: x\ndirty_tree: maybe\n", "invalid value 'maybe'; allowed: 'refuse' or 'set_aside'",
+     "write one of the allowed values"),
+    ("name: x\naccounts: 7\n", "Input should be a valid list", "write a valid list here"),
+    ("name: x\nzzz: 1\n", "unknown key; allowed keys here: accounts, ", "remove it, or write one of the allowed keys"),
+    ("- name\n", "the manifest must be a YAML mapping of keys", "write one `key: value` per line, "),
+])
+def test_a_manifest_error_says_how_to_fix_it(tmp_path: Path, manifest: str, message: str, hint: str) -> None:
+    """Every bad value ends `(how to fix)`, not only the misspelt keys that have a did-you-mean."""
+    root = write(tmp_path, {"packet.yaml": manifest})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    assert err.value.message.startswith(message) and (err.value.hint or "").startswith(hint)
+
+
+@pytest.mark.parametrize(("written", "shown"), [("'  '", '"  "'), ('"a\\n\\nb"', '"a\\n\\nb"')])
+def test_a_key_that_is_no_plain_word_is_shown_quoted_on_its_one_line(tmp_path: Path, written: str, shown: str) -> None:
+    """A key of spaces or with a newline in it printed as written broke the one line (found by `make fuzz`)."""
+    root = write(tmp_path, {"packet.yaml": f"name: x\n{written}: 1\n"})
+    with pytest.raises(PacketError) as err:
+        load_packet(root)
+    line = str(err.value)
+    assert "\n" not in line and f":2: {shown}: unknown key" in line
 
 
 def test_repos_in_list_form(tmp_path: Path) -> None:

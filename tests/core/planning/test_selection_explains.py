@@ -58,6 +58,17 @@ def test_an_empty_selection_names_what_it_matched_against(tmp_path: Path) -> Non
     assert said.hint == "prompts: 01, 02, 03; phases: 1, 2"
 
 
+def test_a_packet_with_no_prompts_says_so_and_how_to_write_one(tmp_path: Path) -> None:
+    """Not `no prompt of sel matches  (prompts: )`: an empty match list and a double space."""
+    packet = _packet(tmp_path / "p")
+    for file in (tmp_path / "p" / "prompts").iterdir():
+        file.unlink()
+    said = nothing_selected(load_packet(tmp_path / "p"), selection_from_flags(), None, {})
+    assert said.message == "packet sel has no prompts: no NN_slug.prompt.md file in its prompt folder"
+    assert (said.file, said.key, said.hint) == (packet.prompt_dir, "prompt_dir",
+                                                f"`awp prompt new {packet.root} SLUG` writes one")
+
+
 def test_a_stuck_packet_run_names_what_holds_it_and_what_to_run_instead(tmp_path: Path) -> None:
     packet = _packet(tmp_path / "p")
     held = AgentRunStatus("planned", "held: upstream 01 failed", held_by=("01",))
